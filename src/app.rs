@@ -1,0 +1,1 @@
+//! What each `bench` command does, independent of how its arguments were parsed.

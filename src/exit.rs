@@ -1,0 +1,32 @@
+//! The bench's exit codes: one meaning each, the same for every command.
+//!
+//! Nightly CI must tell "the platform regressed" (1) from "the bench or the
+//! runner broke" (3), and neither from a typo in a drill file (2).
+
+use std::process::ExitCode;
+
+/// How a command ended, as the process exit code the CLI contract promises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exit {
+    /// Every assertion held, the input was valid, or the preflight said ready.
+    Success = 0,
+    /// A drill assertion failed, or a preflight said not ready.
+    AssertionFailed = 1,
+    /// Bad input: a scenario, a flag or a file. Nothing ran.
+    BadInput = 2,
+    /// Infrastructure error: a cluster could not be provisioned, a CLI is missing.
+    Infrastructure = 3,
+}
+
+impl Exit {
+    /// The numeric process exit code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit.code())
+    }
+}

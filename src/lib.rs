@@ -1,0 +1,12 @@
+//! drillbench: a simulation and chaos-drill test bench for Kubernetes platforms.
+//!
+//! A drill is a YAML scenario. The flow of one drill is the layout of this crate,
+//! one module per concept and arrows pointing one way:
+//! `scenario → topology → backend → fault → observe → assert → report`.
+//! The `bench` binary is a thin clap layer over [`app`].
+#![deny(missing_docs)]
+
+pub mod app;
+pub mod duration;
+pub mod exit;
+pub mod scenario;

@@ -1,0 +1,1 @@
+//! The drill scenario language: types, loading, validation and diagnostics.
