@@ -1,1 +1,164 @@
-//! What each `bench` command does, independent of how its arguments were parsed.
+//! What each `bench` command does, independent of how its arguments were
+//! parsed. Every command writes to the streams it is given and returns the
+//! [`Exit`] the CLI contract promises, so tests can drive them directly.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::drill::Drill;
+use crate::exit::Exit;
+use crate::report::{DrillReport, junit, markdown};
+use crate::scenario::{self, catalog};
+
+/// Output streams of a command, and whether to colour diagnostics.
+pub struct Io<'a> {
+    /// Standard output: the command's result.
+    pub out: &'a mut dyn Write,
+    /// Standard error: diagnostics and progress.
+    pub err: &'a mut dyn Write,
+    /// Colour diagnostics (stderr is a terminal).
+    pub color: bool,
+}
+
+/// `bench list`: the built-in drills, one line each.
+pub fn list(io: &mut Io<'_>) -> Exit {
+    match catalog::list() {
+        Ok(entries) => {
+            let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
+            for entry in entries {
+                let _ = writeln!(io.out, "{:width$}  {}", entry.name, entry.summary);
+            }
+            Exit::Success
+        }
+        Err(diagnostic) => {
+            let _ = write!(io.err, "{}", diagnostic.render(io.color));
+            Exit::Infrastructure
+        }
+    }
+}
+
+/// `bench validate FILE...`: every problem of every file; exit 2 if any.
+pub fn validate(files: &[PathBuf], io: &mut Io<'_>) -> Exit {
+    let mut exit = Exit::Success;
+    for file in files {
+        match Drill::load(file) {
+            Ok(drill) => {
+                let _ = writeln!(io.out, "{}: valid drill `{}`", file.display(), drill.name());
+            }
+            Err(diagnostics) => {
+                let _ = write!(io.err, "{}", diagnostics.render(io.color));
+                exit = Exit::BadInput;
+            }
+        }
+    }
+    exit
+}
+
+/// `bench schema`: the JSON Schema of the drill language.
+pub fn schema(io: &mut Io<'_>) -> Exit {
+    let schema = scenario::json_schema();
+    let _ = writeln!(
+        io.out,
+        "{}",
+        serde_json::to_string_pretty(&schema).unwrap_or_default()
+    );
+    Exit::Success
+}
+
+/// Where a drill runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded deterministic simulator.
+    Sim,
+    /// A kind cluster.
+    Kind,
+    /// A Talos-in-Docker cluster.
+    Talos,
+    /// An existing cluster from a kubeconfig.
+    Kubeconfig,
+}
+
+impl Backend {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sim => "sim",
+            Backend::Kind => "kind",
+            Backend::Talos => "talos",
+            Backend::Kubeconfig => "kubeconfig",
+        }
+    }
+}
+
+/// The options of `bench run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// A built-in name or a drill file.
+    pub drill: String,
+    /// Where it runs.
+    pub backend: Backend,
+    /// The first seed.
+    pub seed: u64,
+    /// How many seeds.
+    pub runs: u64,
+    /// Output folder.
+    pub out: Option<PathBuf>,
+}
+
+/// `bench run`: resolve and validate the drill before anything else, so bad
+/// input is exit 2 and never a partial run; then run it on the backend.
+pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    let path = match catalog::resolve(&options.drill) {
+        Ok(path) => path,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Exit::BadInput;
+        }
+    };
+    let drill = match Drill::load(&path) {
+        Ok(drill) => drill,
+        Err(diagnostics) => {
+            let _ = write!(io.err, "{}", diagnostics.render(io.color));
+            return Exit::BadInput;
+        }
+    };
+    let _ = writeln!(
+        io.err,
+        "error: drill `{}` is valid, but the {} backend is not built yet; nothing ran",
+        drill.name(),
+        options.backend.name()
+    );
+    Exit::Infrastructure
+}
+
+/// The folder a run writes to when `--out` is not given.
+pub fn default_out_dir(drill: &str, seed: u64) -> PathBuf {
+    Path::new("reports").join(format!("{drill}-seed{seed}"))
+}
+
+/// Report formats `bench report` renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// Markdown for a CI job summary.
+    Markdown,
+    /// JUnit XML for CI test reporting.
+    Junit,
+}
+
+/// `bench report FILE.json --format md|junit`: re-renders a stored report.
+pub fn report(file: &Path, format: ReportFormat, io: &mut Io<'_>) -> Exit {
+    match DrillReport::read(file) {
+        Ok(report) => {
+            let text = match format {
+                ReportFormat::Markdown => markdown::render(&report),
+                ReportFormat::Junit => junit::render(&report),
+            };
+            let _ = write!(io.out, "{text}");
+            Exit::Success
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            Exit::BadInput
+        }
+    }
+}

@@ -1,9 +1,12 @@
 //! The command line: clap definitions and dispatch only, no logic.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use drillbench::app::{self, Backend, Io, RunOptions};
+use drillbench::exit::Exit;
 
 /// A simulation and chaos-drill test bench for Kubernetes platforms.
 ///
@@ -95,6 +98,55 @@ enum ReportFormat {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let _ = cli.command;
-    ExitCode::from(3)
+    let mut stdout = std::io::stdout().lock();
+    let mut stderr = std::io::stderr();
+    let color = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut io = Io {
+        out: &mut stdout,
+        err: &mut stderr,
+        color,
+    };
+    let exit = match cli.command {
+        Command::List => app::list(&mut io),
+        Command::Validate { files } => app::validate(&files, &mut io),
+        Command::Run(args) => app::run(&args.into_options(), &mut io),
+        Command::Preflight(PreflightCommand::CpRecreate) => {
+            not_built("bench preflight cp-recreate")
+        }
+        Command::Audit(AuditCommand::Placement) => not_built("bench audit placement"),
+        Command::Report(args) => app::report(&args.file, args.format.into(), &mut io),
+        Command::Schema => app::schema(&mut io),
+    };
+    exit.into()
+}
+
+fn not_built(command: &str) -> Exit {
+    eprintln!("error: `{command}` is not built yet");
+    Exit::Infrastructure
+}
+
+impl RunArgs {
+    fn into_options(self) -> RunOptions {
+        RunOptions {
+            drill: self.drill,
+            backend: match self.backend {
+                BackendArg::Sim => Backend::Sim,
+                BackendArg::Kind => Backend::Kind,
+                BackendArg::Talos => Backend::Talos,
+                BackendArg::Kubeconfig => Backend::Kubeconfig,
+            },
+            seed: self.seed,
+            runs: self.runs,
+            out: self.out,
+        }
+    }
+}
+
+impl From<ReportFormat> for app::ReportFormat {
+    fn from(format: ReportFormat) -> Self {
+        match format {
+            ReportFormat::Md => app::ReportFormat::Markdown,
+            ReportFormat::Junit => app::ReportFormat::Junit,
+        }
+    }
 }

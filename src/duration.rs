@@ -146,7 +146,7 @@ impl FromStr for Duration {
             }
             total_ns = total_ns.checked_add(part).ok_or_else(overflow)?;
         }
-        if total_ns % 1_000_000 != 0 {
+        if !total_ns.is_multiple_of(1_000_000) {
             return Err(DurationError::TooFine(input.to_owned()));
         }
         let ms = u64::try_from(total_ns / 1_000_000)

@@ -7,6 +7,9 @@
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod drill;
 pub mod duration;
 pub mod exit;
+pub mod report;
 pub mod scenario;
+pub mod topology;

@@ -1,0 +1,433 @@
+//! A drill ready to run: the parsed file, its resolved topology, and every
+//! reference between them checked.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::scenario::check::{Checker, check};
+use crate::scenario::parse::{MAX_DRILL_BYTES, parse, read_source};
+use crate::scenario::spec::{
+    AssertionSpec, Condition, DrillSpec, Fault, PodMatch, Subject, Target, WorkloadSource,
+};
+use crate::scenario::{Diagnostics, Located, SourceFile};
+use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
+
+/// A validated drill.
+#[derive(Debug, Clone)]
+pub struct Drill {
+    /// The drill as written.
+    pub spec: DrillSpec,
+    /// The file it was read from.
+    pub source: SourceFile,
+    /// The cluster it builds.
+    pub topology: Topology,
+    /// The manifest files it deploys, resolved against the drill's folder.
+    pub workload_files: Vec<PathBuf>,
+}
+
+impl Drill {
+    /// Reads, parses and checks a drill file. Every problem found is
+    /// returned at once, each with its file, line and column.
+    pub fn load(path: &Path) -> Result<Drill, Diagnostics> {
+        let source = read_source(path, MAX_DRILL_BYTES).map_err(|d| Diagnostics(vec![d]))?;
+        Self::from_source(source)
+    }
+
+    /// Parses and checks a drill whose text is already read.
+    pub fn from_source(source: SourceFile) -> Result<Drill, Diagnostics> {
+        let spec = parse(&source)?;
+        let mut checker = Checker::new(&source);
+        check(&spec, &mut checker);
+        let drill_dir = source
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let topology = match topology::resolve(&spec.cluster, &source, &drill_dir) {
+            Ok(topology) => Some(topology),
+            Err(problems) => {
+                checker.diagnostics.0.extend(problems.0);
+                None
+            }
+        };
+        let mut workload_files = Vec::new();
+        for workload in &spec.workloads {
+            if let WorkloadSource::Path(path) = &workload.value {
+                let resolved = drill_dir.join(path);
+                if !resolved.is_file() {
+                    checker.error(
+                        workload.at,
+                        format!(
+                            "workload file `{}` does not exist (resolved against the drill's folder)",
+                            path.display()
+                        ),
+                    );
+                }
+                workload_files.push(resolved);
+            }
+        }
+        if let Some(topology) = &topology {
+            check_references(&spec, topology, &mut checker);
+        }
+        let diagnostics = checker.diagnostics;
+        match topology {
+            Some(topology) if diagnostics.is_empty() => Ok(Drill {
+                spec,
+                source,
+                topology,
+                workload_files,
+            }),
+            _ => Err(diagnostics),
+        }
+    }
+
+    /// The drill's name.
+    pub fn name(&self) -> &str {
+        &self.spec.metadata.name
+    }
+}
+
+/// Checks that every name the drill uses refers to something that exists.
+fn check_references(spec: &DrillSpec, topology: &Topology, checker: &mut Checker<'_>) {
+    let refs = References::new(topology);
+    for guard in &spec.guards {
+        refs.pod_match(&guard.matches, checker);
+    }
+    for step in &spec.steps {
+        if let Some(preflight) = &step.preflight {
+            if let Some(target) = &preflight.target {
+                refs.control_plane_target(target, checker);
+            }
+            match &preflight.schedule {
+                Some(schedule) => refs.schedule(schedule, checker),
+                None if topology.backups.is_empty() => checker.error(
+                    step.at,
+                    "a preflight checks the newest backup, but the cluster has no backup \
+                     schedule; expected one under cluster.backups",
+                ),
+                None => {}
+            }
+        }
+        if let Some(fault) = &step.fault {
+            match &fault.value {
+                Fault::DeleteNode(f) | Fault::CrashNode(f) => refs.target(&f.target, checker),
+                Fault::RecreateControlPlane(f) => refs.control_plane_target(&f.target, checker),
+                Fault::RemovePool(f) => refs.pool(&f.pool, checker),
+                Fault::RollingUpgrade(_) => {}
+                Fault::FullRebuild(f) => {
+                    if let Some(schedule) = &f.restore_from {
+                        refs.schedule(schedule, checker);
+                    }
+                }
+            }
+        }
+        if let Some(scale) = &step.scale {
+            check_workload_ref(&scale.workload, checker);
+        }
+        if let Some(wait) = &step.wait
+            && let Some(until) = &wait.until
+        {
+            match &until.value {
+                Condition::PoolSize(size) => {
+                    refs.pool(&Located::at(size.pool.clone(), until.at), checker);
+                }
+                Condition::WorkloadReady(workload) => {
+                    check_workload_ref(&Located::at(workload.clone(), until.at), checker);
+                }
+                Condition::AllWorkloadsReady | Condition::EtcdVoters(_) => {}
+            }
+        }
+    }
+    let names: BTreeSet<&str> = spec.assertions.iter().map(|a| a.name.as_str()).collect();
+    for assertion in &spec.assertions {
+        refs.assertion(assertion, &names, spec, checker);
+    }
+}
+
+/// `namespace/Kind/name`, the way the report names a workload.
+fn check_workload_ref(workload: &Located<String>, checker: &mut Checker<'_>) {
+    let parts: Vec<&str> = workload.split('/').collect();
+    if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
+        checker.error(
+            workload.at,
+            format!(
+                "workload `{}` is not `namespace/Kind/name`; expected e.g. `load/Deployment/burst`",
+                workload.value
+            ),
+        );
+    }
+}
+
+/// "expected one of: a, b", or where such names would be defined.
+fn one_of(known: &[&str], section: &str) -> String {
+    if known.is_empty() {
+        format!("none is defined under `{section}`")
+    } else {
+        format!("expected one of: {}", known.join(", "))
+    }
+}
+
+/// The names a drill may refer to.
+struct References<'t> {
+    topology: &'t Topology,
+    nodes: Vec<String>,
+    control_planes: Vec<String>,
+}
+
+impl<'t> References<'t> {
+    fn new(topology: &'t Topology) -> Self {
+        References {
+            topology,
+            nodes: topology.static_node_names(),
+            control_planes: topology.control_planes.names(),
+        }
+    }
+
+    fn pool_names(&self) -> String {
+        std::iter::once(CONTROL_PLANE_POOL)
+            .chain(self.topology.pools.iter().map(|p| p.name.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn pool(&self, pool: &Located<String>, checker: &mut Checker<'_>) {
+        if self.topology.pool(pool).is_none() {
+            checker.error(
+                pool.at,
+                format!(
+                    "`{}` is not a pool of the cluster; expected one of: {}",
+                    pool.value,
+                    self.pool_names()
+                ),
+            );
+        }
+    }
+
+    fn schedule(&self, schedule: &Located<String>, checker: &mut Checker<'_>) {
+        if !self
+            .topology
+            .backups
+            .iter()
+            .any(|b| b.schedule == schedule.as_str())
+        {
+            let known: Vec<&str> = self
+                .topology
+                .backups
+                .iter()
+                .map(|b| b.schedule.as_str())
+                .collect();
+            checker.error(
+                schedule.at,
+                format!(
+                    "`{}` is not a backup schedule of the cluster; {}",
+                    schedule.value,
+                    one_of(&known, "cluster.backups")
+                ),
+            );
+        }
+    }
+
+    fn storage_class(&self, class: &Located<String>, checker: &mut Checker<'_>) {
+        if !self
+            .topology
+            .storage_classes
+            .iter()
+            .any(|c| c.name == class.as_str())
+        {
+            let known: Vec<&str> = self
+                .topology
+                .storage_classes
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect();
+            checker.error(
+                class.at,
+                format!(
+                    "`{}` is not a storage class of the cluster; {}",
+                    class.value,
+                    one_of(&known, "cluster.storageClasses")
+                ),
+            );
+        }
+    }
+
+    fn pod_match(&self, pods: &PodMatch, checker: &mut Checker<'_>) {
+        for class in [&pods.mounts_claim_of_class, &pods.mounts_no_claim_of_class]
+            .into_iter()
+            .flatten()
+        {
+            self.storage_class(class, checker);
+        }
+    }
+
+    fn needs_endpoint(&self, at: crate::scenario::Position, what: &str, checker: &mut Checker<'_>) {
+        if self.topology.endpoint.is_none() {
+            checker.error_with_help(
+                at,
+                format!("{what} needs a stable endpoint, but the cluster has none"),
+                "add `endpoint: {name: prod-floating-ip}` under cluster",
+            );
+        }
+    }
+
+    fn target(&self, target: &Located<Target>, checker: &mut Checker<'_>) {
+        match &target.value {
+            Target::Node(name) => {
+                if !self.nodes.contains(name) {
+                    checker.error_with_help(
+                        target.at,
+                        format!(
+                            "`{name}` is not a node of the cluster; expected one of: {}",
+                            self.nodes.join(", ")
+                        ),
+                        "autoscaler nodes get random names; target them with `randomNodeOf` or `autoscalerPick`",
+                    );
+                }
+            }
+            Target::RandomNodeOf(pool) => {
+                if pool != CONTROL_PLANE_POOL {
+                    self.pool(&Located::at(pool.clone(), target.at), checker);
+                }
+            }
+            Target::AutoscalerPick(pool) => match self.topology.pool(pool) {
+                Some(p) if p.is_autoscaled() => {}
+                Some(_) => checker.error(
+                    target.at,
+                    format!("pool `{pool}` is static; the autoscaler only picks nodes of autoscaled pools"),
+                ),
+                None => self.pool(&Located::at(pool.clone(), target.at), checker),
+            },
+            Target::EndpointHolder => self.needs_endpoint(target.at, "target `endpointHolder`", checker),
+            Target::OtherControlPlane => {
+                self.needs_endpoint(target.at, "target `otherControlPlane`", checker);
+                if self.control_planes.len() < 2 {
+                    checker.error(target.at, "target `otherControlPlane` needs at least two control planes");
+                }
+            }
+        }
+    }
+
+    fn control_plane_target(&self, target: &Located<Target>, checker: &mut Checker<'_>) {
+        match &target.value {
+            Target::Node(name) if !self.control_planes.contains(name) => checker.error(
+                target.at,
+                format!(
+                    "`{name}` is not a control plane; expected one of: {}",
+                    self.control_planes.join(", ")
+                ),
+            ),
+            Target::RandomNodeOf(pool) if pool != CONTROL_PLANE_POOL => checker.error(
+                target.at,
+                format!("pool `{pool}` holds no control planes; expected `randomNodeOf: {CONTROL_PLANE_POOL}`"),
+            ),
+            Target::AutoscalerPick(_) => checker.error(
+                target.at,
+                "the autoscaler never picks control planes; expected a control-plane target",
+            ),
+            _ => self.target(target, checker),
+        }
+    }
+
+    fn subject(&self, subject: &Located<Subject>, checker: &mut Checker<'_>) {
+        match &subject.value {
+            Subject::Api => self.needs_endpoint(subject.at, "the subject `api`", checker),
+            Subject::Workload(w) => {
+                check_workload_ref(&Located::at(w.clone(), subject.at), checker)
+            }
+            Subject::Pods(pods) => self.pod_match(pods, checker),
+            Subject::AllWorkloads => {}
+        }
+    }
+
+    fn assertion(
+        &self,
+        assertion: &Located<AssertionSpec>,
+        names: &BTreeSet<&str>,
+        spec: &DrillSpec,
+        checker: &mut Checker<'_>,
+    ) {
+        if let Some(rto) = &assertion.rto {
+            self.subject(&rto.of, checker);
+            if rto.automated_within.is_some() && spec.recovery.is_none() {
+                checker.error(
+                    assertion.name.at,
+                    "`automatedWithin` bounds the automated steps of the recovery runbook, but the drill has no `recovery`",
+                );
+            }
+        }
+        if let Some(availability) = &assertion.availability {
+            self.subject(&availability.of, checker);
+        }
+        if let Some(rpo) = &assertion.rpo {
+            self.schedule(&rpo.schedule, checker);
+        }
+        if let Some(placement) = &assertion.placement {
+            self.pod_match(&placement.pods, checker);
+        }
+        if let Some(burst) = &assertion.burst_unchanged {
+            self.pod_match(&burst.pods, checker);
+            for pool in &burst.pools {
+                match self.topology.pool(pool) {
+                    Some(p) if !p.is_autoscaled() => checker.error(
+                        pool.at,
+                        format!(
+                            "pool `{}` is static; burst is about autoscaled pools",
+                            pool.value
+                        ),
+                    ),
+                    Some(_) => {}
+                    None => self.pool(pool, checker),
+                }
+            }
+        }
+        if assertion.endpoint_unchanged.is_some() {
+            self.needs_endpoint(assertion.name.at, "assertion `endpointUnchanged`", checker);
+        }
+        if let Some(control) = &assertion.negative_control {
+            let guard = control
+                .admission
+                .as_ref()
+                .map(|a| &a.guard)
+                .or(control.ablation.as_ref().map(|a| &a.guard));
+            if let Some(guard) = guard
+                && !spec
+                    .guards
+                    .iter()
+                    .any(|g| g.name.as_str() == guard.as_str())
+            {
+                let known: Vec<&str> = spec.guards.iter().map(|g| g.name.as_str()).collect();
+                checker.error(
+                    guard.at,
+                    format!(
+                        "`{}` is not a guard of the drill; {}",
+                        guard.value,
+                        one_of(&known, "guards")
+                    ),
+                );
+            }
+            if let Some(ablation) = &control.ablation {
+                for target in &ablation.must_fail {
+                    let target_assertion = spec
+                        .assertions
+                        .iter()
+                        .find(|a| a.name.as_str() == target.as_str());
+                    if !names.contains(target.as_str()) {
+                        checker.error(
+                            target.at,
+                            format!(
+                                "`{}` is not an assertion of the drill; expected one of: {}",
+                                target.value,
+                                names.iter().copied().collect::<Vec<_>>().join(", ")
+                            ),
+                        );
+                    } else if target_assertion.is_some_and(|a| a.negative_control.is_some()) {
+                        checker.error(
+                            target.at,
+                            format!("`{}` is itself a negative control; an ablation must fail a real assertion", target.value),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Markdown that reads well as a CI job summary: the verdicts first, the
+//! evidence of failures next, the figures in a table.
+
+use std::fmt::Write;
+
+use super::{DrillReport, Outcome, Verdict, format_ms};
+
+/// Renders a report as Markdown.
+pub fn render(report: &DrillReport) -> String {
+    let mut md = String::new();
+    let failed = report
+        .assertions
+        .iter()
+        .filter(|a| a.verdict == Verdict::Fail)
+        .count();
+    let total = report.assertions.len();
+    let headline = match report.outcome {
+        Outcome::Passed => format!(
+            "✅ `{}` passed: {total} of {total} assertions held",
+            report.drill.name
+        ),
+        Outcome::Failed => format!(
+            "❌ `{}` failed: {failed} of {total} assertions failed",
+            report.drill.name
+        ),
+        Outcome::Aborted => format!(
+            "❌ `{}` aborted: {failed} of {total} assertions failed",
+            report.drill.name
+        ),
+    };
+    let _ = writeln!(md, "## {headline}\n");
+    let _ = writeln!(
+        md,
+        "backend `{}` · seed `{}` · {} of drill time · bench {} · drill `{}`\n",
+        report.backend,
+        report.seed,
+        format_ms(report.duration_ms),
+        report.bench_version,
+        short_hash(&report.drill.content_hash),
+    );
+    let _ = writeln!(md, "| | Assertion | Kind | Bound | Measured |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for a in &report.assertions {
+        let mark = match a.verdict {
+            Verdict::Pass => "✅",
+            Verdict::Fail => "❌",
+        };
+        let _ = writeln!(
+            md,
+            "| {mark} | {} | {} | {} | {} |",
+            cell(&a.name),
+            a.kind,
+            cell(&a.bound),
+            cell(&a.measured)
+        );
+    }
+    let failures: Vec<_> = report
+        .assertions
+        .iter()
+        .filter(|a| a.verdict == Verdict::Fail)
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(md, "\n### Failures");
+        for a in failures {
+            let _ = writeln!(md, "\n#### ❌ {}\n\n{}\n", a.name, a.summary);
+            if a.evidence.is_empty() {
+                continue;
+            }
+            let _ = writeln!(md, "| Time | Pod | Node | Rule | Detail |");
+            let _ = writeln!(md, "|---|---|---|---|---|");
+            for e in &a.evidence {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {} |",
+                    format_ms(e.at_ms),
+                    cell(e.pod.as_deref().unwrap_or("")),
+                    cell(e.node.as_deref().unwrap_or("")),
+                    cell(&e.rule),
+                    cell(&e.detail)
+                );
+            }
+        }
+    }
+    if !report.figures.is_empty() {
+        let _ = writeln!(md, "\n### Figures\n");
+        let _ = writeln!(md, "| Figure | Value |");
+        let _ = writeln!(md, "|---|---|");
+        for (name, figure) in &report.figures {
+            let value = match figure.unit.as_str() {
+                "ms" => format_ms(figure.value.max(0.0) as u64),
+                "ratio" => format!("{:.4}", figure.value),
+                _ => format!("{} {}", figure.value, figure.unit),
+            };
+            let _ = writeln!(md, "| {} | {value} |", cell(name));
+        }
+    }
+    if !report.not_simulated.is_empty() {
+        let names: Vec<String> = report
+            .not_simulated
+            .iter()
+            .map(|o| format!("`{o}`"))
+            .collect();
+        let _ = writeln!(
+            md,
+            "\nNot simulated ({}): {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nReplay: `bench run {} --backend {} --seed {}`",
+        report.drill.file, report.backend, report.seed
+    );
+    md
+}
+
+/// A table cell: pipes escaped, newlines folded, so one value cannot break the table.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn short_hash(hash: &str) -> &str {
+    let end = hash.char_indices().nth(19).map_or(hash.len(), |(i, _)| i);
+    &hash[..end]
+}

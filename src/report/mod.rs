@@ -1,0 +1,264 @@
+//! The drill report: one versioned JSON document per drill run, the source
+//! of truth that every other format is rendered from.
+//!
+//! The model knows nothing of which backend produced it: the assertions
+//! fill it from a timeline of events, and the renderers ([`markdown`],
+//! [`junit`]) read only this model. Times are milliseconds since the drill
+//! started (virtual time on the simulator), integers so that the same seed
+//! gives the same bytes.
+
+pub mod junit;
+pub mod markdown;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::topology::Topology;
+
+/// The version of the report format. Readers refuse other versions rather
+/// than misread them; bump it on any incompatible change.
+pub const REPORT_FORMAT: &str = "drillbench.dev/report/v1";
+
+/// One drill run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DrillReport {
+    /// Always [`REPORT_FORMAT`].
+    pub format: String,
+    /// The version of the bench that ran the drill.
+    pub bench_version: String,
+    /// Which drill ran.
+    pub drill: DrillIdentity,
+    /// Where it ran: `sim`, `kind`, `talos` or `kubeconfig`.
+    pub backend: String,
+    /// The seed of the run's random generator; `bench run --seed` replays it.
+    pub seed: u64,
+    /// The cluster the drill built.
+    pub topology: Topology,
+    /// The overall verdict.
+    pub outcome: Outcome,
+    /// How long the drill lasted, in milliseconds of drill time.
+    pub duration_ms: u64,
+    /// The verdicts, in the order the drill lists its assertions.
+    pub assertions: Vec<AssertionResult>,
+    /// Measured figures (RTO, RPO, availability, ...), by name.
+    pub figures: BTreeMap<String, Figure>,
+    /// Everything that happened, in time order.
+    pub timeline: Vec<Event>,
+    /// Objects of kinds the backend does not model, listed rather than dropped.
+    pub not_simulated: Vec<ObjectRef>,
+}
+
+/// Which drill a report is about, so two reports are compared only when
+/// they should be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DrillIdentity {
+    /// The drill's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// The drill file, as given.
+    pub file: String,
+    /// SHA-256 of the drill file and every manifest it deploys.
+    pub content_hash: String,
+}
+
+/// The overall verdict of a drill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    /// Every assertion held.
+    Passed,
+    /// At least one assertion failed.
+    Failed,
+    /// The drill stopped early (a preflight said no-go, a wait timed out);
+    /// assertions were still judged on what happened.
+    Aborted,
+}
+
+/// The verdict of one assertion, with the evidence that decided it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AssertionResult {
+    /// The assertion's name in the drill.
+    pub name: String,
+    /// Its kind (`rto`, `placement`, ...).
+    pub kind: String,
+    /// Pass or fail.
+    pub verdict: Verdict,
+    /// The bound, as written (`<= 15m`, `>= 0.99`).
+    pub bound: String,
+    /// What was measured, as a person reads it (`4m12s`, `0.998`).
+    pub measured: String,
+    /// One sentence: why the verdict is what it is.
+    pub summary: String,
+    /// The facts that decided it.
+    pub evidence: Vec<Evidence>,
+}
+
+/// Pass or fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// The assertion held.
+    Pass,
+    /// The assertion did not hold.
+    Fail,
+}
+
+/// One fact behind a verdict: which pod, which node, when, which rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Evidence {
+    /// When, in milliseconds of drill time.
+    pub at_ms: u64,
+    /// The pod, as `namespace/name`, when one is involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The node, when one is involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The rule that was applied.
+    pub rule: String,
+    /// What was seen.
+    pub detail: String,
+    /// The labels that decided it (a node's labels for a placement rule).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A measured number with its unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Figure {
+    /// The value.
+    pub value: f64,
+    /// Its unit: `ms`, `ratio`, `count`.
+    pub unit: String,
+}
+
+/// Something that happened during the drill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Event {
+    /// When, in milliseconds of drill time.
+    pub at_ms: u64,
+    /// What kind of change (`NodeReady`, `PodScheduled`, `FaultInjected`, ...).
+    pub kind: String,
+    /// The object it happened to.
+    pub object: ObjectRef,
+    /// The node involved, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// A sentence for people.
+    pub message: String,
+}
+
+/// A Kubernetes object by kind, namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObjectRef {
+    /// Kind, e.g. `Pod`.
+    pub kind: String,
+    /// Namespace; empty for cluster-scoped objects.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{}/{}", self.kind, self.name)
+        } else {
+            write!(f, "{}/{}/{}", self.namespace, self.kind, self.name)
+        }
+    }
+}
+
+/// Why a stored report could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The file could not be read.
+    #[error("cannot read report {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a report of this format.
+    #[error("{path}:{line}:{column}: not a drill report: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What was wrong.
+        message: String,
+    },
+    /// A report of another format version.
+    #[error("{path}: report format `{found}` is not supported; expected `{REPORT_FORMAT}`")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: String,
+    },
+}
+
+impl DrillReport {
+    /// Whether every assertion held.
+    pub fn passed(&self) -> bool {
+        self.outcome == Outcome::Passed
+    }
+
+    /// The report as pretty JSON with a trailing newline: the stored form.
+    pub fn to_json(&self) -> String {
+        let mut json = serde_json::to_string_pretty(self).unwrap_or_default();
+        json.push('\n');
+        json
+    }
+
+    /// Parses a stored report, refusing other format versions.
+    pub fn from_json(path: &Path, text: &str) -> Result<DrillReport, ReportError> {
+        // Check the version first, so an old report says so instead of
+        // failing on whichever field changed.
+        if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text)
+            && let Some(found) = map.get("format").and_then(|f| f.as_str())
+            && found != REPORT_FORMAT
+        {
+            return Err(ReportError::Version {
+                path: path.to_path_buf(),
+                found: found.to_owned(),
+            });
+        }
+        serde_json::from_str(text).map_err(|e| ReportError::Parse {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads a stored report.
+    pub fn read(path: &Path) -> Result<DrillReport, ReportError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_json(path, &text)
+    }
+}
+
+/// Formats milliseconds of drill time as `1h02m03.456s`-style text.
+pub fn format_ms(ms: u64) -> String {
+    crate::duration::Duration::from_millis(ms).to_string()
+}

@@ -1,0 +1,630 @@
+//! Checks of a drill's meaning that need nothing but the drill file itself:
+//! versions, names, bounds, the one-of choices, and the recovery graph.
+//! References to the cluster (pools, nodes, storage classes) are checked
+//! once the topology is resolved, in [`crate::drill`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::diagnostic::{Diagnostic, Diagnostics, SourceFile};
+use super::located::{Located, Position};
+use super::spec::*;
+
+/// Collects every problem of one file instead of stopping at the first, so a
+/// person fixes a drill in one pass.
+pub struct Checker<'a> {
+    source: &'a SourceFile,
+    /// The problems found so far.
+    pub diagnostics: Diagnostics,
+}
+
+impl<'a> Checker<'a> {
+    /// A checker reporting into `source`.
+    pub fn new(source: &'a SourceFile) -> Self {
+        Checker {
+            source,
+            diagnostics: Diagnostics::default(),
+        }
+    }
+
+    /// Records a problem at a position.
+    pub fn error(&mut self, at: Position, message: impl Into<String>) {
+        self.diagnostics
+            .push(Diagnostic::at(self.source, at, message));
+    }
+
+    /// Records a problem with a hint.
+    pub fn error_with_help(
+        &mut self,
+        at: Position,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) {
+        self.diagnostics
+            .push(Diagnostic::at(self.source, at, message).with_help(help));
+    }
+
+    /// Records a problem if `names` already holds `name`; remembers it otherwise.
+    pub fn unique<'n>(
+        &mut self,
+        what: &str,
+        name: &'n Located<String>,
+        names: &mut BTreeMap<&'n str, Position>,
+    ) {
+        if let Some(first) = names.get(name.as_str()) {
+            let message = format!(
+                "duplicate {what} `{}`; the first is at line {}",
+                name.value, first.line
+            );
+            self.error(name.at, message);
+        } else {
+            names.insert(name.as_str(), name.at);
+        }
+    }
+
+    /// Records a problem unless a probability lies in `[0, 1]`.
+    pub fn probability(&mut self, what: &str, value: &Located<f64>) {
+        if !(0.0..=1.0).contains(&value.value) {
+            self.error(
+                value.at,
+                format!(
+                    "{what} is {}; expected a number between 0 and 1",
+                    value.value
+                ),
+            );
+        }
+    }
+}
+
+/// Runs every file-local check.
+pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) {
+    if spec.api_version.as_str() != API_VERSION {
+        checker.error(
+            spec.api_version.at,
+            format!(
+                "unsupported apiVersion `{}`; expected `{API_VERSION}`",
+                spec.api_version.value
+            ),
+        );
+    }
+    if spec.kind.as_str() != KIND {
+        checker.error(
+            spec.kind.at,
+            format!("unsupported kind `{}`; expected `{KIND}`", spec.kind.value),
+        );
+    }
+    check_name(checker, "drill name", &spec.metadata.name);
+    check_cluster(&spec.cluster, checker);
+    check_guards(&spec.guards, checker);
+    check_steps(&spec.steps, checker);
+    check_assertions(&spec.assertions, checker);
+    if let Some(recovery) = &spec.recovery {
+        check_recovery(recovery, checker);
+    }
+}
+
+/// Names that become node names, file names and report keys: lowercase
+/// letters, digits and `-`, as a Kubernetes DNS-1123 label.
+fn check_name(checker: &mut Checker<'_>, what: &str, name: &Located<String>) {
+    if !is_dns_label(name) {
+        checker.error(
+            name.at,
+            format!(
+                "{what} `{}` is not a valid name; expected lowercase letters, digits and `-`, \
+                 starting and ending with a letter or digit, at most 63 characters",
+                name.value
+            ),
+        );
+    }
+}
+
+pub(crate) fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+fn check_cluster(cluster: &ClusterSpec, checker: &mut Checker<'_>) {
+    if let Some(cp) = &cluster.control_planes {
+        if let Some(count) = &cp.count
+            && count.value == 0
+        {
+            checker.error(count.at, "a cluster needs at least one control plane");
+        }
+        if let Some(pattern) = &cp.name_pattern {
+            check_pattern(checker, pattern);
+        }
+        if let Some(ordinals) = &cp.ordinals {
+            let unique: BTreeSet<u32> = ordinals.iter().copied().collect();
+            if unique.len() != ordinals.len() {
+                checker.error(ordinals.at, "control-plane ordinals must be distinct");
+            }
+            if let Some(count) = &cp.count
+                && ordinals.len() != count.value as usize
+            {
+                checker.error(
+                    ordinals.at,
+                    format!(
+                        "{} ordinals for {} control planes; expected one ordinal per control plane",
+                        ordinals.len(),
+                        count.value
+                    ),
+                );
+            }
+        }
+    }
+    let mut pool_names = BTreeMap::new();
+    for pool in &cluster.pools {
+        checker.unique("pool", &pool.name, &mut pool_names);
+        check_name(checker, "pool name", &pool.name);
+        if pool.count.is_some() && pool.autoscaled.is_some() {
+            checker.error(
+                pool.at,
+                format!(
+                    "pool `{}` sets both `count` and `autoscaled`; expected one: a static pool \
+                     has a count, an autoscaled pool a min and a max",
+                    pool.name.value
+                ),
+            );
+        }
+        if let Some(range) = &pool.autoscaled
+            && range.min.value > range.max.value
+        {
+            checker.error(
+                range.min.at,
+                format!(
+                    "pool `{}` has min {} above max {}; expected min <= max",
+                    pool.name.value, range.min.value, range.max.value
+                ),
+            );
+        }
+        if let Some(pattern) = &pool.name_pattern {
+            check_pattern(checker, pattern);
+        }
+    }
+    if let Some(autoscaler) = &cluster.autoscaler {
+        if let Some(threshold) = &autoscaler.scale_down_utilization_threshold
+            && !(threshold.value > 0.0 && threshold.value <= 1.0)
+        {
+            checker.error(
+                threshold.at,
+                format!(
+                    "utilisation threshold {} is out of range; expected a number above 0 and at most 1",
+                    threshold.value
+                ),
+            );
+        }
+        if let Some(max) = &autoscaler.max_nodes_total
+            && max.value == 0
+        {
+            checker.error(max.at, "maxNodesTotal is 0; expected at least 1");
+        }
+        if let Some(range) = &autoscaler.boot_delay {
+            check_range(checker, range);
+        }
+    }
+    let mut class_names = BTreeMap::new();
+    let mut default_class: Option<&Located<String>> = None;
+    for class in &cluster.storage_classes {
+        checker.unique("storage class", &class.name, &mut class_names);
+        if class.default {
+            if let Some(first) = default_class {
+                checker.error(
+                    class.name.at,
+                    format!(
+                        "storage classes `{}` and `{}` are both the default; expected at most one",
+                        first.value, class.name.value
+                    ),
+                );
+            } else {
+                default_class = Some(&class.name);
+            }
+        }
+    }
+    let mut schedules = BTreeMap::new();
+    for backup in &cluster.backups {
+        checker.unique("backup schedule", &backup.schedule, &mut schedules);
+        if backup.every.as_millis() == 0 {
+            checker.error(
+                backup.schedule.at,
+                "a backup schedule runs `every` 0s; expected a positive interval",
+            );
+        }
+        if let Some(p) = &backup.failure_probability {
+            checker.probability("failureProbability", p);
+        }
+    }
+}
+
+/// Placeholders a name pattern may use.
+const PLACEHOLDERS: [&str; 2] = ["{n}", "{hex12}"];
+
+fn check_pattern(checker: &mut Checker<'_>, pattern: &Located<String>) {
+    let mut rest = pattern.as_str();
+    let mut placeholders = Vec::new();
+    let mut literal = String::new();
+    while let Some(open) = rest.find('{') {
+        literal.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            checker.error(
+                pattern.at,
+                format!("name pattern `{}` has an unclosed `{{`", pattern.value),
+            );
+            return;
+        };
+        let placeholder = &rest[open..open + close + 1];
+        if !PLACEHOLDERS.contains(&placeholder) {
+            checker.error(
+                pattern.at,
+                format!(
+                    "unknown placeholder `{placeholder}` in name pattern `{}`; expected `{{n}}` or `{{hex12}}`",
+                    pattern.value
+                ),
+            );
+            return;
+        }
+        placeholders.push(placeholder);
+        literal.push('0');
+        rest = &rest[open + close + 1..];
+    }
+    literal.push_str(rest);
+    if placeholders.is_empty() {
+        checker.error(
+            pattern.at,
+            format!(
+                "name pattern `{}` has no placeholder, so every node would get the same name; \
+                 expected `{{n}}` or `{{hex12}}`",
+                pattern.value
+            ),
+        );
+    } else if !is_dns_label(&literal) && !is_dns_subdomain(&literal) {
+        checker.error(
+            pattern.at,
+            format!(
+                "name pattern `{}` does not make valid node names; expected lowercase letters, digits, `-` and `.`",
+                pattern.value
+            ),
+        );
+    }
+}
+
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns_label)
+}
+
+fn check_range(checker: &mut Checker<'_>, range: &Located<DurationRange>) {
+    if range.min > range.max {
+        checker.error(
+            range.at,
+            format!(
+                "range min {} is above max {}; expected min <= max",
+                range.min, range.max
+            ),
+        );
+    }
+}
+
+/// Checks a node-selector requirement the way the API server validates one.
+pub(crate) fn check_requirement(
+    checker: &mut Checker<'_>,
+    at: Position,
+    requirement: &NodeRequirement,
+) {
+    let values = requirement.values.as_deref().unwrap_or(&[]);
+    let problem = match requirement.operator {
+        NodeOperator::In | NodeOperator::NotIn if values.is_empty() => Some(format!(
+            "operator {:?} needs at least one value",
+            requirement.operator
+        )),
+        NodeOperator::Exists | NodeOperator::DoesNotExist if !values.is_empty() => Some(format!(
+            "operator {:?} takes no values",
+            requirement.operator
+        )),
+        NodeOperator::Gt | NodeOperator::Lt
+            if values.len() != 1 || values[0].parse::<i64>().is_err() =>
+        {
+            Some(format!(
+                "operator {:?} needs exactly one integer value",
+                requirement.operator
+            ))
+        }
+        _ => None,
+    };
+    if requirement.key.is_empty() {
+        checker.error(
+            at,
+            "node requirement has an empty key; expected a label key",
+        );
+    }
+    if let Some(problem) = problem {
+        checker.error(
+            at,
+            format!(
+                "invalid node requirement on `{}`: {problem}",
+                requirement.key
+            ),
+        );
+    }
+}
+
+fn check_guards(guards: &[Located<GuardSpec>], checker: &mut Checker<'_>) {
+    let mut names = BTreeMap::new();
+    for guard in guards {
+        checker.unique("guard", &guard.name, &mut names);
+        let requirement = &guard.require.node_affinity;
+        check_requirement(checker, requirement.at, requirement);
+    }
+}
+
+fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) {
+    for step in steps {
+        let set = [
+            step.preflight.is_some(),
+            step.fault.is_some(),
+            step.scale.is_some(),
+            step.wait.is_some(),
+        ]
+        .iter()
+        .filter(|s| **s)
+        .count();
+        if set != 1 {
+            checker.error(
+                step.at,
+                format!(
+                    "a step sets {set} actions; expected exactly one of preflight, fault, scale, wait"
+                ),
+            );
+        }
+        if let Some(wait) = &step.wait {
+            match (&wait.duration, &wait.until) {
+                (Some(_), Some(until)) => {
+                    checker.error(until.at, "a wait sets both `for` and `until`; expected one")
+                }
+                (None, None) => checker.error(
+                    step.at,
+                    "a wait sets neither `for` nor `until`; expected one",
+                ),
+                (None, Some(until)) if wait.timeout.is_none() => checker.error_with_help(
+                    until.at,
+                    "a wait `until` a condition has no `timeout`",
+                    "add `timeout: 10m` (or the longest the drill may wait)",
+                ),
+                _ => {}
+            }
+        }
+        if let Some(fault) = &step.fault {
+            let range = match &fault.value {
+                Fault::DeleteNode(f) | Fault::CrashNode(f) | Fault::RecreateControlPlane(f) => {
+                    f.boot_delay.as_ref()
+                }
+                _ => None,
+            };
+            if let Some(range) = range {
+                check_range(checker, range);
+            }
+        }
+    }
+}
+
+fn check_assertions(assertions: &[Located<AssertionSpec>], checker: &mut Checker<'_>) {
+    let mut names = BTreeMap::new();
+    for assertion in assertions {
+        checker.unique("assertion", &assertion.name, &mut names);
+        let kinds = assertion_kinds(assertion);
+        if kinds.len() != 1 {
+            checker.error(
+                assertion.name.at,
+                format!(
+                    "assertion `{}` sets {} kinds{}; expected exactly one of {}",
+                    assertion.name.value,
+                    kinds.len(),
+                    if kinds.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", kinds.join(", "))
+                    },
+                    ASSERTION_KINDS.join(", ")
+                ),
+            );
+        }
+        if let Some(a) = &assertion.availability {
+            checker.probability("atLeast", &a.at_least);
+        }
+        if let Some(p) = &assertion.placement {
+            if p.nodes.is_empty() {
+                checker.error(
+                    assertion.name.at,
+                    format!(
+                        "placement assertion `{}` has no node requirement; expected at least one under `nodes`",
+                        assertion.name.value
+                    ),
+                );
+            }
+            for requirement in &p.nodes {
+                check_requirement(checker, requirement.at, requirement);
+            }
+        }
+        if let Some(control) = &assertion.negative_control {
+            match (&control.admission, &control.ablation) {
+                (Some(_), Some(_)) | (None, None) => checker.error(
+                    assertion.name.at,
+                    format!(
+                        "negative control `{}` must set exactly one of admission, ablation",
+                        assertion.name.value
+                    ),
+                ),
+                (None, Some(ablation)) => {
+                    if ablation.must_fail.is_empty() {
+                        checker.error(
+                            ablation.guard.at,
+                            "an ablation names no assertion in `mustFail`, so it cannot fail; \
+                             expected at least one",
+                        );
+                    }
+                    if let GuardChange::ReplaceRequirement(requirement) = &ablation.change.value {
+                        check_requirement(checker, ablation.change.at, requirement);
+                    }
+                }
+                (Some(_), None) => {}
+            }
+        }
+    }
+}
+
+/// The assertion kinds, as the language spells them.
+pub const ASSERTION_KINDS: [&str; 12] = [
+    "rto",
+    "rpo",
+    "availability",
+    "placement",
+    "quorum",
+    "pdbRespected",
+    "burstUnchanged",
+    "noStrandedVolumes",
+    "endpointUnchanged",
+    "memberPromoted",
+    "noStrandedNodes",
+    "negativeControl",
+];
+
+/// The kinds an assertion sets.
+pub fn assertion_kinds(a: &AssertionSpec) -> Vec<&'static str> {
+    let set = [
+        a.rto.is_some(),
+        a.rpo.is_some(),
+        a.availability.is_some(),
+        a.placement.is_some(),
+        a.quorum.is_some(),
+        a.pdb_respected.is_some(),
+        a.burst_unchanged.is_some(),
+        a.no_stranded_volumes.is_some(),
+        a.endpoint_unchanged.is_some(),
+        a.member_promoted.is_some(),
+        a.no_stranded_nodes.is_some(),
+        a.negative_control.is_some(),
+    ];
+    ASSERTION_KINDS
+        .iter()
+        .zip(set)
+        .filter(|(_, s)| *s)
+        .map(|(k, _)| *k)
+        .collect()
+}
+
+fn check_recovery(recovery: &RecoverySpec, checker: &mut Checker<'_>) {
+    let mut names = BTreeMap::new();
+    for step in &recovery.steps {
+        checker.unique("recovery step", &step.name, &mut names);
+        if let DurationDistribution::Uniform(range) = &step.duration.value
+            && range.min > range.max
+        {
+            checker.error(
+                step.duration.at,
+                format!(
+                    "range min {} is above max {}; expected min <= max",
+                    range.min, range.max
+                ),
+            );
+        }
+        if let DurationDistribution::Triangular(t) = &step.duration.value
+            && !(t.min <= t.mode && t.mode <= t.max)
+        {
+            checker.error(
+                step.duration.at,
+                format!(
+                    "triangular distribution {} / {} / {} is out of order; expected min <= mode <= max",
+                    t.min, t.mode, t.max
+                ),
+            );
+        }
+        if let Some(p) = &step.failure_probability {
+            checker.probability("failureProbability", p);
+        }
+        if let Some(attempts) = &step.max_attempts
+            && attempts.value == 0
+        {
+            checker.error(attempts.at, "maxAttempts is 0; expected at least 1");
+        }
+    }
+    for step in &recovery.steps {
+        for dependency in &step.after {
+            if !names.contains_key(dependency.as_str()) {
+                checker.error(
+                    dependency.at,
+                    format!(
+                        "recovery step `{}` comes after `{}`, which is not a recovery step; expected one of: {}",
+                        step.name.value,
+                        dependency.value,
+                        names.keys().copied().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&recovery.steps) {
+        let first = &recovery.steps[cycle[0]];
+        let path: Vec<&str> = cycle
+            .iter()
+            .chain(std::iter::once(&cycle[0]))
+            .map(|&i| recovery.steps[i].name.as_str())
+            .collect();
+        checker.error(
+            first.name.at,
+            format!(
+                "the recovery graph has a cycle: {} (each must finish before the next starts); expected a graph without cycles",
+                path.join(" -> ")
+            ),
+        );
+    }
+}
+
+/// A cycle of `after` edges, as indices into `steps`, if there is one.
+fn find_cycle(steps: &[Located<RecoveryStep>]) -> Option<Vec<usize>> {
+    let index: BTreeMap<&str, usize> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.as_str(), i))
+        .collect();
+    // Iterative depth-first search with colours, so a long chain cannot
+    // overflow the stack.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Colour {
+        White,
+        Grey,
+        Black,
+    }
+    let mut colour = vec![Colour::White; steps.len()];
+    for start in 0..steps.len() {
+        if colour[start] != Colour::White {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        colour[start] = Colour::Grey;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            let edges = &steps[node].after;
+            if *next < edges.len() {
+                let target = index.get(edges[*next].as_str()).copied();
+                *next += 1;
+                let Some(target) = target else { continue };
+                match colour[target] {
+                    Colour::Grey => {
+                        let from = stack.iter().position(|(n, _)| *n == target).unwrap_or(0);
+                        return Some(stack[from..].iter().map(|(n, _)| *n).rev().collect());
+                    }
+                    Colour::White => {
+                        colour[target] = Colour::Grey;
+                        stack.push((target, 0));
+                    }
+                    Colour::Black => {}
+                }
+            } else {
+                colour[node] = Colour::Black;
+                stack.pop();
+            }
+        }
+    }
+    None
+}

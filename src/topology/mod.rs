@@ -1,0 +1,628 @@
+//! The cluster's shape: control planes, pools, autoscaler, storage, the
+//! stable endpoint and backups, resolved from a drill's `cluster` section
+//! (and the `ksail.io/v1alpha1 Cluster` file it may import).
+//!
+//! The topology is what the drill asks for; a backend turns it into nodes.
+//! Names of autoscaler nodes are random (`{hex12}`), so they are drawn from
+//! the backend's seeded generator when a node is created, not here.
+
+pub mod ksail;
+pub mod server_types;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::duration::Duration;
+use crate::scenario::check::Checker;
+use crate::scenario::spec::{
+    AttachModel, BackupPhase, BindingMode, CapacitySpec, ClusterSpec, DurationRange, Expander,
+    PoolSpec, Release, TaintEffect, TaintSpec,
+};
+use crate::scenario::{Diagnostics, Located, Position, SourceFile};
+
+/// The label every control-plane node carries.
+pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
+/// The pool name under which control planes are addressed (`randomNodeOf: control-plane`).
+pub const CONTROL_PLANE_POOL: &str = "control-plane";
+
+/// A resolved cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Topology {
+    /// The control-plane nodes.
+    pub control_planes: ControlPlanes,
+    /// Worker pools, in the order the drill (or the import) lists them.
+    pub pools: Vec<Pool>,
+    /// Cluster-autoscaler settings.
+    pub autoscaler: Autoscaler,
+    /// Storage classes.
+    pub storage_classes: Vec<StorageClass>,
+    /// The stable API endpoint, when the cluster has one.
+    pub endpoint: Option<Endpoint>,
+    /// Backup schedules.
+    pub backups: Vec<BackupSchedule>,
+}
+
+/// The control planes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlPlanes {
+    /// Node name pattern with `{n}`.
+    pub name_pattern: String,
+    /// The ordinals `{n}` takes, one per control plane.
+    pub ordinals: Vec<u32>,
+    /// Server type, when one was named.
+    pub server_type: Option<String>,
+    /// Allocatable capacity of each.
+    pub capacity: Capacity,
+}
+
+impl ControlPlanes {
+    /// The control planes' node names, in ordinal order.
+    pub fn names(&self) -> Vec<String> {
+        self.ordinals
+            .iter()
+            .map(|n| self.name_pattern.replace("{n}", &n.to_string()))
+            .collect()
+    }
+}
+
+/// A worker pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pool {
+    /// Pool name.
+    pub name: String,
+    /// Node name pattern with `{n}` and/or `{hex12}`.
+    pub name_pattern: String,
+    /// Static or autoscaled.
+    pub size: PoolSize,
+    /// Server type, when one was named.
+    pub server_type: Option<String>,
+    /// Allocatable capacity of each node.
+    pub capacity: Capacity,
+    /// Labels every node of the pool carries.
+    pub labels: BTreeMap<String, String>,
+    /// Taints every node of the pool carries.
+    pub taints: Vec<Taint>,
+}
+
+impl Pool {
+    /// Whether the cluster autoscaler manages this pool.
+    pub fn is_autoscaled(&self) -> bool {
+        matches!(self.size, PoolSize::Autoscaled { .. })
+    }
+
+    /// Nodes the pool has when the drill starts.
+    pub fn initial_nodes(&self) -> u32 {
+        match self.size {
+            PoolSize::Static(n) => n,
+            PoolSize::Autoscaled { min, .. } => min,
+        }
+    }
+
+    /// The names of the pool's nodes that are known before the drill runs
+    /// (patterns without `{hex12}`), in ordinal order.
+    pub fn static_names(&self) -> Vec<String> {
+        if self.name_pattern.contains("{hex12}") {
+            return Vec::new();
+        }
+        (1..=self.initial_nodes())
+            .map(|n| self.name_pattern.replace("{n}", &n.to_string()))
+            .collect()
+    }
+}
+
+/// How many nodes a pool has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PoolSize {
+    /// Exactly this many, always.
+    Static(u32),
+    /// Between `min` and `max`, as the autoscaler decides.
+    Autoscaled {
+        /// Fewest nodes.
+        min: u32,
+        /// Most nodes.
+        max: u32,
+    },
+}
+
+/// Allocatable resources of one node, as Kubernetes quantities.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capacity {
+    /// CPU quantity.
+    pub cpu: String,
+    /// Memory quantity.
+    pub memory: String,
+    /// Most pods.
+    pub pods: u32,
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Taint {
+    /// Key.
+    pub key: String,
+    /// Value (may be empty).
+    pub value: String,
+    /// Effect.
+    pub effect: TaintEffect,
+}
+
+/// Cluster-autoscaler settings, defaults filled in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Autoscaler {
+    /// Most nodes in the cluster, counting static nodes; none means no limit.
+    pub max_nodes_total: Option<u32>,
+    /// How long a node must be unneeded before removal.
+    pub scale_down_unneeded_time: Duration,
+    /// Utilisation below which a node is unneeded.
+    pub scale_down_utilization_threshold: f64,
+    /// The expander chain.
+    pub expanders: Vec<Expander>,
+    /// Boot-and-join time of a new node.
+    pub boot_delay: DurationRange,
+    /// How often the autoscaler looks at the cluster.
+    pub scan_interval: Duration,
+}
+
+impl Default for Autoscaler {
+    /// The upstream cluster-autoscaler defaults, and the 2–3 minutes a
+    /// Hetzner server takes to boot and join.
+    fn default() -> Self {
+        Autoscaler {
+            max_nodes_total: None,
+            scale_down_unneeded_time: Duration::from_mins(10),
+            scale_down_utilization_threshold: 0.5,
+            expanders: vec![Expander::Random],
+            boot_delay: DurationRange {
+                min: Duration::from_mins(2),
+                max: Duration::from_mins(3),
+            },
+            scan_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A storage class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageClass {
+    /// Name.
+    pub name: String,
+    /// Binding mode.
+    pub binding_mode: BindingMode,
+    /// Attach model.
+    pub attach: AttachModel,
+    /// What happens to an attachment when its node departs.
+    pub release_on_node_loss: Release,
+    /// Whether claims without a class get this one.
+    pub default: bool,
+}
+
+/// The stable API endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    /// Name.
+    pub name: String,
+    /// Time to move to a healthy control plane.
+    pub failover_delay: Duration,
+    /// The control plane holding it at the start.
+    pub holder: String,
+}
+
+/// A backup schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupSchedule {
+    /// Schedule name.
+    pub schedule: String,
+    /// Interval between starts.
+    pub every: Duration,
+    /// How long one backup takes.
+    pub duration: Duration,
+    /// Chance that a backup fails.
+    pub failure_probability: f64,
+    /// How long before the drill the newest backup started.
+    pub last_started_ago: Duration,
+    /// Its phase at the start.
+    pub last_phase: BackupPhase,
+}
+
+impl Topology {
+    /// Every node name known before the drill runs: the control planes and
+    /// the nodes of static-named pools.
+    pub fn static_node_names(&self) -> Vec<String> {
+        let mut names = self.control_planes.names();
+        for pool in &self.pools {
+            names.extend(pool.static_names());
+        }
+        names
+    }
+
+    /// The pool of that name.
+    pub fn pool(&self, name: &str) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.name == name)
+    }
+
+    /// Nodes at the start of the drill, control planes included.
+    pub fn initial_node_count(&self) -> u32 {
+        self.control_planes.ordinals.len() as u32
+            + self.pools.iter().map(Pool::initial_nodes).sum::<u32>()
+    }
+}
+
+/// Resolves a drill's `cluster` section, importing its ksail file if any.
+/// `drill_dir` is the folder relative paths are read from.
+pub fn resolve(
+    cluster: &ClusterSpec,
+    source: &SourceFile,
+    drill_dir: &Path,
+) -> Result<Topology, Diagnostics> {
+    let base = match &cluster.import {
+        Some(path) => Some(ksail::import(
+            &drill_dir.join(&path.value),
+            path.at,
+            source,
+        )?),
+        None => None,
+    };
+    let mut checker = Checker::new(source);
+    let topology = merge(cluster, base, &mut checker);
+    if checker.diagnostics.is_empty() {
+        Ok(topology)
+    } else {
+        Err(checker.diagnostics)
+    }
+}
+
+/// What an import contributes before the drill's own settings apply.
+#[derive(Debug, Clone, Default)]
+pub struct Imported {
+    /// Control planes.
+    pub control_planes: Option<ControlPlanes>,
+    /// Pools.
+    pub pools: Vec<Pool>,
+    /// Autoscaler.
+    pub autoscaler: Autoscaler,
+    /// Endpoint name and holder, when the import enables one.
+    pub endpoint: Option<Endpoint>,
+}
+
+fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_>) -> Topology {
+    let base = base.unwrap_or_default();
+    let control_planes = resolve_control_planes(cluster, base.control_planes, checker);
+
+    let mut pools = base.pools;
+    for spec in &cluster.pools {
+        match pools.iter_mut().find(|p| p.name == spec.name.as_str()) {
+            Some(pool) => override_pool(pool, spec, checker),
+            None => {
+                if let Some(pool) = new_pool(spec, checker) {
+                    pools.push(pool);
+                }
+            }
+        }
+    }
+
+    let mut autoscaler = base.autoscaler;
+    if let Some(spec) = &cluster.autoscaler {
+        if let Some(max) = &spec.max_nodes_total {
+            autoscaler.max_nodes_total = Some(max.value);
+        }
+        if let Some(t) = spec.scale_down_unneeded_time {
+            autoscaler.scale_down_unneeded_time = t;
+        }
+        if let Some(t) = &spec.scale_down_utilization_threshold {
+            autoscaler.scale_down_utilization_threshold = t.value;
+        }
+        if let Some(e) = &spec.expanders {
+            autoscaler.expanders = e.clone();
+        }
+        if let Some(b) = &spec.boot_delay {
+            autoscaler.boot_delay = b.value;
+        }
+        if let Some(s) = spec.scan_interval {
+            autoscaler.scan_interval = s;
+        }
+    }
+    if let Some(max) = autoscaler.max_nodes_total {
+        check_node_budget(&control_planes, &pools, max, cluster, checker);
+    }
+
+    let storage_classes = cluster
+        .storage_classes
+        .iter()
+        .map(|c| StorageClass {
+            name: c.name.value.clone(),
+            binding_mode: c.binding_mode.unwrap_or(BindingMode::WaitForFirstConsumer),
+            attach: c.attach,
+            release_on_node_loss: c.release_on_node_loss.as_ref().map_or(
+                match c.attach {
+                    AttachModel::SingleNode => Release::Never,
+                    AttachModel::Replicated => Release::Immediately,
+                },
+                |r| r.value,
+            ),
+            default: c.default,
+        })
+        .collect();
+
+    let control_plane_names = control_planes.names();
+    let endpoint = match (&cluster.endpoint, base.endpoint) {
+        (Some(spec), imported) => {
+            let holder = match &spec.holder {
+                Some(holder) => {
+                    if !control_plane_names.contains(&holder.value) {
+                        checker.error(
+                            holder.at,
+                            format!(
+                                "endpoint holder `{}` is not a control plane; expected one of: {}",
+                                holder.value,
+                                control_plane_names.join(", ")
+                            ),
+                        );
+                    }
+                    holder.value.clone()
+                }
+                None => control_plane_names.first().cloned().unwrap_or_default(),
+            };
+            Some(Endpoint {
+                name: spec.name.clone(),
+                failover_delay: spec
+                    .failover_delay
+                    .or(imported.map(|e| e.failover_delay))
+                    .unwrap_or(DEFAULT_FAILOVER_DELAY),
+                holder,
+            })
+        }
+        (None, Some(mut imported)) => {
+            imported.holder = control_plane_names.first().cloned().unwrap_or_default();
+            Some(imported)
+        }
+        (None, None) => None,
+    };
+
+    let backups = cluster
+        .backups
+        .iter()
+        .map(|b| BackupSchedule {
+            schedule: b.schedule.value.clone(),
+            every: b.every,
+            duration: b.duration.unwrap_or(Duration::from_mins(15)),
+            failure_probability: b.failure_probability.as_ref().map_or(0.0, |p| p.value),
+            last_started_ago: b.last_started_ago.unwrap_or(Duration::from_mins(6 * 60)),
+            last_phase: b.last_phase.unwrap_or(BackupPhase::Completed),
+        })
+        .collect();
+
+    Topology {
+        control_planes,
+        pools,
+        autoscaler,
+        storage_classes,
+        endpoint,
+        backups,
+    }
+}
+
+/// How long a floating address takes to move when nobody said: the
+/// health-check interval and API call of a typical failover controller.
+pub const DEFAULT_FAILOVER_DELAY: Duration = Duration::from_secs(30);
+
+fn resolve_control_planes(
+    cluster: &ClusterSpec,
+    base: Option<ControlPlanes>,
+    checker: &mut Checker<'_>,
+) -> ControlPlanes {
+    let mut cp = base.unwrap_or_else(|| ControlPlanes {
+        name_pattern: "control-plane-{n}".to_owned(),
+        ordinals: vec![1, 2, 3],
+        server_type: Some("cx33".to_owned()),
+        capacity: server_types::capacity("cx33").unwrap_or_else(server_types::fallback),
+    });
+    let Some(spec) = &cluster.control_planes else {
+        return cp;
+    };
+    if let Some(pattern) = &spec.name_pattern {
+        if !pattern.contains("{n}") {
+            checker.error(
+                pattern.at,
+                format!(
+                    "control-plane name pattern `{}` lacks `{{n}}`; control planes are numbered",
+                    pattern.value
+                ),
+            );
+        }
+        cp.name_pattern = pattern.value.clone();
+    }
+    match (&spec.ordinals, &spec.count) {
+        (Some(ordinals), _) => cp.ordinals = ordinals.value.clone(),
+        (None, Some(count)) => cp.ordinals = (1..=count.value).collect(),
+        (None, None) => {}
+    }
+    if let Some(server_type) = &spec.server_type {
+        match lookup_server_type(server_type, checker) {
+            Some(capacity) => cp.capacity = capacity,
+            None => return cp,
+        }
+        cp.server_type = Some(server_type.value.clone());
+    }
+    if let Some(capacity) = &spec.capacity {
+        cp.capacity = capacity_from(capacity);
+    }
+    cp
+}
+
+fn lookup_server_type(
+    server_type: &Located<String>,
+    checker: &mut Checker<'_>,
+) -> Option<Capacity> {
+    let capacity = server_types::capacity(&server_type.value);
+    if capacity.is_none() {
+        checker.error(
+            server_type.at,
+            format!(
+                "unknown server type `{}`; expected one of: {} (or set `capacity`)",
+                server_type.value,
+                server_types::NAMES.join(", ")
+            ),
+        );
+    }
+    capacity
+}
+
+fn capacity_from(spec: &CapacitySpec) -> Capacity {
+    Capacity {
+        cpu: spec.cpu.value.clone(),
+        memory: spec.memory.value.clone(),
+        pods: spec.pods.unwrap_or(server_types::DEFAULT_MAX_PODS),
+    }
+}
+
+fn taints_from(specs: &[TaintSpec]) -> Vec<Taint> {
+    specs
+        .iter()
+        .map(|t| Taint {
+            key: t.key.clone(),
+            value: t.value.clone().unwrap_or_default(),
+            effect: t.effect,
+        })
+        .collect()
+}
+
+fn new_pool(spec: &Located<PoolSpec>, checker: &mut Checker<'_>) -> Option<Pool> {
+    let size = match (&spec.count, &spec.autoscaled) {
+        (Some(count), None) => PoolSize::Static(count.value),
+        (None, Some(range)) => PoolSize::Autoscaled {
+            min: range.min.value,
+            max: range.max.value,
+        },
+        // Both set is reported by the file-local checks.
+        (Some(_), Some(_)) => return None,
+        (None, None) => {
+            checker.error(
+                spec.at,
+                format!(
+                    "pool `{}` sets neither `count` nor `autoscaled`; expected one (a static \
+                     pool has a count, an autoscaled pool a min and a max)",
+                    spec.name.value
+                ),
+            );
+            return None;
+        }
+    };
+    let capacity = match (&spec.capacity, &spec.server_type) {
+        (Some(capacity), _) => capacity_from(capacity),
+        (None, Some(server_type)) => lookup_server_type(server_type, checker)?,
+        (None, None) => {
+            checker.error(
+                spec.at,
+                format!(
+                    "pool `{}` has no capacity; expected `serverType` ({}) or `capacity`",
+                    spec.name.value,
+                    server_types::NAMES.join(", ")
+                ),
+            );
+            return None;
+        }
+    };
+    let default_pattern = match size {
+        PoolSize::Static(_) => format!("{}-{{n}}", spec.name.value),
+        PoolSize::Autoscaled { .. } => format!("{}-{{hex12}}", spec.name.value),
+    };
+    Some(Pool {
+        name: spec.name.value.clone(),
+        name_pattern: spec
+            .name_pattern
+            .as_ref()
+            .map_or(default_pattern, |p| p.value.clone()),
+        size,
+        server_type: spec.server_type.as_ref().map(|s| s.value.clone()),
+        capacity,
+        labels: spec.labels.clone().unwrap_or_default(),
+        taints: taints_from(spec.taints.as_deref().unwrap_or_default()),
+    })
+}
+
+fn override_pool(pool: &mut Pool, spec: &Located<PoolSpec>, checker: &mut Checker<'_>) {
+    if let Some(count) = &spec.count {
+        pool.size = PoolSize::Static(count.value);
+    }
+    if let Some(range) = &spec.autoscaled {
+        pool.size = PoolSize::Autoscaled {
+            min: range.min.value,
+            max: range.max.value,
+        };
+    }
+    if let Some(pattern) = &spec.name_pattern {
+        pool.name_pattern = pattern.value.clone();
+    }
+    if let Some(server_type) = &spec.server_type
+        && let Some(capacity) = lookup_server_type(server_type, checker)
+    {
+        pool.capacity = capacity;
+        pool.server_type = Some(server_type.value.clone());
+    }
+    if let Some(capacity) = &spec.capacity {
+        pool.capacity = capacity_from(capacity);
+    }
+    if let Some(labels) = &spec.labels {
+        pool.labels = labels.clone();
+    }
+    if let Some(taints) = &spec.taints {
+        pool.taints = taints_from(taints);
+    }
+}
+
+/// `maxNodesTotal` counts every node, static ones included: a cluster that
+/// starts above it can never scale up, which is a drill written wrong.
+fn check_node_budget(
+    control_planes: &ControlPlanes,
+    pools: &[Pool],
+    max: u32,
+    cluster: &ClusterSpec,
+    checker: &mut Checker<'_>,
+) {
+    let max_at = cluster
+        .autoscaler
+        .as_ref()
+        .and_then(|a| a.max_nodes_total.as_ref().map(|m| m.at))
+        .unwrap_or(Position::UNKNOWN);
+    let cps = control_planes.ordinals.len() as u32;
+    for pool in pools {
+        let needed = pool.initial_nodes();
+        if needed > max {
+            let at = cluster
+                .pools
+                .iter()
+                .find(|p| p.name.as_str() == pool.name)
+                .map_or(max_at, |p| p.count.as_ref().map_or(p.at, |c| c.at));
+            checker.error(
+                at,
+                format!(
+                    "pool `{}` starts with {needed} nodes, above maxNodesTotal {max}",
+                    pool.name
+                ),
+            );
+            return;
+        }
+    }
+    let start: u32 = cps + pools.iter().map(Pool::initial_nodes).sum::<u32>();
+    if start > max {
+        checker.error(
+            max_at,
+            format!(
+                "the cluster starts with {start} nodes ({cps} control planes and the pools' \
+                 counts and minimums), above maxNodesTotal {max}, which counts every node"
+            ),
+        );
+    }
+}
