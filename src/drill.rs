@@ -85,6 +85,25 @@ impl Drill {
     pub fn name(&self) -> &str {
         &self.spec.metadata.name
     }
+
+    /// `sha256:<hex>` over the drill file and every manifest file it
+    /// deploys, so two reports are compared only when they ran the same
+    /// drill on the same manifests.
+    pub fn content_hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(self.source.text.as_bytes());
+        for file in &self.workload_files {
+            // A file that vanished since validation hashes as empty; the run
+            // that needs it fails loudly when it reads it.
+            let bytes = std::fs::read(file).unwrap_or_default();
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(&bytes);
+        }
+        let digest = hasher.finalize();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        format!("sha256:{hex}")
+    }
 }
 
 /// Checks that every name the drill uses refers to something that exists.

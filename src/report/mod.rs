@@ -258,6 +258,24 @@ impl DrillReport {
     }
 }
 
+/// Writes a report in every format into `dir` (created if missing) and
+/// returns the files written: `report.json`, `report.md`, `report.junit.xml`.
+pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let files = [
+        ("report.json", report.to_json()),
+        ("report.md", markdown::render(report)),
+        ("report.junit.xml", junit::render(report)),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 /// Formats milliseconds of drill time as `1h02m03.456s`-style text.
 pub fn format_ms(ms: u64) -> String {
     crate::duration::Duration::from_millis(ms).to_string()

@@ -31,6 +31,12 @@ pub fn read_source(path: &Path, limit: u64) -> Result<SourceFile, Diagnostic> {
             format!("the file is larger than {limit} bytes, the most this kind of file may hold"),
         ));
     }
+    decode(path, bytes)
+}
+
+/// Turns bytes read from `path` into a source, or a diagnostic at the first
+/// byte that is not UTF-8.
+pub fn decode(path: &Path, bytes: Vec<u8>) -> Result<SourceFile, Diagnostic> {
     match String::from_utf8(bytes) {
         Ok(text) => Ok(SourceFile::new(path, text)),
         Err(e) => {

@@ -29,8 +29,10 @@ pub const KIND: &str = "Drill";
 #[schemars(title = "drillbench Drill")]
 pub struct DrillSpec {
     /// Always `drillbench.dev/v1alpha1`.
+    #[schemars(extend("const" = API_VERSION))]
     pub api_version: Located<String>,
     /// Always `Drill`.
+    #[schemars(extend("const" = KIND))]
     pub kind: Located<String>,
     /// The drill's name and what it rehearses.
     pub metadata: Metadata,
