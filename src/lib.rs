@@ -9,4 +9,5 @@
 pub mod app;
 pub mod duration;
 pub mod exit;
+pub mod k8s;
 pub mod scenario;
