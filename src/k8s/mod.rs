@@ -24,4 +24,5 @@
 //! The matching paths (`matches`, `score`, `tolerates`) do not allocate; the
 //! compiled forms do their parsing once, up front.
 
+pub mod node_selector;
 pub mod quantity;
