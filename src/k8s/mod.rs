@@ -26,3 +26,4 @@
 
 pub mod node_selector;
 pub mod quantity;
+pub mod taints;
