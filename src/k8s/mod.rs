@@ -24,6 +24,7 @@
 //! The matching paths (`matches`, `score`, `tolerates`) do not allocate; the
 //! compiled forms do their parsing once, up front.
 
+pub mod disruption;
 pub mod node_selector;
 pub mod quantity;
 pub mod taints;
