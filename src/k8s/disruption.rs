@@ -120,10 +120,11 @@ impl IntOrPercent {
         }
     }
 
-    /// The value scaled to `total`, a percentage rounded up.
+    /// The value scaled to `total`, a percentage rounded up. A negative
+    /// integer, which [`Budget::from_spec`] refuses, counts as zero.
     fn scaled(self, total: i32) -> i32 {
         match self {
-            IntOrPercent::Int(n) => n,
+            IntOrPercent::Int(n) => n.max(0),
             IntOrPercent::Percent(p) => {
                 let product = i64::from(p) * i64::from(total.max(0));
                 i32::try_from((product + 99) / 100).unwrap_or(i32::MAX)
@@ -322,7 +323,7 @@ pub fn pdb_counts(
             .ok_or(DisruptionError::UnknownScale)
     };
     let (expected_pods, desired_healthy) = match budget {
-        Budget::MinAvailable(IntOrPercent::Int(n)) => (selected, n),
+        Budget::MinAvailable(share @ IntOrPercent::Int(_)) => (selected, share.scaled(selected)),
         Budget::MinAvailable(share) => {
             let expected = scale()?;
             (expected, share.scaled(expected))

@@ -18,10 +18,11 @@
 //! floating point ever touches a request: `0.1` CPU is 100 milli-CPU, not
 //! 99.999….
 //!
-//! Two deliberate differences from upstream's hand-written parser, which is
-//! lenient in ways no manifest relies on: a quantity must contain at least one
-//! digit (upstream reads a bare `-` or `.` as zero), and an exponent must be
-//! an integer that fits in 64 bits.
+//! Deliberate differences from upstream, in corners no manifest relies on: a
+//! quantity must contain at least one digit (upstream reads a bare `.` or
+//! `-.` as zero); and the cap applies to every quantity, where upstream
+//! applies it only on its slow path, so that `9Ei` is capped there but `12E`
+//! (1.2 × 10¹⁹) is not.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -219,10 +220,11 @@ impl FromStr for ParsedQuantity {
 }
 
 /// The canonical form, as upstream's `Quantity.String()` prints it: decimal
-/// values with the exponent rounded to a multiple of three and the matching SI
-/// suffix (`0.5` → `500m`); binary values as the largest exact power of 1024
-/// (`1.5Gi` → `1536Mi`), falling back to decimal when a binary value is below
-/// 1024 or not a whole number.
+/// values with the exponent rounded down to a multiple of three and the
+/// matching SI suffix (`0.5` → `500m`); binary values as the largest exact
+/// power of 1024 (`1.5Gi` → `1536Mi`), falling back to decimal when a binary
+/// value is below 1024 or not a whole number. Past the largest suffix (`E`,
+/// `Ei`), which only sums can reach, exponent notation (`1e21`).
 impl fmt::Display for ParsedQuantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const DECIMAL: [&str; 10] = ["n", "u", "m", "", "k", "M", "G", "T", "P", "E"];
@@ -232,18 +234,22 @@ impl fmt::Display for ParsedQuantity {
         }
         let mut format = self.format;
         if format == QuantityFormat::BinarySi
-            && (self.nanos.abs() < 1024 * NANOS_PER_UNIT || self.nanos % NANOS_PER_UNIT != 0)
+            && (self.nanos.unsigned_abs() < (1024 * NANOS_PER_UNIT) as u128
+                || self.nanos % NANOS_PER_UNIT != 0)
         {
             format = QuantityFormat::DecimalSi;
         }
         if format == QuantityFormat::BinarySi {
             let mut units = self.nanos / NANOS_PER_UNIT;
             let mut power = 0;
-            while power < BINARY.len() - 1 && units % 1024 == 0 {
+            while units % 1024 == 0 {
                 units /= 1024;
                 power += 1;
             }
-            return write!(f, "{units}{}", BINARY[power]);
+            if let Some(suffix) = BINARY.get(power) {
+                return write!(f, "{units}{suffix}");
+            }
+            format = QuantityFormat::DecimalExponent;
         }
         let mut mantissa = self.nanos;
         let mut exponent: i32 = -9;
@@ -262,19 +268,13 @@ impl fmt::Display for ParsedQuantity {
             }
             _ => {}
         }
-        match format {
-            QuantityFormat::DecimalExponent if exponent == 0 => write!(f, "{mantissa}"),
-            QuantityFormat::DecimalExponent => write!(f, "{mantissa}e{exponent}"),
-            _ => {
-                // Sums can exceed exa; keep the largest suffix and a longer
-                // mantissa rather than invent one.
-                while exponent > 18 {
-                    mantissa = mantissa.saturating_mul(1000);
-                    exponent -= 3;
-                }
-                let index = usize::try_from((exponent + 9) / 3).unwrap_or(0);
-                write!(f, "{mantissa}{}", DECIMAL[index])
-            }
+        let si = usize::try_from((exponent + 9) / 3)
+            .ok()
+            .and_then(|i| DECIMAL.get(i));
+        match (format, si) {
+            (QuantityFormat::DecimalSi, Some(suffix)) => write!(f, "{mantissa}{suffix}"),
+            _ if exponent == 0 => write!(f, "{mantissa}"),
+            _ => write!(f, "{mantissa}e{exponent}"),
         }
     }
 }
@@ -305,7 +305,13 @@ fn interpret_suffix(suffix: &str) -> Option<(i64, u32, QuantityFormat)> {
             let rest = suffix
                 .strip_prefix('e')
                 .or_else(|| suffix.strip_prefix('E'))?;
-            (rest.parse::<i64>().ok()?, 0, DecimalExponent)
+            // Upstream keeps the exponent in an int32 that it negates, so it
+            // refuses anything outside ±(2³¹−1) rather than truncating it.
+            let exponent = rest.parse::<i64>().ok()?;
+            if exponent.unsigned_abs() > i32::MAX as u64 {
+                return None;
+            }
+            (exponent, 0, DecimalExponent)
         }
     })
 }
@@ -635,6 +641,39 @@ mod tests {
     }
 
     #[test]
+    fn the_resource_units_page_examples() {
+        // "Resource units in Kubernetes": these memory quantities are all
+        // about the same value; the first, the milli form and 123Mi are equal.
+        assert_eq!(q("128974848").value(), 128_974_848);
+        assert_eq!(q("128974848000m").value(), 128_974_848);
+        assert_eq!(q("123Mi").value(), 128_974_848);
+        assert_eq!(q("129e6").value(), 129_000_000);
+        assert_eq!(q("129M").value(), 129_000_000);
+        // The page's warning: `400m` of memory is 0.4 bytes, which rounds up.
+        assert_eq!(q("400m").value(), 1);
+        // CPU: `0.1` is `100m`, and a whole `1` is `1000m`.
+        assert_eq!(q("0.1").milli_value(), q("100m").milli_value());
+        assert_eq!(q("1").milli_value(), 1000);
+    }
+
+    #[test]
+    fn extreme_nanos_print_without_overflow() {
+        for nanos in [i128::MIN, i128::MAX, -(10i128.pow(38)), 10i128.pow(38)] {
+            for format in [
+                QuantityFormat::DecimalSi,
+                QuantityFormat::BinarySi,
+                QuantityFormat::DecimalExponent,
+            ] {
+                assert!(
+                    !ParsedQuantity::from_nanos(nanos, format)
+                        .to_string()
+                        .is_empty()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn rounds_up_to_a_nano_away_from_zero() {
         assert_eq!(q("0.0000000001").nanos(), 1);
         assert_eq!(q("1.0000000001").nanos(), 1_000_000_001);
@@ -656,6 +695,207 @@ mod tests {
         assert_eq!(q("-1e100").nanos(), -MAX_NANOS);
         assert_eq!(q("1e100").value(), i64::MAX);
         assert_eq!(q("1e100").milli_value(), i64::MAX);
+    }
+
+    /// Upstream's `TestQuantityParse` table (apimachinery
+    /// `api/resource/quantity_test.go`): value in nano-units and format.
+    #[test]
+    fn upstream_parse_table() {
+        use QuantityFormat::{BinarySi as B, DecimalExponent as X, DecimalSi as D};
+        const G: i128 = 1_000_000_000;
+        const KI: i128 = 1024;
+        let table: &[(&str, i128, QuantityFormat)] = &[
+            ("0", 0, D),
+            ("0n", 0, D),
+            ("0u", 0, D),
+            ("0m", 0, D),
+            ("0Ki", 0, B),
+            ("0k", 0, D),
+            ("0Mi", 0, B),
+            ("0M", 0, D),
+            ("0Gi", 0, B),
+            ("0G", 0, D),
+            ("0Ti", 0, B),
+            ("0T", 0, D),
+            ("1", G, D),
+            ("1Ki", KI * G, B),
+            ("8Ki", 8 * KI * G, B),
+            ("7Mi", 7 * KI.pow(2) * G, B),
+            ("6Gi", 6 * KI.pow(3) * G, B),
+            ("5Ti", 5 * KI.pow(4) * G, B),
+            ("4Pi", 4 * KI.pow(5) * G, B),
+            ("3Ei", 3 * KI.pow(6) * G, B),
+            ("10Ti", 10 * KI.pow(4) * G, B),
+            ("100Ti", 100 * KI.pow(4) * G, B),
+            ("5n", 5, D),
+            ("4u", 4_000, D),
+            ("3m", 3_000_000, D),
+            ("9", 9 * G, D),
+            ("8k", 8_000 * G, D),
+            ("50k", 50_000 * G, D),
+            ("7M", 7 * 10i128.pow(6) * G, D),
+            ("6G", 6 * 10i128.pow(9) * G, D),
+            ("5T", 5 * 10i128.pow(12) * G, D),
+            ("40T", 40 * 10i128.pow(12) * G, D),
+            ("300T", 300 * 10i128.pow(12) * G, D),
+            ("2P", 2 * 10i128.pow(15) * G, D),
+            ("1E", 10i128.pow(18) * G, D),
+            ("1E-3", 1_000_000, X),
+            ("1e3", 1_000 * G, X),
+            ("1E6", 10i128.pow(6) * G, X),
+            ("1e9", 10i128.pow(9) * G, X),
+            ("1E12", 10i128.pow(12) * G, X),
+            ("1e15", 10i128.pow(15) * G, X),
+            ("1E18", 10i128.pow(18) * G, X),
+            ("1e14", 10i128.pow(14) * G, X),
+            ("1e13", 10i128.pow(13) * G, X),
+            ("100.035k", 100_035 * G, D),
+            ("0.001", 1_000_000, D),
+            ("0.0005k", 500_000_000, D),
+            ("0.005", 5_000_000, D),
+            ("0.05", 50_000_000, D),
+            ("0.5", 500_000_000, D),
+            ("0.00050k", 500_000_000, D),
+            ("0.00500", 5_000_000, D),
+            ("0.05000", 50_000_000, D),
+            ("0.50000", 500_000_000, D),
+            ("0.5e0", 500_000_000, X),
+            ("0.5e-1", 50_000_000, X),
+            ("0.5e-2", 5_000_000, X),
+            ("10.035M", 10_035_000 * G, D),
+            ("1.2e3", 1_200 * G, X),
+            ("1.3E+6", 1_300_000 * G, X),
+            ("1.40e9", 1_400_000_000 * G, X),
+            ("1.53E12", 1_530_000_000_000 * G, X),
+            ("1.6e15", 16 * 10i128.pow(14) * G, X),
+            ("1.7E18", 17 * 10i128.pow(17) * G, X),
+            ("9.01", 9_010_000_000, D),
+            ("8.1k", 8_100 * G, D),
+            ("7.123456M", 7_123_456 * G, D),
+            ("6.987654321G", 6_987_654_321 * G, D),
+            ("5.444T", 5_444 * 10i128.pow(9) * G, D),
+            ("40.1T", 401 * 10i128.pow(11) * G, D),
+            ("300.2T", 3_002 * 10i128.pow(11) * G, D),
+            ("2.5P", 25 * 10i128.pow(14) * G, D),
+            ("1.01E", 101 * 10i128.pow(16) * G, D),
+            ("3.001n", 4, D),
+            ("1.1E-9", 2, X),
+            ("0.0000000001", 1, D),
+            ("0.0000000005", 1, D),
+            ("0.00000000050", 1, D),
+            ("0.5e-9", 1, X),
+            ("0.9n", 1, D),
+            ("0.00000012345", 124, D),
+            ("0.00000012354", 124, D),
+            ("9Ei", MAX_NANOS, B),
+            ("9223372036854775807Ki", MAX_NANOS, B),
+            ("100.035Ki", 10_243_584 * G / 100, B),
+            ("0.5Mi", 524_288 * G, B),
+            ("0.05Gi", 536_870_912 * G / 10, B),
+            ("0.025Ti", 274_877_906_944 * G / 10, B),
+            ("0.000000000001Ki", 2, D),
+            (".001", 1_000_000, D),
+            (".0001k", 100_000_000, D),
+            ("1.", G, D),
+            ("1.G", 10i128.pow(9) * G, D),
+        ];
+        for &(input, nanos, format) in table {
+            let got = q(input);
+            assert_eq!((got.nanos(), got.format()), (nanos, format), "{input}");
+            let negative = q(&format!("-{input}"));
+            assert_eq!(
+                (negative.nanos(), negative.format()),
+                (-nanos, format),
+                "-{input}"
+            );
+            let plus = q(&format!("+{input}"));
+            assert_eq!((plus.nanos(), plus.format()), (nanos, format), "+{input}");
+        }
+        // Documented deviation: upstream's fast path leaves `12E` uncapped.
+        assert_eq!(q("12E").nanos(), MAX_NANOS);
+    }
+
+    /// Upstream's invalid inputs, plus the int32 exponent bound.
+    #[test]
+    fn upstream_invalid_table() {
+        for input in [
+            "1.1.M",
+            "1+1.0M",
+            "0.1mi",
+            "0.1am",
+            "aoeu",
+            ".5i",
+            "1i",
+            "-3.01i",
+            "-3.01e-",
+            "1e4294967297",
+            "1e2147483648",
+            "1e-2147483648",
+            " 1",
+            "1 ",
+        ] {
+            assert!(ParsedQuantity::parse(input).is_err(), "{input:?}");
+        }
+        assert_eq!(q("1e2147483647").nanos(), MAX_NANOS);
+        assert_eq!(q("1e-2147483647").nanos(), 1);
+    }
+
+    /// Upstream's `TestQuantityString` and `TestQuantityParseEmit` cases that
+    /// a parse can reach: (input, canonical form).
+    #[test]
+    fn upstream_canonical_table() {
+        let table: &[(&str, &str)] = &[
+            ("1024Mi", "1Gi"),
+            ("307200Ki", "300Mi"),
+            ("6Ki", "6Ki"),
+            ("1025024Mi", "1001Gi"),
+            ("1024Gi", "1Ti"),
+            ("1000M", "1G"),
+            ("0.001T", "1G"),
+            ("1000u", "1m"),
+            ("1.08", "1080m"),
+            ("1080000000n", "1080m"),
+            ("300M", "300M"),
+            ("1T", "1T"),
+            ("1E", "1E"),
+            ("1234567M", "1234567M"),
+            ("3k", "3k"),
+            (".001e12", "1e9"),
+            ("0.001e0", "1e-3"),
+            ("1000e-12", "1e-9"),
+            ("80e-3", "80e-3"),
+            ("300e6", "300e6"),
+            ("3e3", "3e3"),
+            ("00", "0"),
+            ("1n", "1n"),
+            ("1080n", "1080n"),
+            ("1080u", "1080u"),
+            ("1Ki", "1Ki"),
+            ("1Mi", "1Mi"),
+            (".001Ki", "1024m"),
+            (".000001Ki", "1024u"),
+            (".000000001Ki", "1024n"),
+            (".000000000001Ki", "2n"),
+        ];
+        for &(input, canonical) in table {
+            assert_eq!(q(input).to_string(), canonical, "{input}");
+            if canonical != "0" {
+                assert_eq!(q(&format!("-{input}")).to_string(), format!("-{canonical}"));
+            }
+        }
+    }
+
+    #[test]
+    fn past_the_largest_suffix_prints_exponents() {
+        const G: i128 = 1_000_000_000;
+        let d = |nanos| ParsedQuantity::from_nanos(nanos, QuantityFormat::DecimalSi);
+        let b = |nanos| ParsedQuantity::from_nanos(nanos, QuantityFormat::BinarySi);
+        assert_eq!(d(10i128.pow(21) * G).to_string(), "1e21");
+        assert_eq!(d(5 * 10i128.pow(21) * G).to_string(), "5e21");
+        assert_eq!(d(10i128.pow(24) * G).to_string(), "1e24");
+        assert_eq!(b((1i128 << 70) * G).to_string(), "1180591620717411303424");
+        assert_eq!(b(3 * (1i128 << 60) * G).to_string(), "3Ei");
+        assert_eq!(d(-(10i128.pow(21)) * G).to_string(), "-1e21");
     }
 
     #[test]
