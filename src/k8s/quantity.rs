@@ -496,7 +496,11 @@ fn parse_list(
 /// limit but no request is requested at its limit (`SetDefaults_Pod`). The
 /// simulator loads manifests without an apiserver, so it has to do this
 /// itself or it would under-count every limits-only container.
-fn container_requests(container: &Container, kind: &str) -> Result<Amounts, RequestsError> {
+fn container_requests(
+    container: &Container,
+    kind: &str,
+    defaults: Option<&Amounts>,
+) -> Result<Amounts, RequestsError> {
     let location = || format!("{kind} \"{}\"", container.name);
     let resources = container.resources.as_ref();
     let mut requests = parse_list(
@@ -511,6 +515,9 @@ fn container_requests(container: &Container, kind: &str) -> Result<Amounts, Requ
     )?;
     for (resource, limit) in limits {
         requests.entry(resource).or_insert(limit);
+    }
+    for (resource, &n) in defaults.into_iter().flatten() {
+        requests.entry(resource.clone()).or_insert(n);
     }
     Ok(requests)
 }
@@ -552,14 +559,54 @@ fn is_pod_level_resource(resource: &str) -> bool {
 /// in-place resize status, DRA claims, and the defaulting of pod-level
 /// requests from pod-level limits.
 pub fn pod_requests(spec: &PodSpec) -> Result<PodRequests, RequestsError> {
+    aggregate_requests(spec, None)
+}
+
+/// The CPU, in milli-cores, the scheduler's scoring assumes for a container
+/// that requests none (`DefaultMilliCPURequest`).
+pub const SCORING_DEFAULT_MILLI_CPU: i64 = 100;
+/// The memory, in bytes, the scheduler's scoring assumes for a container that
+/// requests none (`DefaultMemoryRequest`, 200 MiB).
+pub const SCORING_DEFAULT_MEMORY_BYTES: i64 = 200 * 1024 * 1024;
+
+/// The requests the scheduler's NodeResourcesFit *scoring* (least-allocated,
+/// balanced allocation) uses: as [`pod_requests`], but a container (or init
+/// container) that does not request CPU or memory counts as requesting
+/// [`SCORING_DEFAULT_MILLI_CPU`] and [`SCORING_DEFAULT_MEMORY_BYTES`]
+/// (`NonMissingContainerRequests`), so that request-less pods still spread.
+/// An explicit request, even zero, is kept. The fit *filter* uses
+/// [`pod_requests`].
+pub fn pod_requests_for_scoring(spec: &PodSpec) -> Result<PodRequests, RequestsError> {
+    let defaults: Amounts = [
+        (
+            RESOURCE_CPU.to_owned(),
+            i128::from(SCORING_DEFAULT_MILLI_CPU) * 1_000_000,
+        ),
+        (
+            RESOURCE_MEMORY.to_owned(),
+            i128::from(SCORING_DEFAULT_MEMORY_BYTES) * NANOS_PER_UNIT,
+        ),
+    ]
+    .into_iter()
+    .collect();
+    aggregate_requests(spec, Some(&defaults))
+}
+
+fn aggregate_requests(
+    spec: &PodSpec,
+    defaults: Option<&Amounts>,
+) -> Result<PodRequests, RequestsError> {
     let mut sum = Amounts::new();
     for container in &spec.containers {
-        add_into(&mut sum, &container_requests(container, "container")?);
+        add_into(
+            &mut sum,
+            &container_requests(container, "container", defaults)?,
+        );
     }
     let mut sidecars = Amounts::new();
     let mut init_peak = Amounts::new();
     for container in spec.init_containers.iter().flatten() {
-        let own = container_requests(container, "init container")?;
+        let own = container_requests(container, "init container", defaults)?;
         let footprint = if container.restart_policy.as_deref() == Some("Always") {
             add_into(&mut sum, &own);
             add_into(&mut sidecars, &own);
@@ -1134,6 +1181,25 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn scoring_assumes_defaults_for_missing_requests_only() {
+        let spec = PodSpec {
+            containers: vec![
+                container("bare", &[], &[]),
+                container("zero-cpu", &[("cpu", "0")], &[]),
+                container("limits", &[], &[("memory", "1Gi")]),
+            ],
+            ..Default::default()
+        };
+        let r = pod_requests_for_scoring(&spec).unwrap();
+        // cpu: 100m (bare) + 0 (explicit zero) + 100m (limits-only has no cpu).
+        assert_eq!(r.cpu_millis(), 200);
+        // memory: 200Mi + 200Mi + 1Gi (defaulted from its limit).
+        assert_eq!(r.memory_bytes(), 400 * 1024 * 1024 + (1 << 30));
+        let plain = pod_requests(&spec).unwrap();
+        assert_eq!((plain.cpu_millis(), plain.memory_bytes()), (0, 1 << 30));
     }
 
     #[test]

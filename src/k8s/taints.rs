@@ -118,16 +118,26 @@ fn canonical_int(s: &str) -> Option<i64> {
 
 /// Whether `toleration` tolerates `taint` (see the module documentation).
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
+    tolerates_parts(
+        toleration,
+        &taint.key,
+        taint.value.as_deref().unwrap_or_default(),
+        &taint.effect,
+    )
+}
+
+/// [`tolerates`] for a taint given by its parts, so that a check against a
+/// well-known taint needs no `Taint` value.
+fn tolerates_parts(toleration: &Toleration, key: &str, taint_value: &str, effect: &str) -> bool {
+    let wanted_effect = toleration.effect.as_deref().unwrap_or_default();
+    if !wanted_effect.is_empty() && wanted_effect != effect {
         return false;
     }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != taint.key {
+    let wanted_key = toleration.key.as_deref().unwrap_or_default();
+    if !wanted_key.is_empty() && wanted_key != key {
         return false;
     }
     let toleration_value = toleration.value.as_deref().unwrap_or_default();
-    let taint_value = taint.value.as_deref().unwrap_or_default();
     match toleration.operator.as_deref().unwrap_or_default() {
         "" | "Equal" => toleration_value == taint_value,
         "Exists" => true,
@@ -168,6 +178,17 @@ pub fn scheduling_blocker<'a>(
     first_untolerated(taints, tolerations, |effect| {
         effect == "NoSchedule" || effect == "NoExecute"
     })
+}
+
+/// The scheduler's NodeUnschedulable filter: a cordoned node
+/// (`spec.unschedulable`) refuses pods that do not tolerate the
+/// `node.kubernetes.io/unschedulable:NoSchedule` taint, whether or not the
+/// node controller has added that taint yet.
+pub fn cordon_blocks(node_unschedulable: bool, tolerations: &[Toleration]) -> bool {
+    node_unschedulable
+        && !tolerations
+            .iter()
+            .any(|t| tolerates_parts(t, TAINT_NODE_UNSCHEDULABLE, "", "NoSchedule"))
 }
 
 /// The TaintToleration score's raw input: how many `PreferNoSchedule` taints
@@ -211,6 +232,27 @@ pub enum NoExecuteVerdict<'a> {
         /// are tolerated but a used toleration has `tolerationSeconds` ≤ 0.
         untolerated: Option<&'a Taint>,
     },
+}
+
+impl fmt::Display for NoExecuteVerdict<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoExecuteVerdict::Stay => f.write_str("no NoExecute taint limits the pod's stay"),
+            NoExecuteVerdict::EvictAfter { seconds } => {
+                write!(f, "evict after {seconds}s (tolerationSeconds)")
+            }
+            NoExecuteVerdict::EvictNow {
+                untolerated: Some(taint),
+            } => write!(
+                f,
+                "evict now: NoExecute taint `{}` is not tolerated",
+                taint.key
+            ),
+            NoExecuteVerdict::EvictNow { untolerated: None } => {
+                f.write_str("evict now: a matching toleration has tolerationSeconds <= 0")
+            }
+        }
+    }
 }
 
 /// The taint-eviction controller's decision (`processPodOnNode`).
@@ -523,6 +565,37 @@ mod tests {
             "NoSchedule",
         )];
         assert!(scheduling_blocker(&autoscaler, &default_tolerations()).is_some());
+    }
+
+    #[test]
+    fn cordoned_nodes_need_the_unschedulable_toleration() {
+        assert!(!cordon_blocks(false, &[]));
+        assert!(cordon_blocks(true, &[]));
+        assert!(cordon_blocks(true, &default_tolerations()));
+        assert!(!cordon_blocks(
+            true,
+            &[tol(
+                TAINT_NODE_UNSCHEDULABLE,
+                "Exists",
+                "",
+                "NoSchedule",
+                None
+            )]
+        ));
+        assert!(!cordon_blocks(true, &[tol("", "Exists", "", "", None)]));
+    }
+
+    #[test]
+    fn verdicts_explain_themselves() {
+        let unreachable = [taint(TAINT_NODE_UNREACHABLE, None, "NoExecute")];
+        assert_eq!(
+            no_execute_verdict(&unreachable, &[]).to_string(),
+            "evict now: NoExecute taint `node.kubernetes.io/unreachable` is not tolerated"
+        );
+        assert_eq!(
+            no_execute_verdict(&unreachable, &default_tolerations()).to_string(),
+            "evict after 300s (tolerationSeconds)"
+        );
     }
 
     #[test]
