@@ -140,7 +140,9 @@ pub enum Budget {
     MinAvailable(IntOrPercent),
     /// At most this many (or this share of) pods may be unavailable.
     MaxUnavailable(IntOrPercent),
-    /// Neither field: nothing is required (`desiredHealthy` is 0).
+    /// Neither field, which `policy/v1` accepts without defaulting. The
+    /// controller then computes `expectedPods` 0, so such a budget never
+    /// allows a Ready pod's eviction.
     Unset,
 }
 
