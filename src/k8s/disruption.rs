@@ -36,6 +36,22 @@
 //!   status is older than the spec (`observedGeneration < generation`),
 //!   forbidden (403) if it is negative or if more than 2000 evictions await
 //!   the controller; otherwise allowed, and `disruptionsAllowed` drops by one.
+//!
+//! ```
+//! use drillbench::k8s::disruption::{pdb_counts, Budget, IntOrPercent, SelectedPod};
+//!
+//! // openbao: 3 replicas, maxUnavailable 1, one pod not Ready.
+//! let ready = SelectedPod { ready: true, has_controller: true, ..Default::default() };
+//! let unready = SelectedPod { has_controller: true, ..Default::default() };
+//! let counts = pdb_counts(
+//!     Budget::MaxUnavailable(IntOrPercent::Int(1)),
+//!     &[ready, ready, unready],
+//!     Some(3),
+//! )?;
+//! assert_eq!((counts.desired_healthy, counts.current_healthy), (2, 2));
+//! assert_eq!(counts.disruptions_allowed, 0); // a drain of a Ready pod now blocks
+//! # Ok::<(), drillbench::k8s::disruption::DisruptionError>(())
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -31,6 +31,26 @@
 //! for is a bug a drill should surface, not route around. Label-key syntax
 //! (length, DNS prefix) is not checked beyond "not empty".
 //!
+//! ```
+//! use drillbench::k8s::node_selector::CompiledNodeSelector;
+//! use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+//!
+//! // The guard that fails open: every node lacking the label passes it.
+//! let guard = CompiledNodeSelector::compile(&NodeSelector {
+//!     node_selector_terms: vec![NodeSelectorTerm {
+//!         match_expressions: Some(vec![NodeSelectorRequirement {
+//!             key: "ksail.io/autoscaled".into(),
+//!             operator: "DoesNotExist".into(),
+//!             values: None,
+//!         }]),
+//!         match_fields: None,
+//!     }],
+//! })?;
+//! let unstamped_autoscaler_node = Node::default();
+//! assert!(guard.matches(&unstamped_autoscaler_node));
+//! # Ok::<(), drillbench::k8s::node_selector::NodeSelectorError>(())
+//! ```
+//!
 //! Matching borrows the node and does not allocate; [`explain`] builds the
 //! evidence, and only walks the node again when asked.
 //!

@@ -18,6 +18,17 @@
 //! floating point ever touches a request: `0.1` CPU is 100 milli-CPU, not
 //! 99.999….
 //!
+//! ```
+//! use drillbench::k8s::quantity::ParsedQuantity;
+//!
+//! let cpu: ParsedQuantity = "250m".parse()?;
+//! assert_eq!(cpu.milli_value(), 250);
+//! let memory: ParsedQuantity = "1.5Gi".parse()?;
+//! assert_eq!(memory.value(), 1_610_612_736);
+//! assert_eq!(memory.to_string(), "1536Mi");
+//! # Ok::<(), drillbench::k8s::quantity::QuantityError>(())
+//! ```
+//!
 //! Deliberate differences from upstream, in corners no manifest relies on: a
 //! quantity must contain at least one digit (upstream reads a bare `.` or
 //! `-.` as zero); and the cap applies to every quantity, where upstream
