@@ -428,7 +428,7 @@ impl PodRequests {
     pub fn get(&self, resource: &str) -> Option<ParsedQuantity> {
         self.nanos
             .get(resource)
-            .map(|&n| ParsedQuantity::from_nanos(n, QuantityFormat::DecimalSi))
+            .map(|&n| ParsedQuantity::from_nanos(n, display_format(resource)))
     }
 
     /// Every requested resource in name order.
@@ -436,9 +436,23 @@ impl PodRequests {
         self.nanos.iter().map(|(name, &n)| {
             (
                 name.as_str(),
-                ParsedQuantity::from_nanos(n, QuantityFormat::DecimalSi),
+                ParsedQuantity::from_nanos(n, display_format(name)),
             )
         })
+    }
+}
+
+/// Byte-sized resources print in binary units (`1536Mi`) so that evidence
+/// reads like the manifests; the rest in decimal (`1500m`).
+fn display_format(resource: &str) -> QuantityFormat {
+    if resource == RESOURCE_MEMORY
+        || resource == "ephemeral-storage"
+        || resource == "storage"
+        || resource.starts_with("hugepages-")
+    {
+        QuantityFormat::BinarySi
+    } else {
+        QuantityFormat::DecimalSi
     }
 }
 
@@ -1139,8 +1153,10 @@ mod tests {
         assert_eq!(r.cpu_millis(), 1000 + 100 + 250);
         assert_eq!(r.memory_bytes(), 512 * 1024 * 1024);
         assert_eq!(
-            r.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            ["cpu", "memory"]
+            r.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+            ["cpu=1350m", "memory=512Mi"]
         );
     }
 
