@@ -512,6 +512,12 @@ fn pdb_name(pdb: &PodDisruptionBudget) -> String {
 /// covers it (see the module documentation for the rules, and
 /// [`PdbSelector`] to find them). Reads each budget's `status` as the
 /// controller last wrote it; a budget without a status has nothing allowed.
+///
+/// On [`EvictionAllowed::WithinBudget`] the caller does what the apiserver
+/// does before deleting the pod: write `disruptions_allowed_after` into the
+/// status and record the pod in `status.disruptedPods` with the current time,
+/// which keeps it out of `currentHealthy` ([`SelectedPod::recently_evicted`])
+/// until it is gone or [`DELETION_TIMEOUT_SECONDS`] pass.
 pub fn check_eviction(
     pod: &Pod,
     covering: &[&PodDisruptionBudget],
