@@ -10,6 +10,7 @@ pub mod app;
 pub mod drill;
 pub mod duration;
 pub mod exit;
+pub mod k8s;
 pub mod report;
 pub mod scenario;
 pub mod topology;
