@@ -9,4 +9,5 @@
 pub mod app;
 pub mod duration;
 pub mod exit;
+pub mod manifest;
 pub mod scenario;
