@@ -10,4 +10,5 @@ pub mod app;
 pub mod duration;
 pub mod exit;
 pub mod manifest;
+pub mod preflight;
 pub mod scenario;
