@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod audit;
 pub mod duration;
 pub mod exit;
 pub mod manifest;
