@@ -99,9 +99,13 @@ fn check_kind(origin: &str, item: &Map<String, Value>, expected: &str) -> Result
     match item.get("kind") {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(kind)) if kind == expected => Ok(()),
+        Some(Value::String(kind)) => Err(shape(
+            origin,
+            format!("expected kind {expected}, found kind {kind}"),
+        )),
         Some(other) => Err(shape(
             origin,
-            format!("expected kind {expected}, found {other}"),
+            format!("expected kind {expected}, found {}", json_type(other)),
         )),
     }
 }

@@ -514,13 +514,18 @@ fn gather(source: &Source) -> Result<Facts, Failure> {
     }
 }
 
-/// An error and its causes as one line: `a: b: c`.
+/// An error and its causes as one line: `a: b: c`. A cause whose message
+/// its parent already quotes (some library errors embed their source) is
+/// not repeated.
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
+        let message = next.to_string();
+        if !text.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
         cause = next.source();
     }
     text
