@@ -281,8 +281,11 @@ pub fn json_type(value: &Value) -> &'static str {
     }
 }
 
+/// The parser's message without its own position, which the error already
+/// carries as `file:line:column`.
 fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or(text).trim()
+    let line = text.lines().next().unwrap_or(text);
+    line.split(" at line ").next().unwrap_or(line).trim()
 }
 
 #[cfg(test)]
