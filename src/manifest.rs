@@ -381,6 +381,17 @@ metadata:
         assert!(matches!(err, ManifestError::Malformed { .. }), "{err}");
     }
 
+    proptest::proptest! {
+        /// Whatever the bytes, parsing ends in documents or an error, never a
+        /// panic; and an error always names the source.
+        #[test]
+        fn arbitrary_text_never_panics(text in "[-:\\[\\]{}&*!|>'\" #a-z0-9\n]{0,200}") {
+            if let Err(err) = parse_documents("fuzz.yaml", &text) {
+                proptest::prop_assert!(err.to_string().starts_with("fuzz.yaml"), "{}", err);
+            }
+        }
+    }
+
     #[test]
     fn an_unreadable_file_is_a_read_error() {
         let err = load_documents(Path::new("/nonexistent/bundle.yaml")).unwrap_err();

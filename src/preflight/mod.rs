@@ -611,6 +611,71 @@ mod tests {
         assert!(!decide(&facts, &policy).ready());
     }
 
+    proptest::proptest! {
+        /// An oracle written from the guard list, independent of
+        /// `decide`'s structure: ready exactly when every guard holds, and
+        /// never a `ready` with a reason or a refusal without one.
+        #[test]
+        fn ready_exactly_when_every_guard_holds(
+            control_planes in proptest::collection::vec(0u8..3, 0..5),
+            target in 0usize..6,
+            voters in 0u64..5,
+            learners in 0u64..3,
+            phase in 0u8..4,
+            finished_hours_ago in proptest::option::of(0i64..60),
+        ) {
+            let readiness = [Readiness::True, Readiness::False, Readiness::Unknown];
+            let mut nodes: Vec<NodeFacts> = control_planes
+                .iter()
+                .enumerate()
+                .map(|(i, r)| NodeFacts {
+                    name: format!("cp-{i}"),
+                    control_plane: true,
+                    ready: readiness[usize::from(*r)],
+                })
+                .collect();
+            nodes.push(NodeFacts {
+                name: "worker".into(),
+                control_plane: false,
+                ready: Readiness::False,
+            });
+            let now = ts("2026-11-29T12:00:00Z");
+            let phase = ["Completed", "Failed", "", "InProgress"][usize::from(phase)];
+            let completed = finished_hours_ago
+                .map(|h| now.checked_sub(SignedDuration::from_hours(h)).unwrap());
+            let facts = Facts {
+                nodes,
+                backups: vec![BackupFacts {
+                    name: "b".into(),
+                    schedule: Some(DEFAULT_SCHEDULE.into()),
+                    created: ts("2026-11-27T00:00:00Z"),
+                    phase: (!phase.is_empty()).then(|| phase.to_owned()),
+                    completed,
+                }],
+                etcd: EtcdCounts { voters, learners },
+            };
+            let policy = Policy {
+                target: format!("cp-{target}"),
+                vip_holder: None,
+                schedule: DEFAULT_SCHEDULE.into(),
+                max_backup_age_hours: 26,
+                now,
+            };
+            let target_ok = control_planes.get(target) == Some(&0);
+            let quorum_ok = control_planes.len() == 3
+                && control_planes.iter().all(|r| *r == 0)
+                && voters == 3
+                && learners == 0;
+            let backup_ok = phase == "Completed" && finished_hours_ago.is_some_and(|h| h < 26);
+            let decision = decide(&facts, &policy);
+            proptest::prop_assert_eq!(decision.ready(), target_ok && quorum_ok && backup_ok);
+            proptest::prop_assert_eq!(
+                decision.render().contains("\nready=true\n"),
+                decision.reasons.is_empty()
+            );
+        }
+    }
+
     #[test]
     fn counts_are_decimal_digits_only() {
         assert_eq!(parse_count("08"), Ok(8));
