@@ -566,3 +566,32 @@ fn text_report_of_the_pre_fix_guards() {
     assert_eq!(outcome.code, 1, "{outcome:#?}");
     insta::assert_snapshot!(outcome.stdout);
 }
+
+#[test]
+fn a_document_that_is_not_an_api_object_is_malformed() {
+    // A Helm values file passed by mistake alongside the bundle.
+    let dir = tempfile::tempdir().unwrap();
+    let values = write(
+        dir.path(),
+        "values.yaml",
+        "# values\nreplicas: 3\nstorageClass: hcloud\n",
+    );
+    let outcome = run(
+        &[
+            "--storage-class",
+            "hcloud",
+            "--require-label",
+            LABEL,
+            FIXTURE,
+            &values,
+        ],
+        None,
+    );
+    assert_eq!(outcome.code, 2, "{outcome:#?}");
+    assert!(
+        outcome.stderr.contains(&format!(
+            "{values}:2:1: expected a Kubernetes object with string `apiVersion` and `kind`"
+        )),
+        "{outcome:#?}"
+    );
+}

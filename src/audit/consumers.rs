@@ -232,12 +232,18 @@ struct Identity<'a> {
     metadata: Option<&'a Map<String, Value>>,
 }
 
-fn identity<'a>(object: &Object<'a>) -> Result<Option<Identity<'a>>, ManifestError> {
+/// Who an object is. Every document of a rendered bundle is an API object,
+/// so one without a string `apiVersion` and `kind` is malformed input (a
+/// values file passed by mistake, say), not something to skip.
+fn identity<'a>(object: &Object<'a>) -> Result<Identity<'a>, ManifestError> {
     let value = object.value;
     let (Some(Value::String(api_version)), Some(Value::String(kind))) =
         (value.get("apiVersion"), value.get("kind"))
     else {
-        return Ok(None);
+        return Err(ManifestError::malformed(
+            object.location.clone(),
+            "expected a Kubernetes object with string `apiVersion` and `kind`",
+        ));
     };
     let shape = Shape {
         location: &object.location,
@@ -252,13 +258,13 @@ fn identity<'a>(object: &Object<'a>) -> Result<Option<Identity<'a>>, ManifestErr
         Some(metadata) => shape.string(metadata, "namespace", "metadata.namespace")?,
         None => None,
     };
-    Ok(Some(Identity {
+    Ok(Identity {
         group: group(api_version),
         kind,
         namespace: namespace.unwrap_or("default").to_owned(),
         name: name.unwrap_or_default().to_owned(),
         metadata,
-    }))
+    })
 }
 
 /// The class a claim spec asks for: `storageClassName`, else the legacy
@@ -319,9 +325,7 @@ pub fn find(documents: &[Document], storage_class: &str) -> Result<Vec<Found>, M
     // (namespace, name) -> requested class of each PersistentVolumeClaim.
     let mut claims: BTreeMap<(String, String), Option<String>> = BTreeMap::new();
     for object in &objects {
-        let Some(id) = identity(object)? else {
-            continue;
-        };
+        let id = identity(object)?;
         let shape = Shape {
             location: &object.location,
             what: format!("{} {}", id.kind, id.name),
@@ -358,9 +362,7 @@ pub fn find(documents: &[Document], storage_class: &str) -> Result<Vec<Found>, M
 
     let mut found = Vec::new();
     for object in &objects {
-        let Some(id) = identity(object)? else {
-            continue;
-        };
+        let id = identity(object)?;
         let Some(path) = pod_spec_path(id.group, id.kind) else {
             continue;
         };
@@ -391,9 +393,8 @@ pub fn find(documents: &[Document], storage_class: &str) -> Result<Vec<Found>, M
             }),
         };
         let mut relevant = Vec::new();
-        if (id.group, id.kind) == ("apps", "StatefulSet")
-            || (id.group, id.kind) == ("extensions", "StatefulSet")
-        {
+        // Only StatefulSets have claim templates; the group was checked above.
+        if id.kind == "StatefulSet" {
             let spec = shape.object(object.value, "spec", "spec")?;
             let templates = match spec {
                 Some(spec) => {
