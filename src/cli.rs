@@ -235,6 +235,7 @@ fn preflight_cp_recreate(args: CpRecreateArgs) -> ExitCode {
             context,
             talos_node: args.talos_node,
             talosctl: args.talosctl,
+            talosctl_timeout: preflight::live::CALL_TIMEOUT,
         }),
         (None, Some(nodes), Some(backups), Some(etcd_members), Some(etcd_learners)) => {
             preflight::Source::Files {

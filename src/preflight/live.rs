@@ -6,6 +6,7 @@
 //! and then through the same [`super::decide`].
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -19,6 +20,11 @@ use super::{BackupFacts, EtcdCounts, Facts, InputError, NodeFacts};
 /// The namespace Velero keeps its backups in.
 pub const VELERO_NAMESPACE: &str = "velero";
 
+/// How long one API request or `talosctl` call may take. A preflight that
+/// hangs is worse than one that says "cannot tell": the operator is waiting
+/// to decide, and a hung call never prints `ready=`.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Where and how the live mode reads a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveSource {
@@ -29,6 +35,8 @@ pub struct LiveSource {
     pub talos_node: Option<String>,
     /// The `talosctl` executable.
     pub talosctl: PathBuf,
+    /// How long `talosctl` may run before it is killed.
+    pub talosctl_timeout: Duration,
 }
 
 /// Why the live mode could not read the cluster.
@@ -85,6 +93,14 @@ pub enum LiveError {
         status: String,
         /// What it printed on stderr, trimmed.
         stderr: String,
+    },
+    /// `talosctl` did not finish in time and was killed.
+    #[error("`{program} etcd members` did not finish within {seconds} s")]
+    TalosctlTimeout {
+        /// The executable.
+        program: String,
+        /// The limit.
+        seconds: u64,
     },
     /// `talosctl` printed something that is not the members table.
     #[error("cannot read `talosctl etcd members` output")]
@@ -191,16 +207,30 @@ pub fn etcd_counts(source: &LiveSource) -> Result<EtcdCounts, LiveError> {
         args.extend(["--nodes".to_owned(), node.clone()]);
     }
     args.extend(["etcd".to_owned(), "members".to_owned()]);
-    let output = duct::cmd(&source.talosctl, &args)
+    let spawn_error = |source| LiveError::TalosctlSpawn {
+        program: program.clone(),
+        source,
+    };
+    let handle = duct::cmd(&source.talosctl, &args)
         .stdout_capture()
         .stderr_capture()
         .stdin_null()
         .unchecked()
-        .run()
-        .map_err(|source| LiveError::TalosctlSpawn {
-            program: program.clone(),
-            source,
-        })?;
+        .start()
+        .map_err(spawn_error)?;
+    if handle
+        .wait_timeout(source.talosctl_timeout)
+        .map_err(spawn_error)?
+        .is_none()
+    {
+        // Best effort: the error below is what matters to the operator.
+        let _ = handle.kill();
+        return Err(LiveError::TalosctlTimeout {
+            program,
+            seconds: source.talosctl_timeout.as_secs(),
+        });
+    }
+    let output = handle.into_output().map_err(spawn_error)?;
     if !output.status.success() {
         return Err(LiveError::TalosctlFailed {
             program,
@@ -396,6 +426,7 @@ mod tests {
             context: "admin@prod".into(),
             talos_node: Some("10.0.1.2".into()),
             talosctl,
+            talosctl_timeout: CALL_TIMEOUT,
         };
         assert_eq!(
             etcd_counts(&source).unwrap(),
@@ -418,6 +449,7 @@ mod tests {
             context: "admin@prod".into(),
             talos_node: None,
             talosctl,
+            talosctl_timeout: CALL_TIMEOUT,
         };
         let err = etcd_counts(&source).unwrap_err();
         assert!(
@@ -431,6 +463,24 @@ mod tests {
         assert!(matches!(
             etcd_counts(&missing),
             Err(LiveError::TalosctlSpawn { .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hung_talosctl_is_killed_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        // Never finishes on its own; only the kill ends it.
+        let talosctl = fake_talosctl(dir.path(), "exec sleep 3600");
+        let source = LiveSource {
+            context: "admin@prod".into(),
+            talos_node: None,
+            talosctl,
+            talosctl_timeout: Duration::from_millis(50),
+        };
+        assert!(matches!(
+            etcd_counts(&source),
+            Err(LiveError::TalosctlTimeout { .. })
         ));
     }
 }
