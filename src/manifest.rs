@@ -65,6 +65,32 @@ impl Document {
             .and_then(Value::as_str)
     }
 
+    /// Decodes the document into a typed object, such as a k8s-openapi
+    /// `Pod` or a scenario type; a mismatch is a [`ManifestError`] at the
+    /// document's start, naming what the type expected.
+    ///
+    /// ```
+    /// use drillbench::manifest::parse_documents;
+    /// use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    ///
+    /// let text = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\n\
+    ///             spec: {storageClassName: hcloud}\n";
+    /// let docs = parse_documents("pvc.yaml", text).unwrap();
+    /// let pvc: PersistentVolumeClaim = docs[0].decode().unwrap();
+    /// let class = pvc.spec.and_then(|spec| spec.storage_class_name);
+    /// assert_eq!(class.as_deref(), Some("hcloud"));
+    /// ```
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, ManifestError> {
+        T::deserialize(&self.value).map_err(|err| {
+            let what = match (self.kind(), self.name()) {
+                (Some(kind), Some(name)) => format!("{kind} {name}"),
+                (Some(kind), None) => kind.to_owned(),
+                _ => "document".to_owned(),
+            };
+            ManifestError::malformed(self.location(), format!("{what}: {err}"))
+        })
+    }
+
     /// Where the document starts, as `file:line:column`.
     pub fn location(&self) -> SourceLocation {
         SourceLocation {
@@ -317,6 +343,20 @@ metadata:
         assert_eq!(docs[1].kind(), Some("Secret"));
         assert_eq!((docs[1].index, docs[1].line, docs[1].column), (1, 10, 1));
         assert_eq!(docs[1].location().to_string(), "bundle.yaml:10:1");
+    }
+
+    #[test]
+    fn decodes_into_k8s_openapi_types_or_names_the_document() {
+        use k8s_openapi::api::apps::v1::StatefulSet;
+        let text = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: openbao\nspec:\n  replicas: 3\n  selector: {}\n  template: {}\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: broken\nspec:\n  replicas: three\n";
+        let docs = parse_documents("sts.yaml", text).unwrap();
+        let sts: StatefulSet = docs[0].decode().unwrap();
+        assert_eq!(sts.spec.and_then(|spec| spec.replicas), Some(3));
+        let err = docs[1].decode::<StatefulSet>().unwrap_err().to_string();
+        assert!(
+            err.starts_with("sts.yaml:10:1: StatefulSet broken: invalid type"),
+            "{err}"
+        );
     }
 
     #[test]
