@@ -215,8 +215,13 @@ impl Report {
                 s.storage_class
             ));
         } else {
+            let noun = if s.consumers == 1 {
+                "consumer"
+            } else {
+                "consumers"
+            };
             out.push_str(&format!(
-                "{} consumers of storage class {} must require {}: {} pass, {} fail, {} unknown\n",
+                "{} {noun} of storage class {} must require {}: {} pass, {} fail, {} unknown\n",
                 s.consumers, s.storage_class, s.required_label, s.pass, s.fail, s.unknown
             ));
         }
@@ -337,6 +342,24 @@ mod tests {
         for bad in ["", "novalue", "=true", "a=b=c"] {
             assert!(parse_required_label(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn one_guarded_consumer_passes_and_reads_in_the_singular() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n  \
+                    nodeSelector: {k: v}\n  volumes:\n  - name: s\n    ephemeral:\n      \
+                    volumeClaimTemplate: {spec: {storageClassName: hcloud}}\n";
+        let docs = manifest::parse_documents("pod.yaml", text).unwrap();
+        let label = parse_required_label("k=v").unwrap();
+        let report = audit(&docs, "hcloud", &label).unwrap();
+        assert_eq!(report.exit(), Exit::Success);
+        assert!(
+            report.to_text().ends_with(
+                "\n1 consumer of storage class hcloud must require k=v: 1 pass, 0 fail, 0 unknown\n"
+            ),
+            "{}",
+            report.to_text()
+        );
     }
 
     #[test]
