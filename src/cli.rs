@@ -1,5 +1,6 @@
 //! The command line: clap definitions and dispatch only, no logic.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -192,7 +193,7 @@ pub fn main() -> ExitCode {
         Command::Preflight(PreflightCommand::CpRecreate(args)) => preflight_cp_recreate(args),
         Command::Audit(AuditCommand::Placement(args)) => audit_placement(args),
         _ => {
-            eprintln!("error: not built yet");
+            let _ = writeln!(std::io::stderr(), "error: not built yet");
             Exit::Infrastructure.into()
         }
     }
@@ -212,7 +213,8 @@ fn usage_error(error: clap::Error) -> ExitCode {
             .nth(1)
             .is_some_and(|arg| arg == "preflight")
     {
-        println!("ready=false");
+        // Not `println!`: it panics when stdout is closed.
+        let _ = writeln!(std::io::stdout(), "ready=false");
     }
     // Printing help or an error can only fail if the terminal is gone.
     let _ = error.print();
@@ -247,8 +249,9 @@ fn preflight_cp_recreate(args: CpRecreateArgs) -> ExitCode {
         }
         // clap's `required_unless_present` rules this out; stay fail-closed anyway.
         _ => {
-            println!("ready=false");
-            eprintln!(
+            let _ = writeln!(std::io::stdout(), "ready=false");
+            let _ = writeln!(
+                std::io::stderr(),
                 "error: --nodes, --backups, --etcd-members and --etcd-learners are required without --context"
             );
             return Exit::BadInput.into();
