@@ -595,3 +595,19 @@ fn a_document_that_is_not_an_api_object_is_malformed() {
         "{outcome:#?}"
     );
 }
+
+#[test]
+fn an_explicitly_empty_class_is_no_class_not_the_default() {
+    // `storageClassName: ""` binds statically; it must not fall back to the
+    // default class, so the snapshot workloads stop being hcloud consumers.
+    let bundle = replace_once(
+        BUNDLE,
+        "      storage: 5Gi\n---",
+        "      storage: 5Gi\n  storageClassName: \"\"\n---",
+    );
+    let outcome = audit_json(&bundle);
+    assert_eq!(outcome.code, 0, "{outcome:#?}");
+    let names: Vec<String> = outcome.verdicts().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    assert!(!names.contains(&"vault-snapshot-init".to_owned()));
+}

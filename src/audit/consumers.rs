@@ -8,6 +8,9 @@
 //! `storageClassName` takes the default class: the StorageClass in the input
 //! annotated `storageclass.kubernetes.io/is-default-class: "true"`.
 //!
+//! An explicit `storageClassName: ""` asks for no class (static binding),
+//! so such a claim is of no class and never a consumer.
+//!
 //! Objects are matched by API group as well as kind, so a custom resource
 //! that happens to be called `Job` is not mistaken for a batch Job. A
 //! missing namespace reads as `default`, as `kubectl apply` without `-n`
