@@ -1,12 +1,13 @@
 //! The command line: clap definitions and dispatch only, no logic.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use drillbench::app::{self, Backend, Io, RunOptions};
 use drillbench::exit::Exit;
+use drillbench::{audit, preflight};
 
 /// A simulation and chaos-drill test bench for Kubernetes platforms.
 ///
@@ -72,13 +73,101 @@ enum BackendArg {
 #[derive(Debug, Subcommand)]
 enum PreflightCommand {
     /// Go/no-go for a control-plane node recreate.
-    CpRecreate,
+    ///
+    /// A drop-in for `cp-recreate-drill-preflight.sh`: prints `target=`,
+    /// `target_is_vip_holder=`, `ready=` and one `reason=` per failing guard.
+    /// Exit 0 ready, 1 not ready, 2 input error, 3 cluster unreachable.
+    CpRecreate(CpRecreateArgs),
+}
+
+#[derive(Debug, Args)]
+struct CpRecreateArgs {
+    /// The control-plane node to recreate.
+    #[arg(long, value_name = "NODE")]
+    target: String,
+    /// `kubectl get nodes -o json`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "context",
+        conflicts_with = "context"
+    )]
+    nodes: Option<PathBuf>,
+    /// `kubectl get backups.velero.io -n velero -o json`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "context",
+        conflicts_with = "context"
+    )]
+    backups: Option<PathBuf>,
+    /// Voting etcd members (LEARNER=false rows of `talosctl etcd members`).
+    #[arg(long, value_name = "N", value_parser = preflight::parse_count,
+          required_unless_present = "context", conflicts_with = "context")]
+    etcd_members: Option<u64>,
+    /// etcd learners (LEARNER=true rows of `talosctl etcd members`).
+    #[arg(long, value_name = "N", value_parser = preflight::parse_count,
+          required_unless_present = "context", conflicts_with = "context")]
+    etcd_learners: Option<u64>,
+    /// The node holding the floating endpoint; empty or absent reports unknown.
+    #[arg(long, value_name = "NODE")]
+    vip_holder: Option<String>,
+    /// The Velero schedule whose newest backup gates the drill.
+    #[arg(long, value_name = "NAME", default_value = preflight::DEFAULT_SCHEDULE)]
+    schedule: String,
+    /// A backup that finished this many hours ago or longer is too old.
+    #[arg(long, value_name = "N", value_parser = preflight::parse_count,
+          default_value_t = preflight::DEFAULT_MAX_BACKUP_AGE_HOURS)]
+    max_backup_age_hours: u64,
+    /// Decide as of this time, in seconds since the epoch [default: now].
+    #[arg(long, value_name = "EPOCH_SECONDS", value_parser = preflight::parse_count)]
+    now: Option<u64>,
+    /// Live mode: read nodes and backups from this kubeconfig context, and
+    /// etcd membership through `talosctl etcd members`.
+    #[arg(long, value_name = "CTX")]
+    context: Option<String>,
+    /// Live mode: the Talos node `talosctl` asks for the etcd membership.
+    #[arg(long, value_name = "NODE", requires = "context")]
+    talos_node: Option<String>,
+    /// Live mode: the `talosctl` executable.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "talosctl",
+        requires = "context"
+    )]
+    talosctl: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
     /// Fail-closed audit: every consumer of a storage class must require a node label.
-    Placement,
+    ///
+    /// Exit 0 when every consumer passes; 1 when any fails or is unknown, or
+    /// when no consumer is found at all; 2 on unreadable or malformed input.
+    Placement(PlacementArgs),
+}
+
+#[derive(Debug, Args)]
+struct PlacementArgs {
+    /// The storage class whose consumers are audited.
+    #[arg(long, value_name = "NAME")]
+    storage_class: String,
+    /// The node label every consumer must require, as `key=value`.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = audit::parse_required_label)]
+    require_label: audit::RequiredLabel,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+    format: AuditFormat,
+    /// Rendered manifests (multi-document YAML); `-` reads standard input.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AuditFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -97,7 +186,10 @@ enum ReportFormat {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr();
     let color = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -110,19 +202,18 @@ pub fn main() -> ExitCode {
         Command::List => app::list(&mut io),
         Command::Validate { files } => app::validate(&files, &mut io),
         Command::Run(args) => app::run(&args.into_options(), &mut io),
-        Command::Preflight(PreflightCommand::CpRecreate) => {
-            not_built("bench preflight cp-recreate")
+        Command::Preflight(PreflightCommand::CpRecreate(args)) => {
+            drop(stdout);
+            return preflight_cp_recreate(args);
         }
-        Command::Audit(AuditCommand::Placement) => not_built("bench audit placement"),
+        Command::Audit(AuditCommand::Placement(args)) => {
+            drop(stdout);
+            return audit_placement(args);
+        }
         Command::Report(args) => app::report(&args.file, args.format.into(), &mut io),
         Command::Schema => app::schema(&mut io),
     };
     exit.into()
-}
-
-fn not_built(command: &str) -> Exit {
-    eprintln!("error: `{command}` is not built yet");
-    Exit::Infrastructure
 }
 
 impl RunArgs {
@@ -149,4 +240,96 @@ impl From<ReportFormat> for app::ReportFormat {
             ReportFormat::Junit => app::ReportFormat::Junit,
         }
     }
+}
+
+/// Reports a command-line error. The preflight's contract is that every
+/// input error still prints `ready=false`, flags included, so a wrapper that
+/// only greps stdout can never mistake a typo for a go.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let informational = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    );
+    if !informational
+        && std::env::args_os()
+            .nth(1)
+            .is_some_and(|arg| arg == "preflight")
+    {
+        // Not `println!`: it panics when stdout is closed.
+        let _ = writeln!(std::io::stdout(), "ready=false");
+    }
+    // Printing help or an error can only fail if the terminal is gone.
+    let _ = error.print();
+    if informational {
+        Exit::Success.into()
+    } else {
+        Exit::BadInput.into()
+    }
+}
+
+fn preflight_cp_recreate(args: CpRecreateArgs) -> ExitCode {
+    let source = match (
+        args.context,
+        args.nodes,
+        args.backups,
+        args.etcd_members,
+        args.etcd_learners,
+    ) {
+        (Some(context), ..) => preflight::Source::Live(preflight::live::LiveSource {
+            context,
+            talos_node: args.talos_node,
+            talosctl: args.talosctl,
+            talosctl_timeout: preflight::live::CALL_TIMEOUT,
+        }),
+        (None, Some(nodes), Some(backups), Some(etcd_members), Some(etcd_learners)) => {
+            preflight::Source::Files {
+                nodes,
+                backups,
+                etcd_members,
+                etcd_learners,
+            }
+        }
+        // clap's `required_unless_present` rules this out; stay fail-closed anyway.
+        _ => {
+            let _ = writeln!(std::io::stdout(), "ready=false");
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: --nodes, --backups, --etcd-members and --etcd-learners are required without --context"
+            );
+            return Exit::BadInput.into();
+        }
+    };
+    let request = preflight::Request {
+        target: args.target,
+        vip_holder: args.vip_holder,
+        schedule: args.schedule,
+        max_backup_age_hours: args.max_backup_age_hours,
+        now: args.now,
+        source,
+    };
+    preflight::run(
+        &request,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )
+    .into()
+}
+
+fn audit_placement(args: PlacementArgs) -> ExitCode {
+    let request = audit::Request {
+        storage_class: args.storage_class,
+        required_label: args.require_label,
+        format: match args.format {
+            AuditFormat::Text => audit::Format::Text,
+            AuditFormat::Json => audit::Format::Json,
+        },
+        files: args.files,
+    };
+    audit::run(
+        &request,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    )
+    .into()
 }

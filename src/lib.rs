@@ -7,10 +7,13 @@
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod audit;
 pub mod drill;
 pub mod duration;
 pub mod exit;
 pub mod k8s;
+pub mod manifest;
+pub mod preflight;
 pub mod report;
 pub mod scenario;
 pub mod topology;
