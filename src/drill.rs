@@ -4,12 +4,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::manifest::{self, Document, ManifestError};
 use crate::scenario::check::{Checker, check};
 use crate::scenario::parse::{MAX_DRILL_BYTES, parse, read_source};
 use crate::scenario::spec::{
     AssertionSpec, Condition, DrillSpec, Fault, PodMatch, Subject, Target, WorkloadSource,
 };
-use crate::scenario::{Diagnostics, Located, SourceFile};
+use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
 use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
 
 /// A validated drill.
@@ -23,6 +24,9 @@ pub struct Drill {
     pub topology: Topology,
     /// The manifest files it deploys, resolved against the drill's folder.
     pub workload_files: Vec<PathBuf>,
+    /// Every object it deploys, in order: the files' documents and the
+    /// inline objects, each with where it was written.
+    pub workloads: Vec<Document>,
 }
 
 impl Drill {
@@ -50,24 +54,9 @@ impl Drill {
                 None
             }
         };
-        let mut workload_files = Vec::new();
-        for workload in &spec.workloads {
-            if let WorkloadSource::Path(path) = &workload.value {
-                let resolved = drill_dir.join(path);
-                if !resolved.is_file() {
-                    checker.error(
-                        workload.at,
-                        format!(
-                            "workload file `{}` does not exist (resolved against the drill's folder)",
-                            path.display()
-                        ),
-                    );
-                }
-                workload_files.push(resolved);
-            }
-        }
+        let (workload_files, workloads) = load_workloads(&spec, &source, &drill_dir, &mut checker);
         if let Some(topology) = &topology {
-            check_references(&spec, topology, &mut checker);
+            check_references(&spec, topology, &workloads, &mut checker);
         }
         let diagnostics = checker.diagnostics;
         match topology {
@@ -76,6 +65,7 @@ impl Drill {
                 source,
                 topology,
                 workload_files,
+                workloads,
             }),
             _ => Err(diagnostics),
         }
@@ -106,9 +96,157 @@ impl Drill {
     }
 }
 
+/// Reads every workload file and inline object. A file that is missing or
+/// malformed is a diagnostic at the place the problem is: the `path:` line
+/// for a missing file, the file's own line and column for bad YAML.
+fn load_workloads(
+    spec: &DrillSpec,
+    source: &SourceFile,
+    drill_dir: &Path,
+    checker: &mut Checker<'_>,
+) -> (Vec<PathBuf>, Vec<Document>) {
+    let mut files = Vec::new();
+    let mut documents = Vec::new();
+    for workload in &spec.workloads {
+        match &workload.value {
+            WorkloadSource::Path(path) => {
+                let resolved = drill_dir.join(path);
+                if !resolved.is_file() {
+                    checker.error(
+                        workload.at,
+                        format!(
+                            "workload file `{}` does not exist (resolved against the drill's folder)",
+                            path.display()
+                        ),
+                    );
+                    continue;
+                }
+                match manifest::load_documents(&resolved) {
+                    Ok(loaded) => {
+                        for document in &loaded {
+                            if let Some(problem) = object_problem(&document.value) {
+                                checker.diagnostics.push(manifest_diagnostic(
+                                    &resolved,
+                                    document.line,
+                                    document.column,
+                                    problem,
+                                ));
+                            }
+                        }
+                        documents.extend(loaded);
+                    }
+                    Err(ManifestError::Malformed { location, expected }) => {
+                        checker.diagnostics.push(manifest_diagnostic(
+                            &resolved,
+                            location.line,
+                            location.column,
+                            expected,
+                        ));
+                    }
+                    Err(error) => checker.error(workload.at, error.to_string()),
+                }
+                files.push(resolved);
+            }
+            WorkloadSource::Inline(object) => {
+                if let Some(problem) = object_problem(object) {
+                    checker.error(workload.at, format!("inline workload: {problem}"));
+                }
+                documents.push(Document {
+                    source: source.path.display().to_string(),
+                    index: documents.len(),
+                    line: u64::from(workload.at.line),
+                    column: u64::from(workload.at.column),
+                    value: object.clone(),
+                });
+            }
+        }
+    }
+    (files, documents)
+}
+
+/// What a Kubernetes object lacks, if anything.
+fn object_problem(object: &serde_json::Value) -> Option<String> {
+    let text = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+    };
+    if !object.is_object() {
+        return Some(format!(
+            "expected a Kubernetes object (a mapping), found {}",
+            manifest::json_type(object)
+        ));
+    }
+    let missing: Vec<&str> = [
+        ("/apiVersion", "apiVersion"),
+        ("/kind", "kind"),
+        ("/metadata/name", "metadata.name"),
+    ]
+    .into_iter()
+    .filter(|(pointer, _)| text(pointer).is_none())
+    .map(|(_, name)| name)
+    .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "a Kubernetes object without {}; expected apiVersion, kind and metadata.name",
+            missing.join(", ")
+        )
+    })
+}
+
+/// A diagnostic inside a manifest file, with the file's text for context.
+fn manifest_diagnostic(
+    path: &Path,
+    line: u64,
+    column: u64,
+    message: impl Into<String>,
+) -> Diagnostic {
+    let at = Position {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(column).unwrap_or(u32::MAX),
+        offset: 0,
+        len: 0,
+    };
+    match read_source(path, manifest::MAX_INPUT_BYTES) {
+        Ok(text) if at.is_known() => Diagnostic::at(&text, at, message),
+        _ => Diagnostic::file(path, message),
+    }
+}
+
+/// The kinds a drill can scale or wait for: the pod controllers.
+pub const WORKLOAD_KINDS: [&str; 6] = [
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+];
+
+/// `namespace/Kind/name` of an object; `default` when it names no namespace.
+pub fn workload_key(object: &serde_json::Value) -> String {
+    let field = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+    };
+    let namespace = match field("/metadata/namespace") {
+        "" => "default",
+        ns => ns,
+    };
+    format!("{namespace}/{}/{}", field("/kind"), field("/metadata/name"))
+}
+
 /// Checks that every name the drill uses refers to something that exists.
-fn check_references(spec: &DrillSpec, topology: &Topology, checker: &mut Checker<'_>) {
-    let refs = References::new(topology);
+fn check_references(
+    spec: &DrillSpec,
+    topology: &Topology,
+    workloads: &[Document],
+    checker: &mut Checker<'_>,
+) {
+    let refs = References::new(topology, workloads);
     for guard in &spec.guards {
         refs.pod_match(&guard.matches, checker);
     }
@@ -141,7 +279,7 @@ fn check_references(spec: &DrillSpec, topology: &Topology, checker: &mut Checker
             }
         }
         if let Some(scale) = &step.scale {
-            check_workload_ref(&scale.workload, checker);
+            refs.workload(&scale.workload, checker);
         }
         if let Some(wait) = &step.wait
             && let Some(until) = &wait.until
@@ -151,7 +289,7 @@ fn check_references(spec: &DrillSpec, topology: &Topology, checker: &mut Checker
                     refs.pool(&Located::at(size.pool.clone(), until.at), checker);
                 }
                 Condition::WorkloadReady(workload) => {
-                    check_workload_ref(&Located::at(workload.clone(), until.at), checker);
+                    refs.workload(&Located::at(workload.clone(), until.at), checker);
                 }
                 Condition::AllWorkloadsReady | Condition::EtcdVoters(_) => {}
             }
@@ -163,24 +301,17 @@ fn check_references(spec: &DrillSpec, topology: &Topology, checker: &mut Checker
     }
 }
 
-/// `namespace/Kind/name`, the way the report names a workload.
-fn check_workload_ref(workload: &Located<String>, checker: &mut Checker<'_>) {
-    let parts: Vec<&str> = workload.split('/').collect();
-    if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
-        checker.error(
-            workload.at,
-            format!(
-                "workload `{}` is not `namespace/Kind/name`; expected e.g. `load/Deployment/burst`",
-                workload.value
-            ),
-        );
-    }
-}
-
 /// "expected one of: a, b", or where such names would be defined.
 fn one_of(known: &[&str], section: &str) -> String {
+    const SHOWN: usize = 12;
     if known.is_empty() {
         format!("none is defined under `{section}`")
+    } else if known.len() > SHOWN {
+        format!(
+            "expected one of: {}, … ({} in all)",
+            known[..SHOWN].join(", "),
+            known.len()
+        )
     } else {
         format!("expected one of: {}", known.join(", "))
     }
@@ -191,14 +322,44 @@ struct References<'t> {
     topology: &'t Topology,
     nodes: Vec<String>,
     control_planes: Vec<String>,
+    workloads: BTreeSet<String>,
 }
 
 impl<'t> References<'t> {
-    fn new(topology: &'t Topology) -> Self {
+    fn new(topology: &'t Topology, workloads: &[Document]) -> Self {
         References {
             topology,
             nodes: topology.static_node_names(),
             control_planes: topology.control_planes.names(),
+            workloads: workloads
+                .iter()
+                .filter(|d| d.kind().is_some_and(|k| WORKLOAD_KINDS.contains(&k)))
+                .map(|d| workload_key(&d.value))
+                .collect(),
+        }
+    }
+
+    /// A workload named `namespace/Kind/name` that the drill deploys.
+    fn workload(&self, workload: &Located<String>, checker: &mut Checker<'_>) {
+        let parts: Vec<&str> = workload.split('/').collect();
+        if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
+            checker.error(
+                workload.at,
+                format!(
+                    "workload `{}` is not `namespace/Kind/name`; expected e.g. `load/Deployment/burst`",
+                    workload.value
+                ),
+            );
+        } else if !self.workloads.contains(workload.as_str()) {
+            let known: Vec<&str> = self.workloads.iter().map(String::as_str).collect();
+            checker.error(
+                workload.at,
+                format!(
+                    "the drill deploys no workload `{}`; {}",
+                    workload.value,
+                    one_of(&known, "workloads")
+                ),
+            );
         }
     }
 
@@ -350,9 +511,7 @@ impl<'t> References<'t> {
     fn subject(&self, subject: &Located<Subject>, checker: &mut Checker<'_>) {
         match &subject.value {
             Subject::Api => self.needs_endpoint(subject.at, "the subject `api`", checker),
-            Subject::Workload(w) => {
-                check_workload_ref(&Located::at(w.clone(), subject.at), checker)
-            }
+            Subject::Workload(w) => self.workload(&Located::at(w.clone(), subject.at), checker),
             Subject::Pods(pods) => self.pod_match(pods, checker),
             Subject::AllWorkloads => {}
         }

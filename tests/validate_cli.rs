@@ -8,191 +8,186 @@ use std::collections::BTreeSet;
 
 use common::{bench, root};
 
-/// Every file of `tests/bad-drills/`, the position of its first problem,
-/// and a fragment of the message that says what was expected.
-const CORPUS: &[(&str, u32, u32, &str)] = &[
-    ("alias-bomb", 18, 14, "alias bomb"),
+/// Every file of `tests/bad-drills/`, the position of its first problem
+/// (`line:column` in the file itself, or `file:line:column` in a file it
+/// refers to), and a fragment of the message that says what was expected.
+const CORPUS: &[(&str, &str, &str)] = &[
+    ("alias-bomb", "18:14", "alias bomb"),
     (
         "assertion-without-kind",
-        11,
-        11,
+        "11:11",
         "sets 0 kinds; expected exactly one of rto",
     ),
     (
         "bad-duration-unit",
-        11,
-        28,
+        "11:28",
         "unknown unit `d` in duration `10d`",
     ),
     (
         "bad-indentation",
-        8,
-        6,
+        "8:6",
         "did not find expected '-' indicator",
     ),
-    ("binary-garbage", 4, 9, "not UTF-8 text"),
+    ("binary-garbage", "4:9", "not UTF-8 text"),
     (
         "cluster-above-max-nodes-total",
-        7,
-        20,
+        "7:20",
         "starts with 7 nodes",
     ),
-    ("comments-only", 1, 1, "holds no drill"),
+    ("comments-only", "1:1", "holds no drill"),
     (
         "count-and-autoscaled",
-        7,
-        7,
+        "7:7",
         "sets both `count` and `autoscaled`",
     ),
-    ("deep-nesting", 11, 74, "nests deeper than 64 levels"),
+    ("deep-nesting", "11:74", "nests deeper than 64 levels"),
     (
         "duplicate-assertion",
-        13,
-        11,
+        "13:11",
         "duplicate assertion `quorum`; the first is at line 11",
     ),
-    ("duplicate-key", 10, 1, "duplicate key `metadata`"),
+    ("duplicate-key", "10:1", "duplicate key `metadata`"),
     (
         "duration-without-unit",
-        12,
-        14,
+        "12:14",
         "duration `24` lacks a unit",
     ),
-    ("empty", 1, 1, "holds no drill"),
+    ("empty", "1:1", "holds no drill"),
     (
         "endpoint-holder-without-endpoint",
-        13,
-        17,
+        "13:17",
         "needs a stable endpoint",
     ),
     (
         "gt-not-an-integer",
-        15,
-        11,
+        "15:11",
         "operator Gt needs exactly one integer value",
     ),
-    ("import-missing", 6, 11, "cannot import"),
+    ("import-missing", "6:11", "cannot import"),
     (
         "invalid-drill-name",
-        4,
-        9,
+        "4:9",
         "`CP_Recreate` is not a valid name",
     ),
-    ("min-above-max", 11, 25, "min 5 above max 2"),
-    ("missing-cluster", 3, 1, "missing field `cluster`"),
+    (
+        "malformed-workload-yaml",
+        "manifests/broken.yaml:7:13",
+        "expected well-formed YAML: unclosed bracket",
+    ),
+    ("min-above-max", "11:25", "min 5 above max 2"),
+    ("missing-cluster", "3:1", "missing field `cluster`"),
     (
         "missing-workload-file",
-        11,
-        5,
+        "11:5",
         "`manifests/does-not-exist.yaml` does not exist",
     ),
     (
         "must-fail-unknown-assertion",
-        22,
-        20,
+        "22:20",
         "`openbao-on-baseline` is not an assertion",
     ),
     (
         "negative-count",
-        8,
-        14,
+        "8:14",
         "expected a whole number, not negative",
     ),
-    ("not-a-mapping", 1, 1, "a drill file is a mapping"),
+    ("not-a-mapping", "1:1", "a drill file is a mapping"),
     (
         "pool-above-max-nodes-total",
-        10,
-        14,
+        "10:14",
         "starts with 12 nodes, above maxNodesTotal 9",
     ),
     (
         "pool-without-size",
-        7,
-        7,
+        "7:7",
         "sets neither `count` nor `autoscaled`",
     ),
     (
         "probability-out-of-range",
-        13,
-        27,
+        "13:27",
         "failureProbability is 1.5",
     ),
     (
         "recovery-cycle",
-        15,
-        13,
+        "15:13",
         "cycle: converge -> restore -> provision -> converge",
     ),
     (
         "recovery-unknown-after",
-        16,
-        15,
+        "16:15",
         "comes after `provison`, which is not a recovery step",
     ),
-    ("step-with-two-actions", 11, 5, "sets 2 actions"),
-    ("two-documents", 11, 1, "more than one YAML document"),
-    ("unclosed-flow", 10, 9, "unclosed bracket"),
+    (
+        "scale-unknown-workload",
+        "16:23",
+        "the drill deploys no workload `load/Deployment/burst`; none is defined",
+    ),
+    ("step-with-two-actions", "11:5", "sets 2 actions"),
+    ("two-documents", "11:1", "more than one YAML document"),
+    ("unclosed-flow", "10:9", "unclosed bracket"),
     (
         "undefined-guard",
-        16,
-        16,
+        "16:16",
         "`hcloud-on-baseline` is not a guard",
     ),
     (
         "undefined-node",
-        13,
-        17,
+        "13:17",
         "`workers-7` is not a node of the cluster",
     ),
     (
         "undefined-pool",
-        13,
-        17,
+        "13:17",
         "`autoscale-cx63` is not a pool of the cluster",
     ),
     (
         "undefined-storage-class",
-        13,
-        33,
+        "13:33",
         "`hcloud-ssd` is not a storage class",
     ),
     (
         "unknown-fault",
-        12,
-        7,
+        "12:7",
         "unknown variant `rebootNode`, expected one of deleteNode",
     ),
     (
         "unknown-nested-field",
-        10,
-        7,
+        "10:7",
         "unknown field `lables`, expected one of name",
     ),
-    ("unknown-operator", 15, 33, "unknown variant `Equals`"),
-    ("unknown-placeholder", 10, 20, "unknown placeholder `{i}`"),
-    ("unknown-server-type", 9, 19, "unknown server type `cx63`"),
-    ("unknown-top-field", 5, 1, "unknown field `clusters`"),
-    ("wait-until-without-timeout", 12, 14, "has no `timeout`"),
+    ("unknown-operator", "15:33", "unknown variant `Equals`"),
+    ("unknown-placeholder", "10:20", "unknown placeholder `{i}`"),
+    ("unknown-server-type", "9:19", "unknown server type `cx63`"),
+    ("unknown-top-field", "5:1", "unknown field `clusters`"),
+    ("wait-until-without-timeout", "12:14", "has no `timeout`"),
     (
         "wrong-api-version",
-        1,
-        13,
+        "1:13",
         "unsupported apiVersion `drillbench/v1`",
     ),
-    ("wrong-kind", 2, 7, "unsupported kind `Scenario`"),
+    (
+        "workload-without-kind",
+        "manifests/no-kind.yaml:6:1",
+        "a Kubernetes object without kind",
+    ),
+    ("wrong-kind", "2:7", "unsupported kind `Scenario`"),
 ];
 
 #[test]
 fn every_malformed_drill_exits_2_at_the_right_place() {
-    for (name, line, column, fragment) in CORPUS {
+    for (name, location, fragment) in CORPUS {
         let path = format!("tests/bad-drills/{name}.yaml");
         let run = bench(&["validate", &path]);
         assert_eq!(run.code, 2, "{name}: exit code\n{}", run.stderr);
         let header = run.stderr.lines().next().unwrap_or_default();
-        let expected = format!("error: {path}:{line}:{column}: ");
+        let expected = if location.contains(".yaml:") {
+            format!("error: tests/bad-drills/{location}: ")
+        } else {
+            format!("error: {path}:{location}: ")
+        };
         assert!(
             header.starts_with(&expected),
-            "{name}: expected a diagnostic at {line}:{column}, got: {header}"
+            "{name}: expected a diagnostic at {location}, got: {header}"
         );
         assert!(
             header.contains(fragment),
