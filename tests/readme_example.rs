@@ -16,7 +16,10 @@ fn the_readme_example_validates() {
     let end = start + readme[start..].find("```").expect("closed block");
     let example = &readme[start..end];
     // Paths in the example are written as a built-in drill would write them.
-    let source = SourceFile::new(root.join("scenarios/readme-example.yaml"), example.to_owned());
+    let source = SourceFile::new(
+        root.join("scenarios/readme-example.yaml"),
+        example.to_owned(),
+    );
     match Drill::from_source(source) {
         Ok(drill) => assert_eq!(drill.name(), "autoscaler-scale-down"),
         Err(diagnostics) => panic!("{}", diagnostics.render(false)),

@@ -10,8 +10,8 @@ use std::path::Path;
 use common::{bench, root};
 use drillbench::drill::Drill;
 use drillbench::report::{
-    AssertionResult, DrillIdentity, DrillReport, Event, Evidence, Figure, ObjectRef, Outcome,
-    REPORT_FORMAT, Verdict, junit, markdown,
+    AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, Figure, ObjectRef,
+    Outcome, REPORT_FORMAT, Verdict, junit, markdown,
 };
 
 fn object(kind: &str, namespace: &str, name: &str) -> ObjectRef {
@@ -114,16 +114,18 @@ fn sample(failing: bool) -> DrillReport {
         timeline: vec![
             Event {
                 at_ms: 0,
-                kind: "NodeReady".to_owned(),
+                kind: EventKind::NodeReady,
                 object: object("Node", "", "prod-worker-1"),
                 node: Some("prod-worker-1".to_owned()),
+                pool: Some("baseline".to_owned()),
                 message: "node became Ready".to_owned(),
             },
             Event {
                 at_ms: 360_000,
-                kind: "FaultInjected".to_owned(),
+                kind: EventKind::FaultInjected,
                 object: object("Node", "", node),
                 node: Some(node.to_owned()),
+                pool: Some("autoscale-cx43".to_owned()),
                 message: "autoscaler scale-down: tainted ToBeDeletedByClusterAutoscaler".to_owned(),
             },
         ],
