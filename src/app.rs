@@ -5,10 +5,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::backend::sim::SimBackend;
 use crate::drill::Drill;
 use crate::exit::Exit;
-use crate::report::{DrillReport, junit, markdown};
+use crate::report::{DrillReport, Outcome, Verdict, format_ms, junit, markdown, write_all};
+use crate::run::{Provision, RunError, run_drill};
 use crate::scenario::{self, catalog};
+use crate::sim::Simulation;
 
 /// Output streams of a command, and whether to colour diagnostics.
 pub struct Io<'a> {
@@ -122,13 +125,161 @@ pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
             return Exit::BadInput;
         }
     };
+    let provision: &Provision<'_> = match options.backend {
+        Backend::Sim => &|drill: &Drill, seed: u64| {
+            let sim =
+                Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
+            Ok(Box::new(SimBackend::new(sim)) as Box<dyn crate::backend::Backend>)
+        },
+        other => {
+            let _ = writeln!(
+                io.err,
+                "error: drill `{}` is valid, but the {} backend is not built yet; nothing ran",
+                drill.name(),
+                other.name()
+            );
+            return Exit::Infrastructure;
+        }
+    };
+    if options.runs > 1 {
+        return sweep(&drill, options, provision, io);
+    }
+    let report = match run_drill(&drill, options.seed, provision) {
+        Ok(report) => report,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Exit::Infrastructure;
+        }
+    };
+    let out = options
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(drill.name(), options.seed));
+    let written = match write_all(&report, &out) {
+        Ok(written) => written,
+        Err(e) => {
+            let _ = writeln!(
+                io.err,
+                "error: cannot write the reports to {}: {e}",
+                out.display()
+            );
+            return Exit::Infrastructure;
+        }
+    };
+    let _ = write!(io.out, "{}", summary(&report));
     let _ = writeln!(
-        io.err,
-        "error: drill `{}` is valid, but the {} backend is not built yet; nothing ran",
-        drill.name(),
-        options.backend.name()
+        io.out,
+        "reports: {}",
+        written
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    Exit::Infrastructure
+    if report.passed() {
+        Exit::Success
+    } else {
+        Exit::AssertionFailed
+    }
+}
+
+/// The ten-second summary of a run.
+pub fn summary(report: &DrillReport) -> String {
+    let held = report
+        .assertions
+        .iter()
+        .filter(|a| a.verdict == Verdict::Pass)
+        .count();
+    let verdict = match report.outcome {
+        Outcome::Passed => "PASSED",
+        Outcome::Failed => "FAILED",
+        Outcome::Aborted => "ABORTED",
+    };
+    let mut text = format!(
+        "{} on {}, seed {}: {verdict}, {held} of {} assertions held, {} of drill time\n",
+        report.drill.name,
+        report.backend,
+        report.seed,
+        report.assertions.len(),
+        format_ms(report.duration_ms)
+    );
+    let width = report
+        .assertions
+        .iter()
+        .map(|a| a.name.len())
+        .max()
+        .unwrap_or(0);
+    for a in &report.assertions {
+        let mark = if a.verdict == Verdict::Pass {
+            "ok  "
+        } else {
+            "FAIL"
+        };
+        text.push_str(&format!(
+            "  {mark} {:width$}  {} (bound {})\n",
+            a.name, a.measured, a.bound
+        ));
+        if a.verdict == Verdict::Fail {
+            text.push_str(&format!("       {}\n", a.summary));
+        }
+    }
+    text
+}
+
+/// `bench run --runs N`: N seeds from `--seed`, the distribution of every
+/// measured figure and the failing seeds.
+fn sweep(drill: &Drill, options: &RunOptions, provision: &Provision<'_>, io: &mut Io<'_>) -> Exit {
+    let mut figures: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut failing = Vec::new();
+    for seed in options.seed..options.seed + options.runs {
+        let report = match run_drill(drill, seed, provision) {
+            Ok(report) => report,
+            Err(e) => {
+                let _ = writeln!(io.err, "error: seed {seed}: {e}");
+                return Exit::Infrastructure;
+            }
+        };
+        for (name, figure) in &report.figures {
+            figures.entry(name.clone()).or_default().push(figure.value);
+        }
+        if !report.passed() {
+            failing.push(seed);
+        }
+    }
+    let _ = writeln!(
+        io.out,
+        "{} on {}: {} runs from seed {}, {} failed",
+        drill.name(),
+        options.backend.name(),
+        options.runs,
+        options.seed,
+        failing.len()
+    );
+    for (name, mut values) in figures {
+        values.sort_by(f64::total_cmp);
+        let pick =
+            |q: f64| values[((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1];
+        let _ = writeln!(
+            io.out,
+            "  {name}: p50 {} p95 {} p99 {} max {}",
+            pick(0.50),
+            pick(0.95),
+            pick(0.99),
+            values[values.len() - 1]
+        );
+    }
+    for seed in failing.iter().take(20) {
+        let _ = writeln!(
+            io.out,
+            "  failing seed {seed}: bench run {} --seed {seed}",
+            drill.source.path.display()
+        );
+    }
+    if failing.is_empty() {
+        Exit::Success
+    } else {
+        Exit::AssertionFailed
+    }
 }
 
 /// The folder a run writes to when `--out` is not given.

@@ -511,6 +511,7 @@ impl<'t> References<'t> {
     fn subject(&self, subject: &Located<Subject>, checker: &mut Checker<'_>) {
         match &subject.value {
             Subject::Api => self.needs_endpoint(subject.at, "the subject `api`", checker),
+            Subject::ControlPlane => {}
             Subject::Workload(w) => self.workload(&Located::at(w.clone(), subject.at), checker),
             Subject::Pods(pods) => self.pod_match(pods, checker),
             Subject::AllWorkloads => {}

@@ -7,13 +7,18 @@
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod assert;
 pub mod audit;
+pub mod backend;
 pub mod drill;
 pub mod duration;
 pub mod exit;
 pub mod k8s;
 pub mod manifest;
+pub mod observe;
 pub mod preflight;
 pub mod report;
+pub mod run;
 pub mod scenario;
+pub mod sim;
 pub mod topology;

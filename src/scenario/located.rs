@@ -91,6 +91,12 @@ impl<T> Deref for Located<T> {
     }
 }
 
+impl<T: std::fmt::Display> std::fmt::Display for Located<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
 impl<T: PartialEq> PartialEq for Located<T> {
     /// Two values are equal when they are equal, wherever they were written.
     fn eq(&self, other: &Self) -> bool {

@@ -368,6 +368,11 @@ pub struct GuardSpec {
     /// only checking that the pod carries it.
     #[serde(default)]
     pub mutate: bool,
+    /// Set only by an ablation: after mutating, add a second required term
+    /// without the requirement, which ORs it away.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub unlabelled_term: bool,
 }
 
 /// Whether a guard refuses or only records.
@@ -659,6 +664,9 @@ pub struct Empty {}
 pub enum Subject {
     /// The API through the stable endpoint.
     Api,
+    /// The control plane whole: quorum, every member voting, every control
+    /// plane Ready, the API up through the endpoint.
+    ControlPlane,
     /// Every workload with all replicas ready.
     AllWorkloads,
     /// One workload, as `namespace/Kind/name`.

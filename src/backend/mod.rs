@@ -1,0 +1,113 @@
+//! Where a drill runs: the [`Backend`] trait and its implementations.
+//!
+//! A backend provisions the drill's cluster, performs the primitives faults
+//! are made of, lets time pass, and fills an [`Observation`]. The drill
+//! runner and the fault injectors are written once against this trait; the
+//! assertions read only the observation, so none of them know which backend
+//! ran.
+
+pub mod sim;
+
+use crate::duration::Duration;
+use crate::observe::{Observation, Time};
+use crate::preflight::Facts;
+
+/// What a backend can do; a drill that needs more is refused before
+/// anything starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Delete and replace control-plane nodes.
+    pub recreate_control_planes: bool,
+    /// Stop a node without deleting it.
+    pub crash_nodes: bool,
+    /// Delete nodes.
+    pub delete_nodes: bool,
+    /// Run (or emulate) the cluster autoscaler.
+    pub autoscaler: bool,
+}
+
+/// Why a backend could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The named object does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The backend cannot do this at all.
+    #[error("the {backend} backend cannot {what}")]
+    Unsupported {
+        /// The backend.
+        backend: &'static str,
+        /// What was asked.
+        what: String,
+    },
+    /// The infrastructure failed (a CLI, the Docker engine, the API).
+    #[error("infrastructure error: {0}")]
+    Infrastructure(String),
+}
+
+/// A cluster a drill runs on.
+pub trait Backend {
+    /// `sim`, `kind`, `talos` or `kubeconfig`.
+    fn name(&self) -> &'static str;
+    /// What it can do.
+    fn capabilities(&self) -> Capabilities;
+    /// Milliseconds since the drill started.
+    fn now(&self) -> Time;
+    /// Lets time pass until `until`.
+    fn advance_to(&mut self, until: Time);
+    /// When the cluster will next change on its own, if the backend knows
+    /// (the simulator does; a real cluster answers with its poll interval).
+    fn next_change(&self) -> Option<Time>;
+
+    /// Live node names of a pool (`control-plane` for control planes).
+    fn pool_nodes(&self, pool: &str) -> Vec<String>;
+    /// A random live node of a pool, drawn from the run's seed.
+    fn random_node_of(&mut self, pool: &str) -> Option<String>;
+    /// The node the cluster autoscaler would remove next from a pool.
+    fn autoscaler_pick(&mut self, pool: &str) -> Option<String>;
+    /// The control plane holding the stable endpoint.
+    fn endpoint_holder(&self) -> Option<String>;
+    /// A healthy control plane other than the endpoint holder.
+    fn other_control_plane(&self) -> Option<String>;
+
+    /// Adds a drill event (a step, a preflight verdict) to the timeline, in
+    /// order with the backend's own events.
+    fn note(&mut self, event: crate::report::Event);
+    /// Marks the moment the drill's steps begin (after the cluster converged).
+    fn mark_start(&mut self);
+    /// Records that a fault is being injected.
+    fn mark_fault(&mut self, node: Option<&str>, description: &str);
+    /// Deletes a node's server (draining it first if asked).
+    fn delete_node(
+        &mut self,
+        node: &str,
+        drain: bool,
+        drain_timeout: Duration,
+    ) -> Result<(), BackendError>;
+    /// Stops a node's server without deleting it.
+    fn crash_node(&mut self, node: &str) -> Result<(), BackendError>;
+    /// Removes a control plane from etcd, deletes it, boots a replacement.
+    fn recreate_control_plane(
+        &mut self,
+        node: &str,
+        boot: Option<(Duration, Duration)>,
+    ) -> Result<(), BackendError>;
+    /// Sets a workload's replicas (`namespace/Kind/name`).
+    fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError>;
+
+    /// The facts the control-plane preflight judges, and "now" as epoch seconds.
+    fn preflight_facts(&self) -> (Facts, i64);
+    /// Whether every workload has all its replicas ready.
+    fn all_workloads_ready(&self) -> bool;
+    /// Whether one workload has all its replicas ready.
+    fn workload_ready(&self, workload: &str) -> bool;
+    /// Ready nodes of a pool.
+    fn ready_nodes(&self, pool: &str) -> u32;
+    /// Voting etcd members and learners.
+    fn etcd_members(&self) -> (u32, u32);
+
+    /// What was observed so far.
+    fn observation(&self) -> &Observation;
+    /// Ends the run (tearing down what it created) and hands over what was observed.
+    fn finish(self: Box<Self>) -> Observation;
+}

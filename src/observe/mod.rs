@@ -1,0 +1,195 @@
+//! What a drill saw: the timeline of events and the series the assertions
+//! judge. Every backend fills the same [`Observation`] (the simulator
+//! directly, a real cluster through watchers and probes), so the assertions
+//! never know which backend ran.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::report::Event;
+
+/// Milliseconds since the drill started.
+pub type Time = u64;
+
+/// One binding of a pod to a node, with what a placement rule needs to
+/// judge it: the node's labels at that moment and the pod's claims.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    /// When the pod was bound.
+    pub at: Time,
+    /// `namespace/name` of the pod.
+    pub pod: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The pod's labels.
+    pub pod_labels: Rc<BTreeMap<String, String>>,
+    /// `namespace/Kind/name` of its workload, if any.
+    pub workload: Option<String>,
+    /// The node.
+    pub node: String,
+    /// The node's pool.
+    pub pool: String,
+    /// Whether the node's pool is autoscaled.
+    pub autoscaled: bool,
+    /// The node's labels when the pod was bound.
+    pub node_labels: Rc<BTreeMap<String, String>>,
+    /// The claims it mounts: (claim name, storage class).
+    pub claims: Vec<(String, Option<String>)>,
+}
+
+/// The readiness of one workload over time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkloadSeries {
+    /// (time, ready replicas, desired replicas), one entry per change.
+    pub points: Vec<(Time, u32, u32)>,
+}
+
+impl WorkloadSeries {
+    /// Whether every desired replica was ready at the last point at or before `t`.
+    pub fn whole_at(&self, t: Time) -> bool {
+        self.points
+            .iter()
+            .rev()
+            .find(|(at, _, _)| *at <= t)
+            .is_none_or(|(_, ready, desired)| ready >= desired)
+    }
+}
+
+/// A single-attach volume that stayed attached to a departed node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stranding {
+    /// `namespace/name` of the claim.
+    pub claim: String,
+    /// The departed node.
+    pub node: String,
+    /// When the node departed.
+    pub since: Time,
+    /// When the attachment was released, if it was.
+    pub released: Option<Time>,
+}
+
+/// An eviction that took a budget below what it protects (must never happen).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetBreach {
+    /// When.
+    pub at: Time,
+    /// `namespace/name` of the budget.
+    pub pdb: String,
+    /// The pod evicted.
+    pub pod: String,
+    /// Healthy pods after the eviction.
+    pub healthy: i32,
+    /// Healthy pods the budget wants.
+    pub desired: i32,
+}
+
+/// A guard's decision about a pod template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionDecision {
+    /// When.
+    pub at: Time,
+    /// The guard.
+    pub guard: String,
+    /// `namespace/Kind/name` of the object.
+    pub object: String,
+    /// Whether it was refused (Enforce) or only recorded (Audit).
+    pub refused: bool,
+    /// Why.
+    pub reason: String,
+}
+
+/// Everything a drill saw.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    /// The timeline, in time order.
+    pub events: Vec<Event>,
+    /// Every binding of a pod to a node.
+    pub placements: Vec<Placement>,
+    /// API availability through the stable endpoint: (time, available), one
+    /// entry per change, starting at 0.
+    pub api: Vec<(Time, bool)>,
+    /// etcd quorum: (time, has quorum), one entry per change.
+    pub quorum: Vec<(Time, bool)>,
+    /// etcd membership: (time, voters, learners), one entry per change.
+    pub etcd: Vec<(Time, u32, u32)>,
+    /// Ready control planes: (time, ready), one entry per change.
+    pub control_planes_ready: Vec<(Time, u32)>,
+    /// The stable endpoint's address (its name) over time; more than one
+    /// distinct value means clients had to be given a new address.
+    pub endpoint_addresses: Vec<(Time, String)>,
+    /// Members that joined as learners: (time joined, member, time promoted).
+    pub learners: Vec<(Time, String, Option<Time>)>,
+    /// Readiness of each workload, by `namespace/Kind/name`.
+    pub workloads: BTreeMap<String, WorkloadSeries>,
+    /// Single-attach volumes stranded on departed nodes.
+    pub strandings: Vec<Stranding>,
+    /// Evictions that broke a budget.
+    pub budget_breaches: Vec<BudgetBreach>,
+    /// Admission decisions of guards.
+    pub admissions: Vec<AdmissionDecision>,
+    /// Nodes that no autoscaler pool or static pool accounts for, with when
+    /// they were first seen so.
+    pub stranded_nodes: Vec<(Time, String)>,
+    /// When each fault was injected, with a description.
+    pub faults: Vec<(Time, String)>,
+    /// Data written and lost: (time of loss, capture point of the restore).
+    pub restores: Vec<(Time, Time, String)>,
+    /// Objects of kinds the backend does not model.
+    pub not_simulated: Vec<crate::report::ObjectRef>,
+    /// When the drill's steps began: the cluster had converged. Availability
+    /// and recovery are judged from here.
+    pub start: Time,
+    /// When the drill ended.
+    pub end: Time,
+    /// Whether the drill stopped early, and why.
+    pub aborted: Option<String>,
+}
+
+/// The value of a step series at time `t` (the last change at or before it).
+pub fn value_at<T: Copy>(series: &[(Time, T)], t: Time, before_first: T) -> T {
+    series
+        .iter()
+        .rev()
+        .find(|(at, _)| *at <= t)
+        .map_or(before_first, |(_, v)| *v)
+}
+
+/// Total time in `[from, to)` during which a boolean series was false.
+pub fn time_false(series: &[(Time, bool)], from: Time, to: Time) -> Time {
+    let mut down = 0;
+    let mut state = value_at(series, from, true);
+    let mut cursor = from;
+    for &(at, value) in series.iter().filter(|(at, _)| *at > from && *at < to) {
+        if !state {
+            down += at - cursor;
+        }
+        state = value;
+        cursor = at;
+    }
+    if !state {
+        down += to.saturating_sub(cursor);
+    }
+    down
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_false_sums_the_gaps() {
+        let series = [(0, true), (10, false), (30, true), (50, false)];
+        assert_eq!(time_false(&series, 0, 60), 20 + 10);
+        assert_eq!(time_false(&series, 20, 40), 10);
+        assert_eq!(time_false(&series, 55, 60), 5);
+        assert_eq!(time_false(&[(0, true)], 0, 100), 0);
+    }
+
+    #[test]
+    fn value_at_reads_the_last_change() {
+        let series = [(5, 1), (10, 2)];
+        assert_eq!(value_at(&series, 0, 0), 0);
+        assert_eq!(value_at(&series, 5, 0), 1);
+        assert_eq!(value_at(&series, 99, 0), 2);
+    }
+}

@@ -1,0 +1,552 @@
+//! Running a drill: steps in order against a [`Backend`], then every
+//! assertion judged over what was observed, negative controls re-run with
+//! their guard weakened, and the report assembled.
+
+use std::collections::BTreeMap;
+
+use crate::assert::{self, Judged};
+use crate::backend::{Backend, BackendError};
+use crate::drill::Drill;
+use crate::duration::Duration;
+use crate::manifest::Document;
+use crate::observe::Observation;
+use crate::preflight::{self, Policy};
+use crate::report::{
+    AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, ObjectRef, Outcome,
+    REPORT_FORMAT, Verdict,
+};
+use crate::scenario::spec::{
+    AblationControl, AdmissionControl, AssertionSpec, Condition, Fault, GuardChange,
+    NegativeControl, StepSpec, Target,
+};
+use crate::topology::CONTROL_PLANE_POOL;
+
+/// Why a drill could not run (the platform's verdicts are in the report;
+/// these are the bench's own failures, exit 3).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The backend cannot do what the drill asks.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The cluster could not be built.
+    #[error("cannot provision the cluster: {0}")]
+    Provision(String),
+}
+
+/// Builds a fresh backend for a drill and seed (a negative control needs a
+/// second one for its re-run).
+pub type Provision<'a> = dyn Fn(&Drill, u64) -> Result<Box<dyn Backend>, RunError> + 'a;
+
+/// How a drill's steps ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum StepsOutcome {
+    Completed,
+    Aborted(String),
+}
+
+/// Runs a drill with a seed and returns its report.
+pub fn run_drill(
+    drill: &Drill,
+    seed: u64,
+    provision: &Provision<'_>,
+) -> Result<DrillReport, RunError> {
+    let backend = provision(drill, seed)?;
+    check_capabilities(drill, backend.as_ref())?;
+    let backend_name = backend.name();
+    let (obs, outcome) = run_steps(drill, backend)?;
+    let mut assertions = Vec::new();
+    let mut figures = BTreeMap::new();
+    for spec in &drill.spec.assertions {
+        let judged = match &spec.negative_control {
+            Some(control) => negative_control(drill, seed, spec, control, provision)?,
+            None => assert::judge(spec, &obs, &drill.topology),
+        };
+        figures.extend(judged.figures);
+        assertions.push(judged.result);
+    }
+    let failed = assertions.iter().any(|a| a.verdict == Verdict::Fail);
+    let outcome = match outcome {
+        StepsOutcome::Aborted(_) => Outcome::Aborted,
+        StepsOutcome::Completed if failed => Outcome::Failed,
+        StepsOutcome::Completed => Outcome::Passed,
+    };
+    Ok(DrillReport {
+        format: REPORT_FORMAT.to_owned(),
+        bench_version: env!("CARGO_PKG_VERSION").to_owned(),
+        drill: DrillIdentity {
+            name: drill.name().to_owned(),
+            description: drill.spec.metadata.description.clone().unwrap_or_default(),
+            file: display_path(&drill.source.path),
+            content_hash: drill.content_hash(),
+        },
+        backend: backend_name.to_owned(),
+        seed,
+        topology: drill.topology.clone(),
+        outcome,
+        duration_ms: obs.end,
+        assertions,
+        figures,
+        timeline: obs.events,
+        not_simulated: obs.not_simulated,
+    })
+}
+
+/// A drill file's path as reports show it: relative to the repository for
+/// built-ins, so the same drill gives the same report on every machine.
+pub fn display_path(path: &std::path::Path) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Refuses, before anything runs, a drill that asks the backend for more
+/// than it can do.
+fn check_capabilities(drill: &Drill, backend: &dyn Backend) -> Result<(), RunError> {
+    let caps = backend.capabilities();
+    for step in &drill.spec.steps {
+        let Some(fault) = &step.fault else { continue };
+        let missing = match &fault.value {
+            Fault::RecreateControlPlane(_) if !caps.recreate_control_planes => {
+                Some("recreate control-plane nodes")
+            }
+            Fault::CrashNode(_) if !caps.crash_nodes => Some("crash nodes"),
+            Fault::DeleteNode(_) if !caps.delete_nodes => Some("delete nodes"),
+            _ => None,
+        };
+        if let Some(what) = missing {
+            return Err(RunError::Unsupported(format!(
+                "the {} backend cannot {what}; use --backend talos or sim",
+                backend.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn drill_ref(drill: &Drill) -> ObjectRef {
+    ObjectRef {
+        kind: "Drill".to_owned(),
+        namespace: String::new(),
+        name: drill.name().to_owned(),
+    }
+}
+
+fn push_event(backend: &mut dyn Backend, drill: &Drill, kind: EventKind, message: String) {
+    let event = Event {
+        at_ms: backend.now(),
+        kind,
+        object: drill_ref(drill),
+        node: None,
+        pool: None,
+        message,
+    };
+    backend.note(event);
+}
+
+/// How long a freshly provisioned cluster may take to bring every workload
+/// up before the drill starts.
+pub const CONVERGE_TIMEOUT: Duration = Duration::from_mins(30);
+
+/// Runs the steps; a no-go preflight or a timed-out wait stops the drill.
+fn run_steps(
+    drill: &Drill,
+    mut backend: Box<dyn Backend>,
+) -> Result<(Observation, StepsOutcome), RunError> {
+    let mut outcome = StepsOutcome::Completed;
+    // A drill starts from a converged cluster: every workload up.
+    let converge = StepSpec {
+        wait: Some(crate::scenario::spec::WaitStep {
+            duration: None,
+            until: Some(crate::scenario::Located::new(Condition::AllWorkloadsReady)),
+            timeout: Some(CONVERGE_TIMEOUT),
+        }),
+        ..Default::default()
+    };
+    if let Some(reason) = run_step(drill, &converge, backend.as_mut(), "converge")? {
+        outcome = StepsOutcome::Aborted(format!("the cluster never converged: {reason}"));
+    }
+    backend.mark_start();
+    if outcome == StepsOutcome::Completed {
+        for (index, step) in drill.spec.steps.iter().enumerate() {
+            let label = step
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("step {}", index + 1));
+            push_event(
+                backend.as_mut(),
+                drill,
+                EventKind::StepStarted,
+                label.clone(),
+            );
+            if let Some(reason) = run_step(drill, &step.value, backend.as_mut(), &label)? {
+                outcome = StepsOutcome::Aborted(reason);
+                break;
+            }
+        }
+    }
+    let mut obs = backend.finish();
+    if let StepsOutcome::Aborted(reason) = &outcome {
+        obs.aborted = Some(reason.clone());
+    }
+    Ok((obs, outcome))
+}
+
+/// Runs one step; `Some(reason)` stops the drill.
+fn run_step(
+    drill: &Drill,
+    step: &StepSpec,
+    backend: &mut dyn Backend,
+    label: &str,
+) -> Result<Option<String>, RunError> {
+    if let Some(preflight) = &step.preflight {
+        let target = match &preflight.target {
+            Some(target) => resolve(&target.value, backend)?,
+            None => backend.endpoint_holder().unwrap_or_default(),
+        };
+        let schedule = preflight
+            .schedule
+            .as_ref()
+            .map(|s| s.value.clone())
+            .or_else(|| drill.topology.backups.first().map(|b| b.schedule.clone()))
+            .unwrap_or_else(|| preflight::DEFAULT_SCHEDULE.to_owned());
+        let (facts, now) = backend.preflight_facts();
+        let policy = Policy {
+            target: target.clone(),
+            vip_holder: backend.endpoint_holder(),
+            schedule,
+            max_backup_age_hours: preflight
+                .max_backup_age
+                .map_or(preflight::DEFAULT_MAX_BACKUP_AGE_HOURS, |d| {
+                    d.as_millis() / 3_600_000
+                }),
+            now: jiff::Timestamp::from_second(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+        };
+        let decision = preflight::decide(&facts, &policy);
+        let rendered = decision.render().trim_end().replace('\n', "; ");
+        if decision.ready() {
+            push_event(backend, drill, EventKind::PreflightPassed, rendered);
+            return Ok(None);
+        }
+        push_event(backend, drill, EventKind::PreflightFailed, rendered.clone());
+        return Ok(Some(format!("{label}: preflight said no-go: {rendered}")));
+    }
+    if let Some(fault) = &step.fault {
+        inject(&fault.value, backend)?;
+        return Ok(None);
+    }
+    if let Some(scale) = &step.scale {
+        backend.scale(&scale.workload, scale.replicas)?;
+        return Ok(None);
+    }
+    if let Some(wait) = &step.wait {
+        if let Some(duration) = wait.duration {
+            let until = backend.now() + duration.as_millis();
+            backend.advance_to(until);
+            return Ok(None);
+        }
+        if let Some(condition) = &wait.until {
+            let timeout = wait.timeout.unwrap_or(Duration::from_mins(10)).as_millis();
+            let deadline = backend.now() + timeout;
+            loop {
+                if holds(&condition.value, backend) {
+                    push_event(
+                        backend,
+                        drill,
+                        EventKind::WaitSatisfied,
+                        format!("{label}: condition held"),
+                    );
+                    return Ok(None);
+                }
+                match backend.next_change() {
+                    Some(next) if next <= deadline => backend.advance_to(next),
+                    _ => {
+                        backend.advance_to(deadline);
+                        if holds(&condition.value, backend) {
+                            continue;
+                        }
+                        let reason = format!(
+                            "{label}: the condition did not hold within {}",
+                            Duration::from_millis(timeout)
+                        );
+                        push_event(backend, drill, EventKind::WaitTimedOut, reason.clone());
+                        return Ok(Some(reason));
+                    }
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn holds(condition: &Condition, backend: &dyn Backend) -> bool {
+    match condition {
+        Condition::AllWorkloadsReady => backend.all_workloads_ready(),
+        Condition::WorkloadReady(w) => backend.workload_ready(w),
+        Condition::PoolSize(size) => backend.ready_nodes(&size.pool) == size.nodes,
+        Condition::EtcdVoters(n) => backend.etcd_members() == (*n, 0),
+    }
+}
+
+/// Resolves a fault's target to a node name.
+fn resolve(target: &Target, backend: &mut dyn Backend) -> Result<String, RunError> {
+    let none = |what: String| RunError::Backend(BackendError::NotFound(what));
+    match target {
+        Target::Node(name) => Ok(name.clone()),
+        Target::RandomNodeOf(pool) => backend
+            .random_node_of(pool)
+            .ok_or_else(|| none(format!("pool `{pool}` has no live node to target"))),
+        Target::AutoscalerPick(pool) => backend.autoscaler_pick(pool).ok_or_else(|| {
+            none(format!(
+                "the autoscaler would pick no node of pool `{pool}`"
+            ))
+        }),
+        Target::EndpointHolder => backend
+            .endpoint_holder()
+            .ok_or_else(|| none("no control plane holds the endpoint".to_owned())),
+        Target::OtherControlPlane => backend
+            .other_control_plane()
+            .ok_or_else(|| none(format!("no other live node in `{CONTROL_PLANE_POOL}`"))),
+    }
+}
+
+/// Injects one fault, expressed once against the backend's primitives.
+fn inject(fault: &Fault, backend: &mut dyn Backend) -> Result<(), RunError> {
+    match fault {
+        Fault::DeleteNode(f) => {
+            let node = resolve(&f.target, backend)?;
+            backend.mark_fault(
+                Some(&node),
+                &format!(
+                    "delete node {node}{}",
+                    if f.drain { " (drained first)" } else { "" }
+                ),
+            );
+            backend.delete_node(&node, f.drain, Duration::from_mins(10))?;
+        }
+        Fault::CrashNode(f) => {
+            let node = resolve(&f.target, backend)?;
+            backend.mark_fault(Some(&node), &format!("crash node {node}"));
+            backend.crash_node(&node)?;
+        }
+        Fault::RecreateControlPlane(f) => {
+            let node = resolve(&f.target, backend)?;
+            backend.mark_fault(Some(&node), &format!("recreate control plane {node}"));
+            let boot = f.boot_delay.as_ref().map(|b| (b.min, b.max));
+            backend.recreate_control_plane(&node, boot)?;
+        }
+        Fault::RemovePool(_) | Fault::RollingUpgrade(_) | Fault::FullRebuild(_) => {
+            return Err(RunError::Unsupported(format!(
+                "the {} backend does not run this fault yet",
+                backend.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A negative control: proof that a guard bites.
+fn negative_control(
+    drill: &Drill,
+    seed: u64,
+    spec: &AssertionSpec,
+    control: &NegativeControl,
+    provision: &Provision<'_>,
+) -> Result<Judged, RunError> {
+    if let Some(admission) = &control.admission {
+        return Ok(admission_control(drill, spec, admission));
+    }
+    let Some(ablation) = &control.ablation else {
+        return Ok(no_teeth(
+            spec,
+            "the negative control has no form".to_owned(),
+            Vec::new(),
+        ));
+    };
+    let weakened = ablate(drill, ablation);
+    let backend = provision(&weakened, seed)?;
+    let (obs, _) = run_steps(&weakened, backend)?;
+    let mut evidence = Vec::new();
+    let mut still_green = Vec::new();
+    for target in &ablation.must_fail {
+        let Some(assertion) = drill
+            .spec
+            .assertions
+            .iter()
+            .find(|a| a.name.as_str() == target.as_str())
+        else {
+            continue;
+        };
+        let judged = assert::judge(assertion, &obs, &weakened.topology);
+        match judged.result.verdict {
+            Verdict::Fail => evidence.push(Evidence {
+                at_ms: judged.result.evidence.first().map_or(obs.end, |e| e.at_ms),
+                pod: judged.result.evidence.first().and_then(|e| e.pod.clone()),
+                node: judged.result.evidence.first().and_then(|e| e.node.clone()),
+                rule: format!("with the guard weakened, `{target}` must fail"),
+                detail: format!("`{target}` failed as it must: {}", judged.result.summary),
+                labels: BTreeMap::new(),
+            }),
+            Verdict::Pass => still_green.push(target.value.clone()),
+        }
+    }
+    let change = describe_change(&ablation.change.value);
+    let bound = format!(
+        "{} must fail with guard `{}` {change}",
+        ablation
+            .must_fail
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        ablation.guard.value
+    );
+    if still_green.is_empty() {
+        Ok(Judged {
+            result: AssertionResult {
+                name: spec.name.value.clone(),
+                kind: "negativeControl".to_owned(),
+                verdict: Verdict::Pass,
+                bound,
+                measured: "bites".to_owned(),
+                summary: format!(
+                    "with guard `{}` {change}, every named assertion failed: the check has teeth",
+                    ablation.guard.value
+                ),
+                evidence,
+            },
+            figures: BTreeMap::new(),
+        })
+    } else {
+        Ok(no_teeth(
+            spec,
+            format!(
+                "with guard `{}` {change}, {} still passed: this check has no teeth",
+                ablation.guard.value,
+                still_green.join(", ")
+            ),
+            evidence,
+        ))
+    }
+}
+
+fn no_teeth(spec: &AssertionSpec, summary: String, evidence: Vec<Evidence>) -> Judged {
+    Judged {
+        result: AssertionResult {
+            name: spec.name.value.clone(),
+            kind: "negativeControl".to_owned(),
+            verdict: Verdict::Fail,
+            bound: "the weakened drill fails".to_owned(),
+            measured: "no teeth".to_owned(),
+            summary,
+            evidence,
+        },
+        figures: BTreeMap::new(),
+    }
+}
+
+fn describe_change(change: &GuardChange) -> String {
+    match change {
+        GuardChange::Remove => "removed".to_owned(),
+        GuardChange::ReplaceRequirement(r) => format!("replaced by `{}`", assert::describe(r)),
+        GuardChange::SetValues(v) => format!("set to values [{}]", v.join(",")),
+        GuardChange::AddUnlabelledTerm => "given an extra unlabelled OR term".to_owned(),
+    }
+}
+
+/// The drill with one guard weakened.
+fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
+    let mut weakened = drill.clone();
+    let guards = &mut weakened.spec.guards;
+    if let Some(index) = guards
+        .iter()
+        .position(|g| g.name.as_str() == ablation.guard.as_str())
+    {
+        match &ablation.change.value {
+            GuardChange::Remove => {
+                guards.remove(index);
+            }
+            GuardChange::ReplaceRequirement(r) => {
+                guards[index].value.require.node_affinity.value = r.clone()
+            }
+            GuardChange::SetValues(v) => {
+                guards[index].value.require.node_affinity.value.values = Some(v.clone())
+            }
+            GuardChange::AddUnlabelledTerm => guards[index].value.unlabelled_term = true,
+        }
+    }
+    weakened
+}
+
+/// An admission control: the planted object must be refused by the guard.
+fn admission_control(drill: &Drill, spec: &AssertionSpec, control: &AdmissionControl) -> Judged {
+    let guard = drill
+        .spec
+        .guards
+        .iter()
+        .find(|g| g.name.as_str() == control.guard.as_str());
+    let default_class = drill
+        .topology
+        .storage_classes
+        .iter()
+        .find(|c| c.default)
+        .map(|c| c.name.as_str());
+    let document = Document {
+        source: drill.source.path.display().to_string(),
+        index: 0,
+        line: u64::from(control.object.at.line),
+        column: u64::from(control.object.at.column),
+        value: control.object.value.clone(),
+    };
+    let decision = guard.and_then(|g| {
+        let guards = [g.value.clone()];
+        crate::sim::load::load(&[document], &guards, default_class)
+            .ok()
+            .and_then(|loaded| loaded.admissions.into_iter().find(|a| a.0 == g.name.value))
+    });
+    let bound = format!("guard `{}` refuses the planted object", control.guard.value);
+    match decision {
+        Some((_, object, true, reason)) => Judged {
+            result: AssertionResult {
+                name: spec.name.value.clone(),
+                kind: "negativeControl".to_owned(),
+                verdict: Verdict::Pass,
+                bound,
+                measured: "refused".to_owned(),
+                summary: format!(
+                    "guard `{}` refused {object}: the guard bites",
+                    control.guard.value
+                ),
+                evidence: vec![Evidence {
+                    at_ms: 0,
+                    pod: None,
+                    node: None,
+                    rule: format!("guard {}", control.guard.value),
+                    detail: reason,
+                    labels: BTreeMap::new(),
+                }],
+            },
+            figures: BTreeMap::new(),
+        },
+        Some((_, object, false, reason)) => no_teeth(
+            spec,
+            format!(
+                "guard `{}` only audited {object} ({reason}): this check has no teeth",
+                control.guard.value
+            ),
+            Vec::new(),
+        ),
+        None => no_teeth(
+            spec,
+            format!(
+                "guard `{}` admitted the planted object: this check has no teeth",
+                control.guard.value
+            ),
+            Vec::new(),
+        ),
+    }
+}

@@ -1,0 +1,471 @@
+//! What a drill, an operator or the autoscaler does to the simulated
+//! cluster: the primitives faults are made of.
+
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::clock::{Time, after};
+use super::world::{NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadKind};
+use super::{Action, SimError, Simulation, etcd_member_ref, node_ref};
+use crate::duration::Duration;
+use crate::k8s::disruption::{EvictionAllowed, SelectedPod, check_eviction, pdb_counts};
+use crate::observe::BudgetBreach;
+use crate::report::EventKind;
+use crate::topology::CONTROL_PLANE_POOL;
+
+impl Simulation {
+    /// The node of that name.
+    pub fn node_id(&self, name: &str) -> Result<NodeId, SimError> {
+        self.node_index
+            .get(name)
+            .copied()
+            .ok_or_else(|| SimError::NotFound(format!("no node `{name}`")))
+    }
+
+    /// Names of the live nodes of a pool (`control-plane` for control
+    /// planes), in name order.
+    pub fn pool_nodes(&self, pool: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| n.pool == pool && n.phase != NodePhase::Gone && n.server_exists)
+            .map(|n| n.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A seeded random live node of a pool.
+    pub fn random_node_of(&mut self, pool: &str) -> Option<String> {
+        let names = self.pool_nodes(pool);
+        if names.is_empty() {
+            return None;
+        }
+        let i = self.rng.index(names.len());
+        Some(names[i].clone())
+    }
+
+    /// The control plane holding the stable endpoint.
+    pub fn endpoint_holder(&self) -> Option<String> {
+        self.cp.holder.map(|n| self.nodes[n].name.clone())
+    }
+
+    /// A live control plane other than the endpoint holder (the first by name).
+    pub fn other_control_plane(&self) -> Option<String> {
+        let holder = self.endpoint_holder();
+        self.pool_nodes(CONTROL_PLANE_POOL).into_iter().find(|n| {
+            Some(n) != holder.as_ref()
+                && self
+                    .node_index
+                    .get(n)
+                    .is_some_and(|&i| self.nodes[i].server_up)
+        })
+    }
+
+    /// Records a fault on the timeline and in the observation.
+    pub fn mark_fault(&mut self, node: Option<NodeId>, description: &str) {
+        self.obs.faults.push((self.now, description.to_owned()));
+        let object = match node {
+            Some(n) => node_ref(&self.nodes[n].name),
+            None => crate::report::ObjectRef {
+                kind: "Drill".to_owned(),
+                namespace: String::new(),
+                name: "fault".to_owned(),
+            },
+        };
+        self.record(EventKind::FaultInjected, object, node, description);
+    }
+
+    /// The node's server stops (power loss): no drain, no deletion.
+    pub fn crash_node(&mut self, node: NodeId) {
+        if !self.nodes[node].server_up {
+            return;
+        }
+        self.nodes[node].server_up = false;
+        self.server_lost(node);
+    }
+
+    /// The node's server is deleted at the cloud (optionally drained first);
+    /// the cloud controller then deletes its Node.
+    pub fn delete_node(&mut self, node: NodeId, drain: bool, drain_timeout: Duration) {
+        if drain {
+            self.nodes[node].draining = true;
+            self.cordon(node);
+            let deadline = after(self.now, drain_timeout);
+            self.schedule(self.now, Action::Drain(node, deadline));
+        } else {
+            self.delete_server(node);
+        }
+    }
+
+    fn delete_server(&mut self, node: NodeId) {
+        self.nodes[node].server_exists = false;
+        if self.nodes[node].server_up {
+            self.nodes[node].server_up = false;
+            self.server_lost(node);
+        }
+    }
+
+    /// What follows from a server that stops heartbeating: the node goes
+    /// NotReady after the grace period; etcd loses the member's vote now.
+    fn server_lost(&mut self, node: NodeId) {
+        let at = after(self.now, self.timings.node_monitor_grace);
+        self.schedule(at, Action::NodeUnresponsive(node));
+        self.for_members_on(node, false);
+        self.record_control_plane();
+    }
+
+    /// Marks a node unschedulable.
+    pub fn cordon(&mut self, node: NodeId) {
+        if self.nodes[node].unschedulable() {
+            return;
+        }
+        let spec = self.nodes[node]
+            .object
+            .spec
+            .get_or_insert_with(Default::default);
+        spec.unschedulable = Some(true);
+        let name = self.nodes[node].name.clone();
+        self.record(
+            EventKind::NodeCordoned,
+            node_ref(&name),
+            Some(node),
+            "node cordoned",
+        );
+    }
+
+    /// One pass of a drain: evict every pod that is not a DaemonSet's; a
+    /// refused eviction is retried, and a drain still blocked at the
+    /// deadline gives up (the node is then deleted anyway only if it was
+    /// already empty).
+    pub(super) fn drain_step(&mut self, node: NodeId, deadline: Time) {
+        let pods: Vec<PodId> = self.nodes[node]
+            .pods
+            .iter()
+            .copied()
+            .filter(|&p| !self.is_daemon_pod(p) && self.pods[p].is_active())
+            .collect();
+        let mut refused = 0;
+        for pod in pods {
+            if self.evict(pod).is_err() {
+                refused += 1;
+            }
+        }
+        let remaining = self.nodes[node]
+            .pods
+            .iter()
+            .filter(|&&p| !self.is_daemon_pod(p) && self.pods[p].phase != PodPhase::Gone)
+            .count();
+        if remaining == 0 {
+            self.nodes[node].draining = false;
+            self.delete_server(node);
+        } else if self.now >= deadline {
+            self.nodes[node].draining = false;
+            let name = self.nodes[node].name.clone();
+            self.mark_fault(
+                Some(node),
+                &format!("drain of {name} timed out with {remaining} pod(s) left ({refused} eviction(s) refused); the node stays"),
+            );
+        } else {
+            let next = after(self.now, self.timings.eviction_retry);
+            self.schedule(next.min(deadline), Action::Drain(node, deadline));
+        }
+    }
+
+    fn is_daemon_pod(&self, pod: PodId) -> bool {
+        matches!(self.pods[pod].owner, Owner::Workload(w, _) if self.workloads[w].kind == WorkloadKind::DaemonSet)
+    }
+
+    /// The eviction API: honours PodDisruptionBudgets; a refusal is the
+    /// apiserver's 429 message.
+    pub fn evict(&mut self, pod: PodId) -> Result<(), String> {
+        self.refresh_pdb_status();
+        let object = self.pod_object(pod);
+        let labels = self.pods[pod].template.labels.clone();
+        let namespace = self.pods[pod].namespace.clone();
+        let covering: Vec<usize> = (0..self.pdbs.len())
+            .filter(|&i| {
+                self.pdbs[i]
+                    .object
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default")
+                    == namespace
+                    && self.pdbs[i].selector.selects(&labels)
+            })
+            .collect();
+        let budgets: Vec<&k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+            covering.iter().map(|&i| &self.pdbs[i].object).collect();
+        let node = self.pods[pod].node;
+        match check_eviction(&object, &budgets) {
+            Ok(allowed) => {
+                if let EvictionAllowed::WithinBudget { .. } = allowed
+                    && let Some(&i) = covering.first()
+                {
+                    self.pdbs[i].disrupted.insert(pod, self.now);
+                }
+                let r = self.pod_ref(pod);
+                self.record(
+                    EventKind::PodEvicted,
+                    r,
+                    node,
+                    &format!("evicted: {allowed}"),
+                );
+                self.delete_pod(pod);
+                self.check_budgets_after_eviction(pod, &covering);
+                Ok(())
+            }
+            Err(refusal) => {
+                let r = self.pod_ref(pod);
+                let message = format!("429 Too Many Requests: {refusal}");
+                self.record(EventKind::EvictionRefused, r, node, &message);
+                Err(message)
+            }
+        }
+    }
+
+    /// Records a breach if an eviction left a budget below what it protects.
+    fn check_budgets_after_eviction(&mut self, pod: PodId, covering: &[usize]) {
+        self.refresh_pdb_status();
+        for &i in covering {
+            let status = self.pdbs[i].object.status.clone().unwrap_or_default();
+            let (healthy, desired) = (
+                status.current_healthy.unwrap_or(0),
+                status.desired_healthy.unwrap_or(0),
+            );
+            if healthy < desired {
+                let key = self.pdbs[i].key();
+                let pod_key = self.pods[pod].key();
+                self.obs.budget_breaches.push(BudgetBreach {
+                    at: self.now,
+                    pdb: key,
+                    pod: pod_key,
+                    healthy,
+                    desired,
+                });
+            }
+        }
+    }
+
+    /// The disruption controller: every budget's status from the pods it
+    /// selects and their controllers' scale.
+    pub(super) fn refresh_pdb_status(&mut self) {
+        for i in 0..self.pdbs.len() {
+            let namespace = self.pdbs[i]
+                .object
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned());
+            let mut selected = Vec::new();
+            let mut controllers = std::collections::BTreeSet::new();
+            let mut scale_known = true;
+            for (p, pod) in self.pods.iter().enumerate() {
+                if pod.phase == PodPhase::Gone
+                    || pod.phase == PodPhase::Succeeded
+                    || pod.namespace != namespace
+                    || !self.pdbs[i].selector.selects(&pod.template.labels)
+                {
+                    continue;
+                }
+                selected.push(SelectedPod {
+                    ready: pod.phase == PodPhase::Ready,
+                    terminating: pod.phase == PodPhase::Terminating,
+                    recently_evicted: self.pdbs[i].disrupted.contains_key(&p),
+                    has_controller: !matches!(pod.owner, Owner::None)
+                        && !matches!(pod.owner, Owner::Workload(w, _) if self.workloads[w].kind == WorkloadKind::Pod),
+                });
+                match pod.owner {
+                    Owner::Workload(w, _) if self.workloads[w].kind != WorkloadKind::Pod => {
+                        controllers.insert(w);
+                    }
+                    _ => scale_known = false,
+                }
+            }
+            let replicas: i32 = controllers
+                .iter()
+                .map(|&w| self.desired_replicas(w) as i32)
+                .sum();
+            let counts = pdb_counts(
+                self.pdbs[i].budget,
+                &selected,
+                scale_known.then_some(replicas),
+            );
+            let counts = counts.unwrap_or_default();
+            let generation = self.pdbs[i].object.metadata.generation;
+            self.pdbs[i].object.status = Some(PodDisruptionBudgetStatus {
+                current_healthy: Some(counts.current_healthy),
+                desired_healthy: Some(counts.desired_healthy),
+                disruptions_allowed: Some(counts.disruptions_allowed),
+                expected_pods: Some(counts.expected_pods),
+                observed_generation: generation,
+                ..Default::default()
+            });
+        }
+    }
+
+    /// A Pod object for the parts of the API that read one.
+    pub fn pod_object(&self, pod: PodId) -> Pod {
+        let p = &self.pods[pod];
+        let phase = match p.phase {
+            PodPhase::Pending => "Pending",
+            PodPhase::Succeeded => "Succeeded",
+            _ => "Running",
+        };
+        let ready = p.phase == PodPhase::Ready;
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(p.name.clone()),
+                namespace: Some(p.namespace.clone()),
+                labels: Some(p.template.labels.clone()),
+                deletion_timestamp: (p.phase == PodPhase::Terminating).then_some(
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                        jiff::Timestamp::UNIX_EPOCH,
+                    ),
+                ),
+                ..Default::default()
+            },
+            spec: Some(p.template.spec.clone()),
+            status: Some(PodStatus {
+                phase: Some(phase.to_owned()),
+                conditions: Some(vec![PodCondition {
+                    type_: "Ready".to_owned(),
+                    status: if ready { "True" } else { "False" }.to_owned(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Removes a control plane from etcd, deletes its server and Node, and
+    /// boots a replacement that joins as a learner and is promoted.
+    pub fn recreate_control_plane(&mut self, node: NodeId, boot: Option<(Duration, Duration)>) {
+        if let Some(name) = self.cp.remove_member_on(node) {
+            self.record(
+                EventKind::EtcdMemberRemoved,
+                etcd_member_ref(&name),
+                Some(node),
+                "member removed before the node is replaced",
+            );
+        }
+        self.delete_server(node);
+        self.delete_node_object(
+            node,
+            "the operator deleted the Node of the control plane being recreated",
+        );
+        let (lo, hi) = boot.unwrap_or(self.timings.control_plane_boot);
+        let delay = self.rng.duration_between(lo, hi);
+        let ordinal = self.next_cp_ordinal;
+        self.next_cp_ordinal += 1;
+        let cps = self.topology.control_planes.clone();
+        let name = cps.name_pattern.replace("{n}", &ordinal.to_string());
+        let labels = self.nodes[node].labels().clone();
+        let taints = self.nodes[node]
+            .taints()
+            .iter()
+            .filter(|t| !t.key.starts_with("node.kubernetes.io/"))
+            .cloned()
+            .collect();
+        let capacity = (self.nodes[node].allocatable, self.nodes[node].max_pods);
+        let new = self.add_node(&name, CONTROL_PLANE_POOL, true, labels, taints, capacity);
+        self.schedule(after(self.now, delay), Action::NodeBooted(new));
+        self.record_control_plane();
+    }
+
+    /// Sets a workload's desired replicas.
+    pub fn scale_workload(&mut self, key: &str, replicas: u32) -> Result<(), SimError> {
+        let w = *self
+            .workload_index
+            .get(key)
+            .ok_or_else(|| SimError::NotFound(format!("no workload `{key}`")))?;
+        self.workloads[w].replicas = replicas;
+        self.dirty.insert(w);
+        let (ns, name) = (
+            self.workloads[w].namespace.clone(),
+            self.workloads[w].name.clone(),
+        );
+        let kind = key.split('/').nth(1).unwrap_or_default().to_owned();
+        self.record(
+            EventKind::WorkloadScaled,
+            crate::report::ObjectRef {
+                kind,
+                namespace: ns,
+                name,
+            },
+            None,
+            &format!("desired replicas set to {replicas}"),
+        );
+        self.retry_unschedulable();
+        self.settle();
+        Ok(())
+    }
+
+    /// Whether every workload has all its desired replicas ready.
+    pub fn all_workloads_ready(&self) -> bool {
+        (0..self.workloads.len()).all(|w| self.workload_ready(w))
+    }
+
+    /// Whether one workload has all its desired replicas ready.
+    pub fn workload_key_ready(&self, key: &str) -> bool {
+        self.workload_index
+            .get(key)
+            .is_some_and(|&w| self.workload_ready(w))
+    }
+
+    fn workload_ready(&self, w: super::world::WorkloadId) -> bool {
+        if self.workloads[w].template.refused_by.is_some() {
+            return true;
+        }
+        self.ready_counts
+            .get(&w)
+            .is_some_and(|(ready, desired)| ready >= desired)
+    }
+
+    /// Ready nodes of a pool.
+    pub fn ready_nodes_of(&self, pool: &str) -> u32 {
+        self.nodes
+            .iter()
+            .filter(|n| n.pool == pool && n.is_ready())
+            .count() as u32
+    }
+
+    /// Whether the node is gone or never existed.
+    pub fn node_phase(&self, node: NodeId) -> NodePhase {
+        self.nodes[node].phase
+    }
+}
+
+impl Simulation {
+    /// The node the cluster autoscaler would remove next from a pool: the
+    /// least utilised Ready node (utilisation is the larger of the requested
+    /// CPU and memory shares, as the autoscaler computes it), the first by
+    /// name among equals.
+    pub fn autoscaler_pick(&self, pool: &str) -> Option<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.pool == pool && n.is_ready() && !n.draining)
+            .min_by(|a, b| {
+                utilisation(a)
+                    .partial_cmp(&utilisation(b))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| a.name.cmp(&b.name))
+            })
+            .map(|n| n.name.clone())
+    }
+}
+
+/// The autoscaler's utilisation of a node: max of CPU and memory shares.
+pub fn utilisation(node: &super::world::SimNode) -> f64 {
+    let share = |used: i64, total: i64| {
+        if total > 0 {
+            used as f64 / total as f64
+        } else {
+            1.0
+        }
+    };
+    share(node.requested.cpu, node.allocatable.cpu)
+        .max(share(node.requested.memory, node.allocatable.memory))
+}
