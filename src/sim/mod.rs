@@ -8,6 +8,7 @@
 //! control plane), with upstream defaults ([`Timings`]), and records what
 //! happened into an [`Observation`] that the assertions judge.
 
+pub mod autoscaler;
 pub mod clock;
 pub mod control_plane;
 pub mod load;
@@ -111,6 +112,9 @@ enum Action {
     Drain(NodeId, Time),
     BackupStart(usize),
     BackupFinish(usize, BackupPhase),
+    AutoscalerScan,
+    AutoscalerDrain(NodeId),
+    AutoscalerDelete(NodeId),
 }
 
 /// One backup of a schedule.
@@ -174,6 +178,8 @@ pub struct Simulation {
     /// What happened.
     pub obs: Observation,
     ready_counts: BTreeMap<WorkloadId, (u32, u32)>,
+    /// A template node per autoscaled pool: what a new node would look like.
+    pools_templates: BTreeMap<String, SimNode>,
 }
 
 /// A fixed start for drill time as wall-clock time (2026-01-01T00:00:00Z),
@@ -217,10 +223,12 @@ impl Simulation {
             next_cp_ordinal: 0,
             obs: Observation::default(),
             ready_counts: BTreeMap::new(),
+            pools_templates: BTreeMap::new(),
         };
         sim.provision()?;
         sim.apply(loaded);
         sim.start_backups();
+        sim.start_autoscaler();
         sim.settle();
         Ok(sim)
     }
@@ -264,18 +272,26 @@ impl Simulation {
         }
         for pool in self.topology.pools.clone() {
             let capacity = parse_capacity(&pool.name, &pool.capacity)?;
+            if pool.is_autoscaled() {
+                let mut labels = pool.labels.clone();
+                if let Some(t) = &pool.server_type {
+                    labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
+                }
+                let taints = pool_taints(&pool);
+                let template = build_node(
+                    &format!("{}-template", pool.name),
+                    &pool.name,
+                    false,
+                    labels,
+                    taints,
+                    capacity,
+                    0,
+                );
+                self.pools_templates.insert(pool.name.clone(), template);
+            }
             for n in 1..=pool.initial_nodes() {
                 let name = self.node_name(&pool.name_pattern, n);
-                let taints = pool
-                    .taints
-                    .iter()
-                    .map(|t| Taint {
-                        key: t.key.clone(),
-                        value: (!t.value.is_empty()).then(|| t.value.clone()),
-                        effect: effect_name(t.effect).to_owned(),
-                        time_added: None,
-                    })
-                    .collect();
+                let taints = pool_taints(&pool);
                 let mut labels = pool.labels.clone();
                 if let Some(t) = &pool.server_type {
                     labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
@@ -308,20 +324,21 @@ impl Simulation {
         name: &str,
         pool: &str,
         control_plane: bool,
-        mut labels: BTreeMap<String, String>,
+        labels: BTreeMap<String, String>,
         taints: Vec<Taint>,
-        (allocatable, max_pods): (Resources, u32),
+        capacity: (Resources, u32),
     ) -> NodeId {
-        labels.insert("kubernetes.io/hostname".to_owned(), name.to_owned());
-        labels.insert("kubernetes.io/os".to_owned(), "linux".to_owned());
+        let mut node = build_node(name, pool, control_plane, labels, taints, capacity, 0);
         let key = ClassKey {
             pool: pool.to_owned(),
-            labels: labels
+            labels: node
+                .labels()
                 .iter()
                 .filter(|(k, _)| k.as_str() != "kubernetes.io/hostname")
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            taints: taints
+            taints: node
+                .taints()
                 .iter()
                 .map(|t| {
                     (
@@ -331,9 +348,9 @@ impl Simulation {
                     )
                 })
                 .collect(),
-            allocatable: (allocatable.cpu, allocatable.memory),
+            allocatable: (node.allocatable.cpu, node.allocatable.memory),
         };
-        let class = match self.class_index.get(&key) {
+        node.class = match self.class_index.get(&key) {
             Some(&c) => c,
             None => {
                 let c = self.classes.len();
@@ -343,42 +360,14 @@ impl Simulation {
             }
         };
         let id = self.nodes.len();
-        self.nodes.push(SimNode {
-            name: name.to_owned(),
-            pool: pool.to_owned(),
-            control_plane,
-            object: Node {
-                metadata: ObjectMeta {
-                    name: Some(name.to_owned()),
-                    labels: Some(labels),
-                    ..Default::default()
-                },
-                spec: Some(NodeSpec {
-                    taints: (!taints.is_empty()).then_some(taints),
-                    ..Default::default()
-                }),
-                status: None,
-            },
-            allocatable,
-            max_pods,
-            requested: Resources::default(),
-            pods: BTreeSet::new(),
-            phase: NodePhase::Booting,
-            server_up: true,
-            server_exists: true,
-            class,
-            unneeded_since: None,
-            gone_at: None,
-            draining: false,
-        });
+        self.nodes.push(node);
         self.node_index.insert(name.to_owned(), id);
-        let pool_name = pool.to_owned();
         self.obs.events.push(Event {
             at_ms: self.now,
             kind: EventKind::NodeAdded,
             object: node_ref(name),
             node: Some(name.to_owned()),
-            pool: Some(pool_name),
+            pool: Some(pool.to_owned()),
             message: "node created".to_owned(),
         });
         id
@@ -711,7 +700,12 @@ impl Simulation {
                 }
             }
             Action::Detach(claim, node) => {
-                if self.claims[claim].attached == Some(node) && !self.claim_in_use_on(claim, node) {
+                // Only a running node can unmount and detach; a server
+                // deleted before this leaves the volume attached to it.
+                if self.claims[claim].attached == Some(node)
+                    && self.nodes[node].server_up
+                    && !self.claim_in_use_on(claim, node)
+                {
                     self.detach(claim, node);
                 }
             }
@@ -774,6 +768,9 @@ impl Simulation {
             }
             Action::Drain(node, deadline) => self.drain_step(node, deadline),
             Action::BackupStart(schedule) => self.backup_start(schedule),
+            Action::AutoscalerScan => self.autoscaler_scan(),
+            Action::AutoscalerDrain(node) => self.autoscaler_drain(node),
+            Action::AutoscalerDelete(node) => self.autoscaler_delete(node),
             Action::BackupFinish(index, phase) => {
                 let now = self.now as i64;
                 let b = &mut self.backups[index];
@@ -867,6 +864,17 @@ impl Simulation {
         if !self.nodes[node].server_exists {
             let at = after(self.now, self.timings.cloud_node_deletion);
             self.schedule(at, Action::CloudDeleteNode(node));
+        }
+    }
+
+    fn remove_taint(&mut self, node: NodeId, key: &str) {
+        if let Some(taints) = self.nodes[node]
+            .object
+            .spec
+            .as_mut()
+            .and_then(|s| s.taints.as_mut())
+        {
+            taints.retain(|t| t.key != key);
         }
     }
 
@@ -1476,6 +1484,60 @@ impl Simulation {
         );
         self.schedule(after(self.now, schedule.every), Action::BackupStart(index));
     }
+}
+
+/// A node as it is created: labels with its hostname, taints, capacity.
+fn build_node(
+    name: &str,
+    pool: &str,
+    control_plane: bool,
+    mut labels: BTreeMap<String, String>,
+    taints: Vec<Taint>,
+    (allocatable, max_pods): (Resources, u32),
+    class: usize,
+) -> SimNode {
+    labels.insert("kubernetes.io/hostname".to_owned(), name.to_owned());
+    labels.insert("kubernetes.io/os".to_owned(), "linux".to_owned());
+    SimNode {
+        name: name.to_owned(),
+        pool: pool.to_owned(),
+        control_plane,
+        object: Node {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some(labels),
+                ..Default::default()
+            },
+            spec: Some(NodeSpec {
+                taints: (!taints.is_empty()).then_some(taints),
+                ..Default::default()
+            }),
+            status: None,
+        },
+        allocatable,
+        max_pods,
+        requested: Resources::default(),
+        pods: BTreeSet::new(),
+        phase: NodePhase::Booting,
+        server_up: true,
+        server_exists: true,
+        class,
+        unneeded_since: None,
+        gone_at: None,
+        draining: false,
+    }
+}
+
+fn pool_taints(pool: &crate::topology::Pool) -> Vec<Taint> {
+    pool.taints
+        .iter()
+        .map(|t| Taint {
+            key: t.key.clone(),
+            value: (!t.value.is_empty()).then(|| t.value.clone()),
+            effect: effect_name(t.effect).to_owned(),
+            time_added: None,
+        })
+        .collect()
 }
 
 fn backup_name(schedule: &str, started_ms: i64) -> String {

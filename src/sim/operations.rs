@@ -99,6 +99,11 @@ impl Simulation {
         }
     }
 
+    /// Deletes a node's server at once.
+    pub(super) fn delete_server_now(&mut self, node: NodeId) {
+        self.delete_server(node);
+    }
+
     fn delete_server(&mut self, node: NodeId) {
         self.nodes[node].server_exists = false;
         if self.nodes[node].server_up {
