@@ -1,0 +1,436 @@
+//! The simulator's Kubernetes rules, one behaviour per test, each from the
+//! documented semantics: node lifecycle and eviction by toleration,
+//! StatefulSet identity on a lost node, single-attach volumes, release
+//! after a delay, PDB-aware evictions and drains, and every autoscaler
+//! scale-down blocker.
+
+use drillbench::drill::Drill;
+use drillbench::duration::Duration;
+use drillbench::report::EventKind;
+use drillbench::scenario::SourceFile;
+use drillbench::sim::Simulation;
+use drillbench::sim::world::{NodePhase, PodPhase};
+
+const MIN: u64 = 60_000;
+
+/// A small cluster: three control planes, two baseline workers (cx43), an
+/// autoscaled cx43 pool, an `hcloud` class released as `release` says,
+/// and the given manifests.
+fn cluster(manifests: &str, release: &str, autoscaled_min: u32) -> Simulation {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    let text = format!(
+        "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata:
+  name: rules
+cluster:
+  pools:
+    - name: baseline
+      count: 2
+      serverType: cx43
+      labels: {{tier: baseline}}
+    - name: burst
+      autoscaled: {{min: {autoscaled_min}, max: 3}}
+      serverType: cx43
+  autoscaler:
+    scaleDownUnneededTime: 2m
+  storageClasses:
+    - name: hcloud
+      attach: SingleNode
+      releaseOnNodeLoss: {release}
+  endpoint: {{name: vip}}
+workloads:
+  - path: manifests.yaml
+"
+    );
+    let source = SourceFile::new(dir.path().join("drill.yaml"), text);
+    let drill = Drill::from_source(source).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    Simulation::new(&drill, 1).expect("provisions")
+}
+
+fn pods_of<'a>(sim: &'a Simulation, prefix: &str) -> Vec<&'a drillbench::sim::world::SimPod> {
+    sim.pods
+        .iter()
+        .filter(|p| p.name.starts_with(prefix))
+        .collect()
+}
+
+fn node_of(sim: &Simulation, pod: &str) -> Option<String> {
+    sim.pods
+        .iter()
+        .rev()
+        .find(|p| p.name == pod && p.phase != PodPhase::Gone)
+        .and_then(|p| p.node)
+        .map(|n| sim.nodes[n].name.clone())
+}
+
+fn deployment(name: &str, replicas: u32, memory: &str, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: apps}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+{extra_spec}      containers:
+        - name: c
+          image: pause
+          resources: {{requests: {{cpu: 100m, memory: {memory}}}}}
+---
+"
+    )
+}
+
+const ON_BASELINE: &str = "      nodeSelector: {tier: baseline}\n";
+
+#[test]
+fn a_crashed_node_goes_not_ready_after_the_grace_period_and_its_pods_move_after_300s() {
+    let mut sim = cluster(&deployment("web", 1, "1Gi", ON_BASELINE), "never", 0);
+    sim.advance_to(MIN);
+    let node = node_of(&sim, pods_of(&sim, "web-")[0].name.as_str()).expect("scheduled");
+    let id = sim.node_id(&node).expect("node");
+    let crash = sim.now;
+    sim.crash_node(id);
+    sim.advance_to(crash + 49_000);
+    assert_eq!(
+        sim.node_phase(id),
+        NodePhase::Ready,
+        "still Ready inside the 50 s grace period"
+    );
+    sim.advance_to(crash + 50_000);
+    assert_eq!(sim.node_phase(id), NodePhase::NotReady);
+    // The default toleration of unreachable is 300 s: the pod stays until then.
+    sim.advance_to(crash + 50_000 + 299_000);
+    assert!(
+        pods_of(&sim, "web-")
+            .iter()
+            .all(|p| p.phase != PodPhase::Terminating)
+    );
+    sim.advance_to(crash + 50_000 + 300_000 + 10_000);
+    let live: Vec<_> = pods_of(&sim, "web-")
+        .into_iter()
+        .filter(|p| p.phase == PodPhase::Ready)
+        .collect();
+    assert_eq!(live.len(), 1, "a replacement runs");
+    assert_ne!(live[0].node, Some(id), "elsewhere");
+    // The evicted pod stays Terminating: its node never confirms.
+    assert!(
+        pods_of(&sim, "web-")
+            .iter()
+            .any(|p| p.phase == PodPhase::Terminating)
+    );
+}
+
+fn statefulset(extra_spec: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: db, namespace: data}}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {{matchLabels: {{app: db}}}}
+  template:
+    metadata: {{labels: {{app: db}}}}
+    spec:
+{extra_spec}      containers:
+        - name: c
+          image: pause
+          resources: {{requests: {{cpu: 100m, memory: 1Gi}}}}
+  volumeClaimTemplates:
+    - metadata: {{name: data}}
+      spec: {{storageClassName: hcloud, accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}
+---
+"
+    )
+}
+
+#[test]
+fn a_statefulset_pod_on_a_lost_node_is_not_replaced_until_the_node_is_gone() {
+    let mut sim = cluster(&statefulset(ON_BASELINE), "never", 0);
+    sim.advance_to(MIN);
+    let node = node_of(&sim, "db-0").expect("db-0 runs");
+    let id = sim.node_id(&node).expect("node");
+    sim.crash_node(id);
+    sim.advance_to(sim.now + 30 * MIN);
+    let db: Vec<_> = pods_of(&sim, "db-0");
+    assert_eq!(
+        db.len(),
+        1,
+        "at most one pod per ordinal: no replacement while db-0 exists"
+    );
+    assert_eq!(
+        db[0].phase,
+        PodPhase::Terminating,
+        "evicted by the taint manager, never confirmed"
+    );
+}
+
+#[test]
+fn a_deleted_node_releases_a_statefulset_pod_but_its_single_attach_volume_blocks_the_replacement() {
+    let mut sim = cluster(&statefulset(ON_BASELINE), "never", 0);
+    sim.advance_to(MIN);
+    let node = node_of(&sim, "db-0").expect("db-0 runs");
+    let id = sim.node_id(&node).expect("node");
+    sim.delete_node(id, false, Duration::from_mins(10));
+    sim.advance_to(sim.now + 10 * MIN);
+    assert_eq!(sim.node_phase(id), NodePhase::Gone);
+    let replacement = pods_of(&sim, "db-0")
+        .into_iter()
+        .find(|p| p.phase != PodPhase::Gone)
+        .expect("a replacement");
+    assert_eq!(
+        replacement.phase,
+        PodPhase::Blocked,
+        "Multi-Attach: the volume is still attached to the deleted node"
+    );
+    let blocked = sim
+        .obs
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::PodBlocked)
+        .expect("event");
+    assert!(
+        blocked
+            .message
+            .contains(&format!("already exclusively attached to {node}")),
+        "{}",
+        blocked.message
+    );
+    sim.advance_to(sim.now + 24 * 60 * MIN);
+    assert_eq!(
+        pods_of(&sim, "db-0")
+            .iter()
+            .filter(|p| p.phase == PodPhase::Ready)
+            .count(),
+        0,
+        "never released"
+    );
+}
+
+#[test]
+fn a_volume_released_after_a_delay_lets_the_replacement_start_then() {
+    let mut sim = cluster(&statefulset(ON_BASELINE), "{after: 6m}", 0);
+    sim.advance_to(MIN);
+    let id = sim
+        .node_id(&node_of(&sim, "db-0").expect("runs"))
+        .expect("node");
+    let deleted = sim.now;
+    sim.delete_node(id, false, Duration::from_mins(10));
+    // NotReady after 50 s; the release counts from then.
+    sim.advance_to(deleted + 50_000 + 6 * MIN - 1);
+    assert!(
+        pods_of(&sim, "db-0")
+            .iter()
+            .all(|p| p.phase != PodPhase::Ready),
+        "still attached before the delay"
+    );
+    sim.advance_to(deleted + 50_000 + 6 * MIN + 10_000);
+    assert!(
+        pods_of(&sim, "db-0")
+            .iter()
+            .any(|p| p.phase == PodPhase::Ready),
+        "released after 6 min, the replacement starts"
+    );
+    let released = sim
+        .obs
+        .strandings
+        .iter()
+        .find(|s| s.claim == "data/data-db-0")
+        .expect("recorded");
+    assert_eq!(released.released, Some(deleted + 50_000 + 6 * MIN));
+}
+
+fn pdb(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: {name}, namespace: apps}}\nspec: {{{spec}, selector: {{matchLabels: {{app: {name}}}}}}}\n---\n"
+    )
+}
+
+#[test]
+fn evictions_honour_the_budget_and_refusals_are_429s() {
+    let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 2");
+    let mut sim = cluster(&manifests, "never", 0);
+    sim.advance_to(MIN);
+    let ready: Vec<usize> = (0..sim.pods.len())
+        .filter(|&p| sim.pods[p].name.starts_with("web-") && sim.pods[p].phase == PodPhase::Ready)
+        .collect();
+    assert_eq!(ready.len(), 3);
+    assert!(
+        sim.evict(ready[0]).is_ok(),
+        "3 healthy, 2 required: one may go"
+    );
+    let refusal = sim
+        .evict(ready[1])
+        .expect_err("a second eviction breaks the budget");
+    assert!(refusal.starts_with("429 Too Many Requests"), "{refusal}");
+    assert!(
+        refusal.contains("needs 2 healthy pods and has 2"),
+        "{refusal}"
+    );
+    // Once the replacement is Ready, another eviction is allowed again.
+    sim.advance_to(sim.now + MIN);
+    assert!(sim.evict(ready[1]).is_ok());
+    assert!(sim.obs.budget_breaches.is_empty());
+}
+
+#[test]
+fn a_drain_blocked_by_a_budget_times_out_and_leaves_the_node() {
+    let manifests =
+        deployment("single", 1, "1Gi", ON_BASELINE) + &pdb("single", "maxUnavailable: 0");
+    let mut sim = cluster(&manifests, "never", 0);
+    sim.advance_to(MIN);
+    let node = node_of(&sim, pods_of(&sim, "single-")[0].name.as_str()).expect("runs");
+    let id = sim.node_id(&node).expect("node");
+    sim.delete_node(id, true, Duration::from_mins(2));
+    sim.advance_to(sim.now + 5 * MIN);
+    assert_ne!(
+        sim.node_phase(id),
+        NodePhase::Gone,
+        "a blocked drain does not delete the node"
+    );
+    assert!(
+        sim.obs
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::EvictionRefused)
+    );
+    assert!(
+        sim.obs
+            .faults
+            .iter()
+            .any(|(_, f)| f.contains("drain of") && f.contains("timed out"))
+    );
+}
+
+/// A filler occupies the baseline, so the stayer (which prefers, but does
+/// not require, nodes without the baseline label) bursts onto an autoscaler
+/// node. Then the filler goes: the stayer could move back to the baseline,
+/// so the node is reclaimed unless the stayer carries a scale-down blocker.
+fn scale_down_with(stayer: &str) -> Simulation {
+    let filler = deployment("filler", 2, "13Gi", ON_BASELINE);
+    let mut sim = cluster(&(filler + stayer), "never", 0);
+    sim.advance_to(10 * MIN);
+    assert_eq!(
+        sim.ready_nodes_of("burst"),
+        1,
+        "the stayer scaled the pool up"
+    );
+    let on = node_of(&sim, "keep").or_else(|| {
+        pods_of(&sim, "keep-")
+            .first()
+            .and_then(|p| p.node.map(|n| sim.nodes[n].name.clone()))
+    });
+    assert!(
+        on.as_deref().is_some_and(|n| n.starts_with("burst-")),
+        "the stayer runs on the autoscaler node: {on:?}"
+    );
+    sim.scale_workload("apps/Deployment/filler", 0)
+        .expect("scale");
+    sim.advance_to(sim.now + 20 * MIN);
+    sim
+}
+
+fn stayer(annotations: &str, volumes: &str, kind: &str) -> String {
+    let body = format!(
+        "metadata: {{name: keep, namespace: apps, labels: {{app: keep}}{annotations}}}
+spec:
+  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 100
+          preference: {{matchExpressions: [{{key: tier, operator: DoesNotExist}}]}}
+  containers:
+    - name: c
+      image: pause
+      resources: {{requests: {{cpu: 100m, memory: 4Gi}}}}
+{volumes}"
+    );
+    match kind {
+        "Pod" => format!("apiVersion: v1\nkind: Pod\n{body}---\n"),
+        _ => {
+            let indented: String = body.lines().map(|l| format!("    {l}\n")).collect();
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: keep, namespace: apps}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: keep}}}}\n  template:\n{indented}---\n"
+            )
+        }
+    }
+}
+
+#[test]
+fn an_autoscaler_node_whose_pods_can_move_is_reclaimed() {
+    let sim = scale_down_with(&stayer("", "", "Deployment"));
+    assert_eq!(
+        sim.ready_nodes_of("burst"),
+        0,
+        "the control: no blocker, the node goes"
+    );
+    assert!(
+        sim.obs
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::ScaleDown)
+    );
+    let keep = pods_of(&sim, "keep-")
+        .into_iter()
+        .find(|p| p.phase == PodPhase::Ready)
+        .expect("keep runs");
+    assert_eq!(
+        sim.nodes[keep.node.expect("bound")].pool,
+        "baseline",
+        "the evicted pod moved to the baseline"
+    );
+}
+
+#[test]
+fn each_scale_down_blocker_keeps_the_node() {
+    let cases = [
+        (
+            "safe-to-evict false",
+            stayer(
+                ", annotations: {cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\"}",
+                "",
+                "Deployment",
+            ),
+        ),
+        (
+            "local storage",
+            stayer(
+                "",
+                "  volumes: [{name: scratch, emptyDir: {}}]\n",
+                "Deployment",
+            ),
+        ),
+        ("no controller", stayer("", "", "Pod")),
+        (
+            "budget with no disruption",
+            stayer("", "", "Deployment") + &pdb("keep", "maxUnavailable: 0"),
+        ),
+    ];
+    for (name, stayer) in cases {
+        let sim = scale_down_with(&stayer);
+        assert_eq!(sim.ready_nodes_of("burst"), 1, "{name}: the node must stay");
+        assert!(
+            sim.obs
+                .events
+                .iter()
+                .all(|e| e.kind != EventKind::ScaleDown),
+            "{name}: no scale-down started"
+        );
+    }
+}
+
+#[test]
+fn the_pool_minimum_is_kept() {
+    let manifests = deployment("burst", 4, "6Gi", "");
+    let mut sim = cluster(&manifests, "never", 1);
+    sim.advance_to(10 * MIN);
+    sim.scale_workload("apps/Deployment/burst", 0)
+        .expect("scale");
+    sim.advance_to(sim.now + 30 * MIN);
+    assert_eq!(sim.ready_nodes_of("burst"), 1, "min 1");
+}
