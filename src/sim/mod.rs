@@ -1069,7 +1069,8 @@ impl Simulation {
 
     /// Binds a pod to a node and starts it, unless a volume blocks it.
     fn bind(&mut self, pod: PodId, node: NodeId) {
-        self.pending.retain(|(_, p)| *p != pod);
+        let key = (self.pods[pod].created_at, pod);
+        self.pending.remove(&key);
         let requests = self.pods[pod].template.requests;
         {
             let n = &mut self.nodes[node];
@@ -1217,7 +1218,8 @@ impl Simulation {
         if self.pods[pod].phase == PodPhase::Gone {
             return;
         }
-        self.pending.retain(|(_, p)| *p != pod);
+        let key = (self.pods[pod].created_at, pod);
+        self.pending.remove(&key);
         self.release_pod_resources(pod);
         self.pods[pod].phase = PodPhase::Gone;
         let node = self.pods[pod].node;

@@ -97,6 +97,7 @@ impl Simulation {
     /// The node kube-scheduler would pick, or why none fits.
     fn pick_node(&mut self, pod: PodId) -> Result<NodeId, String> {
         let template = self.pods[pod].template.clone();
+        let classes = self.class_view(&template);
         let all = self.nodes.len();
         let wanted = feasible_nodes_to_find(all);
         let mut feasible: Vec<NodeId> = Vec::with_capacity(wanted.min(all));
@@ -106,7 +107,7 @@ impl Simulation {
         for offset in 0..all {
             let node = (start + offset) % all;
             examined += 1;
-            match self.misfit(&template, pod, node) {
+            match self.misfit(&template, &classes, pod, node) {
                 None => {
                     feasible.push(node);
                     if feasible.len() >= wanted {
@@ -139,10 +140,50 @@ impl Simulation {
                 reasons.join(", ")
             ));
         }
-        Ok(self.best(&template, &feasible))
+        Ok(self.best(&template, &classes, &feasible))
     }
 
-    fn misfit(&self, template: &Template, pod: PodId, node: NodeId) -> Option<Misfit> {
+    /// What a template makes of each node class: whether the class's labels
+    /// and taints admit it, and the class's preferred-affinity and
+    /// PreferNoSchedule standing. Judged once per pod rather than per node,
+    /// since a class's nodes differ only by name.
+    fn class_view(&self, template: &Template) -> Vec<ClassView> {
+        let mut representative: Vec<Option<NodeId>> = vec![None; self.classes.len()];
+        for (id, node) in self.nodes.iter().enumerate() {
+            if representative[node.class].is_none() {
+                representative[node.class] = Some(id);
+            }
+        }
+        let mut cache = template.class_fit.borrow_mut();
+        if cache.len() < self.classes.len() {
+            cache.resize(self.classes.len(), None);
+        }
+        representative
+            .iter()
+            .enumerate()
+            .map(|(class, node)| {
+                let Some(node) = node else {
+                    return ClassView::default();
+                };
+                let n = &self.nodes[*node];
+                let fits = template.per_node
+                    || *cache[class].get_or_insert_with(|| template.required.matches(&n.object));
+                ClassView {
+                    fits,
+                    preferred: template.preferences.score(&n.object),
+                    intolerable: intolerable_prefer_no_schedule(n.taints(), &template.tolerations),
+                }
+            })
+            .collect()
+    }
+
+    fn misfit(
+        &self,
+        template: &Template,
+        classes: &[ClassView],
+        pod: PodId,
+        node: NodeId,
+    ) -> Option<Misfit> {
         let n = &self.nodes[node];
         if !n.is_ready() || !n.server_up || n.draining {
             return Some(Misfit::NotReady);
@@ -150,12 +191,12 @@ impl Simulation {
         if n.unschedulable() && cordon_blocks(true, &template.tolerations) {
             return Some(Misfit::Unschedulable);
         }
-        match self.class_fit(template, n) {
-            Some(Misfit::Taint) => return Some(Misfit::Taint),
-            Some(m) => return Some(m),
-            None => {}
+        // Taints can differ within a class (a node tainted unreachable or
+        // for deletion), so they are read from the node itself.
+        if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
+            return Some(Misfit::Taint);
         }
-        if template.per_node && !template.required.matches(&n.object) {
+        if !classes[n.class].fits || (template.per_node && !template.required.matches(&n.object)) {
             return Some(Misfit::Affinity);
         }
         let requests = template.requests;
@@ -166,24 +207,6 @@ impl Simulation {
             return Some(Misfit::PodAffinity);
         }
         None
-    }
-
-    /// Taints and class-wide node affinity, judged once per class. Taints
-    /// added to one node later (unreachable, autoscaler deletion) make that
-    /// node differ from its class, so they are checked per node.
-    fn class_fit(&self, template: &Template, n: &SimNode) -> Option<Misfit> {
-        if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
-            return Some(Misfit::Taint);
-        }
-        if template.per_node {
-            return None;
-        }
-        let mut cache = template.class_fit.borrow_mut();
-        if cache.len() <= n.class {
-            cache.resize(n.class + 1, None);
-        }
-        let fits = *cache[n.class].get_or_insert_with(|| template.required.matches(&n.object));
-        (!fits).then_some(Misfit::Affinity)
     }
 
     fn pod_affinity_ok(&self, template: &Template, pod: PodId, n: &SimNode) -> bool {
@@ -239,20 +262,14 @@ impl Simulation {
     }
 
     /// The highest-scoring feasible node; ties broken by the seeded generator.
-    fn best(&mut self, template: &Template, feasible: &[NodeId]) -> NodeId {
-        let preferred: Vec<i64> = feasible
-            .iter()
-            .map(|&n| template.preferences.score(&self.nodes[n].object))
-            .collect();
-        let max_preferred = preferred.iter().copied().max().unwrap_or(0);
-        let intolerable: Vec<usize> = feasible
-            .iter()
-            .map(|&n| intolerable_prefer_no_schedule(self.nodes[n].taints(), &template.tolerations))
-            .collect();
-        let max_intolerable = intolerable.iter().copied().max().unwrap_or(0);
+    fn best(&mut self, template: &Template, classes: &[ClassView], feasible: &[NodeId]) -> NodeId {
+        let preferred = |n: NodeId| classes[self.nodes[n].class].preferred;
+        let intolerable = |n: NodeId| classes[self.nodes[n].class].intolerable;
+        let max_preferred = feasible.iter().map(|&n| preferred(n)).max().unwrap_or(0);
+        let max_intolerable = feasible.iter().map(|&n| intolerable(n)).max().unwrap_or(0);
         let mut best_score = i64::MIN;
         let mut best: Vec<NodeId> = Vec::new();
-        for (i, &node) in feasible.iter().enumerate() {
+        for &node in feasible {
             let n = &self.nodes[node];
             let after = n.requested.plus(template.requests);
             let least = (free_share(n.allocatable.cpu, after.cpu)
@@ -260,12 +277,12 @@ impl Simulation {
                 / 2;
             let balanced = balanced_allocation(n.allocatable, after);
             let affinity = if max_preferred > 0 {
-                preferred[i] * 100 / max_preferred
+                preferred(node) * 100 / max_preferred
             } else {
                 0
             };
             let taint = if max_intolerable > 0 {
-                100 - (intolerable[i] as i64) * 100 / (max_intolerable as i64)
+                100 - (intolerable(node) as i64) * 100 / (max_intolerable as i64)
             } else {
                 100
             };
@@ -280,6 +297,14 @@ impl Simulation {
         }
         best[self.rng.index(best.len())]
     }
+}
+
+/// What one pod template makes of one node class.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClassView {
+    fits: bool,
+    preferred: i64,
+    intolerable: usize,
 }
 
 /// LeastAllocated for one resource: the share left free, 0–100.

@@ -1,0 +1,321 @@
+//! Invariants of the simulator over random clusters, workloads, faults and
+//! seeds: a pod is never bound to two nodes, a single-attach volume is never
+//! attached to two nodes, no eviction takes a budget below what it
+//! protects, no pod is bound to a node its required affinity refuses, and
+//! every run replays byte for byte.
+
+use std::collections::BTreeMap;
+
+use drillbench::backend::sim::SimBackend;
+use drillbench::drill::Drill;
+use drillbench::k8s::node_selector::RequiredNodeAffinity;
+use drillbench::report::{DrillReport, EventKind};
+use drillbench::run::{RunError, run_drill};
+use drillbench::scenario::SourceFile;
+use drillbench::sim::Simulation;
+use k8s_openapi::api::core::v1::{Node, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use proptest::prelude::*;
+
+fn provision(drill: &Drill, seed: u64) -> Result<Box<dyn drillbench::backend::Backend>, RunError> {
+    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
+    Ok(Box::new(SimBackend::new(sim)))
+}
+
+#[derive(Debug, Clone)]
+struct Workload {
+    stateful: bool,
+    replicas: u32,
+    memory_mi: u32,
+    placement: u8,
+    budget: Option<u8>,
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Crash,
+    Delete(bool),
+    Scale(usize, u32),
+    Wait(u32),
+}
+
+/// The affinity each placement choice writes, as YAML under `spec:`.
+fn placement_yaml(choice: u8) -> &'static str {
+    match choice % 4 {
+        0 => "",
+        1 => {
+            "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}]}]}}}\n"
+        }
+        2 => {
+            "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: ksail.io/autoscaled, operator: DoesNotExist}]}]}}}\n"
+        }
+        _ => {
+            "      affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, preference: {matchExpressions: [{key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}]}}]}}\n"
+        }
+    }
+}
+
+fn manifests(workloads: &[Workload]) -> String {
+    let mut out = String::new();
+    for (i, w) in workloads.iter().enumerate() {
+        let name = format!("w{i}");
+        let kind = if w.stateful {
+            "StatefulSet"
+        } else {
+            "Deployment"
+        };
+        let claims = if w.stateful {
+            "  volumeClaimTemplates:\n    - metadata: {name: data}\n      spec: {storageClassName: hcloud, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
+        } else {
+            ""
+        };
+        let service = if w.stateful {
+            format!("  serviceName: {name}\n")
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  replicas: {}\n{service}  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{}      containers:\n        - name: c\n          image: pause\n          resources: {{requests: {{cpu: 200m, memory: {}Mi}}}}\n{claims}---\n",
+            w.replicas,
+            placement_yaml(w.placement),
+            w.memory_mi
+        ));
+        if let Some(budget) = w.budget {
+            let spec = if budget % 2 == 0 {
+                format!("minAvailable: {}", budget / 2)
+            } else {
+                "maxUnavailable: 1".to_owned()
+            };
+            out.push_str(&format!(
+                "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: {name}, namespace: apps}}\nspec: {{{spec}, selector: {{matchLabels: {{app: {name}}}}}}}\n---\n"
+            ));
+        }
+    }
+    out
+}
+
+fn steps(steps: &[Step], workloads: usize) -> String {
+    let mut out = String::from("steps:\n");
+    for step in steps {
+        match step {
+            Step::Crash => out.push_str("  - fault: {crashNode: {target: {randomNodeOf: baseline}}}\n"),
+            Step::Delete(drain) => out.push_str(&format!("  - fault: {{deleteNode: {{target: {{randomNodeOf: baseline}}, drain: {drain}}}}}\n")),
+            Step::Scale(w, r) if workloads > 0 => out.push_str(&format!("  - scale: {{workload: apps/{}/w{}, replicas: {r}}}\n", "Deployment", w % workloads)),
+            Step::Scale(..) => {}
+            Step::Wait(m) => out.push_str(&format!("  - wait: {{for: {m}m}}\n")),
+        }
+    }
+    out.push_str("  - wait: {for: 20m}\n");
+    out
+}
+
+fn drill_text(workloads: &[Workload], plan: &[Step], baseline: u32, unlabelled: bool) -> String {
+    // Scale steps only target Deployments; StatefulSets keep their size.
+    // Faults target the baseline and always leave one of its nodes, so
+    // every fault finds a node to hit.
+    let mut destructive = 0;
+    let plan: Vec<Step> = plan
+        .iter()
+        .filter(|s| !matches!(s, Step::Scale(w, _) if workloads.get(w % workloads.len().max(1)).is_none_or(|x| x.stateful)))
+        .filter(|s| {
+            if matches!(s, Step::Crash | Step::Delete(_)) {
+                destructive += 1;
+                destructive < baseline
+            } else {
+                true
+            }
+        })
+        .cloned()
+        .collect();
+    let labels = if unlabelled {
+        "{node.longhorn.io/create-default-disk: \"true\"}"
+    } else {
+        "{ksail.io/autoscaled: \"true\"}"
+    };
+    format!(
+        "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {{name: random}}
+cluster:
+  pools:
+    - name: baseline
+      count: {baseline}
+      serverType: cx43
+      namePattern: prod-worker-{{n}}
+      labels: {{platform.devantler.tech/baseline-worker: \"true\"}}
+    - name: autoscale-cx43
+      autoscaled: {{min: 0, max: 3}}
+      serverType: cx43
+      labels: {labels}
+  autoscaler: {{maxNodesTotal: 9, scaleDownUnneededTime: 5m}}
+  storageClasses:
+    - {{name: hcloud, attach: SingleNode, releaseOnNodeLoss: {{after: 6m}}}}
+workloads:
+  - path: manifests.yaml
+{}assertions:
+  - name: pdbs
+    pdbRespected: {{}}
+",
+        steps(&plan, workloads.len())
+    )
+}
+
+fn run(
+    workloads: &[Workload],
+    plan: &[Step],
+    baseline: u32,
+    unlabelled: bool,
+    seed: u64,
+) -> Option<(Drill, DrillReport)> {
+    let dir = tempfile::tempdir().ok()?;
+    std::fs::write(dir.path().join("manifests.yaml"), manifests(workloads)).ok()?;
+    let text = drill_text(workloads, plan, baseline, unlabelled);
+    let drill = Drill::from_source(SourceFile::new(dir.path().join("drill.yaml"), text))
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    match run_drill(&drill, seed, &provision) {
+        Ok(report) => Some((drill, report)),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn check_invariants(drill: &Drill, report: &DrillReport) {
+    // Bindings and attachments, replayed from the timeline.
+    let mut bound: BTreeMap<String, String> = BTreeMap::new();
+    let mut attached: BTreeMap<String, String> = BTreeMap::new();
+    for e in &report.timeline {
+        let object = format!("{}/{}", e.object.namespace, e.object.name);
+        let node = e.node.clone().unwrap_or_default();
+        match e.kind {
+            EventKind::PodScheduled => {
+                if let Some(previous) = bound.insert(object.clone(), node.clone()) {
+                    panic!("{object} bound to {node} while bound to {previous}");
+                }
+            }
+            EventKind::PodDeleted => {
+                bound.remove(&object);
+            }
+            EventKind::VolumeAttached => {
+                if let Some(previous) = attached.insert(object.clone(), node.clone())
+                    && previous != node
+                {
+                    panic!("{object} attached to {node} while attached to {previous}");
+                }
+            }
+            EventKind::VolumeDetached => {
+                attached.remove(&object);
+            }
+            _ => {}
+        }
+    }
+    // Required affinity: every placement satisfies its workload's rules.
+    let specs: BTreeMap<String, PodSpec> = drill
+        .workloads
+        .iter()
+        .filter_map(|d| {
+            let spec: PodSpec =
+                serde_json::from_value(d.value.pointer("/spec/template/spec")?.clone()).ok()?;
+            Some((drillbench::drill::workload_key(&d.value), spec))
+        })
+        .collect();
+    for e in report
+        .timeline
+        .iter()
+        .filter(|e| e.kind == EventKind::PodScheduled && e.object.namespace == "apps")
+    {
+        let workload = e
+            .object
+            .name
+            .rsplit_once('-')
+            .map(|(w, _)| w)
+            .unwrap_or_default();
+        let spec = specs
+            .iter()
+            .find(|(k, _)| k.ends_with(&format!("/{workload}")))
+            .map(|(_, s)| s)
+            .expect("a workload for every pod");
+        let required = RequiredNodeAffinity::from_pod_spec(spec).expect("compiles");
+        let node_labels = node_labels(report, e.node.as_deref().unwrap_or_default());
+        let node = Node {
+            metadata: ObjectMeta {
+                labels: Some(node_labels),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(
+            required.matches(&node),
+            "{} bound to {:?} against its required affinity",
+            e.object.name,
+            e.node
+        );
+    }
+    // No eviction took a budget below what it protects.
+    let pdbs = &report.assertions[0];
+    assert_eq!(pdbs.verdict, drillbench::report::Verdict::Pass, "{pdbs:?}");
+}
+
+/// A node's labels, from the topology its pool was made from.
+fn node_labels(report: &DrillReport, node: &str) -> BTreeMap<String, String> {
+    let pool = report
+        .timeline
+        .iter()
+        .find(|e| e.kind == EventKind::NodeAdded && e.node.as_deref() == Some(node))
+        .and_then(|e| e.pool.clone())
+        .unwrap_or_default();
+    report
+        .topology
+        .pools
+        .iter()
+        .find(|p| p.name == pool)
+        .map(|p| p.labels.clone())
+        .unwrap_or_default()
+}
+
+fn workload() -> impl Strategy<Value = Workload> {
+    (
+        any::<bool>(),
+        0u32..5,
+        256u32..6144,
+        any::<u8>(),
+        proptest::option::of(any::<u8>()),
+    )
+        .prop_map(
+            |(stateful, replicas, memory_mi, placement, budget)| Workload {
+                stateful,
+                replicas,
+                memory_mi,
+                placement,
+                budget,
+            },
+        )
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        Just(Step::Crash),
+        any::<bool>().prop_map(Step::Delete),
+        (0usize..8, 0u32..8).prop_map(|(w, r)| Step::Scale(w, r)),
+        (1u32..15).prop_map(Step::Wait),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn invariants_hold_and_runs_replay(
+        workloads in prop::collection::vec(workload(), 0..6),
+        plan in prop::collection::vec(step(), 0..6),
+        baseline in 1u32..4,
+        unlabelled in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        if let Some((drill, report)) = run(&workloads, &plan, baseline, unlabelled, seed) {
+            check_invariants(&drill, &report);
+            let (_, again) = run(&workloads, &plan, baseline, unlabelled, seed).expect("replays");
+            // The drill file lives in a fresh temp dir each time; the rest is equal.
+            let strip = |r: &DrillReport| { let mut r = r.clone(); r.drill.file.clear(); r.to_json() };
+            prop_assert_eq!(strip(&report), strip(&again));
+        }
+    }
+}
