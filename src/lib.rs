@@ -10,6 +10,7 @@ pub mod app;
 pub mod audit;
 pub mod drill;
 pub mod duration;
+pub mod endpoint;
 pub mod exit;
 pub mod k8s;
 pub mod manifest;
