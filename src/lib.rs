@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod audit;
+pub mod backend;
 pub mod drill;
 pub mod duration;
 pub mod endpoint;
