@@ -640,8 +640,11 @@ impl Docker {
     /// `docker stop`: SIGTERM (or the stop signal), then SIGKILL after
     /// `grace`.
     pub fn stop(&self, container: &Container, grace: Duration) -> Result<(), DockerError> {
+        // The call itself may take the whole grace period, so its bound
+        // must outlast it.
+        let timeout = self.timeout.max(grace + Duration::from_secs(30));
         let grace = grace.as_secs().to_string();
-        self.run(["stop", "--time", grace.as_str(), container.id()])
+        self.run_within(timeout, ["stop", "--time", grace.as_str(), container.id()])
             .map(drop)
     }
 
@@ -758,8 +761,14 @@ impl Docker {
         let filter = run.filter();
         let mut cleaned = Cleaned::default();
         for container in self.list(run)? {
-            self.run(["rm", "--force", "--volumes", container.id.as_str()])?;
-            cleaned.containers.push(container.name);
+            // Another clean (or the engine's own --rm) may have got there
+            // first; gone is what we wanted.
+            match self.run(["rm", "--force", "--volumes", container.id.as_str()]) {
+                Ok(_) => cleaned.containers.push(container.name),
+                Err(DockerError::Failed { stderr, .. })
+                    if stderr.to_ascii_lowercase().contains("no such container") => {}
+                Err(error) => return Err(error),
+            }
         }
         let networks = self.run([
             "network",
@@ -807,6 +816,15 @@ impl Docker {
         I: IntoIterator<Item = A>,
         A: Into<OsString>,
     {
+        self.run_within(self.timeout, args)
+    }
+
+    /// [`Docker::run`] with a bound of its own.
+    fn run_within<I, A>(&self, timeout: Duration, args: I) -> Result<String, DockerError>
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
         let mut all: Vec<OsString> = Vec::new();
         if let Some(host) = &self.host {
             all.extend(["--host".into(), host.into()]);
@@ -832,16 +850,12 @@ impl Docker {
             .unchecked()
             .start()
             .map_err(missing)?;
-        if handle
-            .wait_timeout(self.timeout)
-            .map_err(missing)?
-            .is_none()
-        {
+        if handle.wait_timeout(timeout).map_err(missing)?.is_none() {
             // Best effort: the timeout is what the caller must hear about.
             let _ = handle.kill();
             return Err(DockerError::Timeout {
                 command,
-                seconds: self.timeout.as_secs(),
+                seconds: timeout.as_secs(),
             });
         }
         let output = handle.into_output().map_err(missing)?;
