@@ -52,18 +52,28 @@ impl Upstream {
     }
 }
 
-/// A loopback server that accepts every client and never answers, for
-/// connections that must stay open.
-async fn silent_upstream() -> (SocketAddr, JoinHandle<()>) {
+/// A loopback server that never answers and keeps every connection open;
+/// reports each client that sent something (the health checks' connects
+/// send nothing and close at once).
+async fn silent_upstream() -> (
+    SocketAddr,
+    JoinHandle<()>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let (accepted, on_accept) = tokio::sync::mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
         let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            held.push(stream);
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut first = [0; 1];
+            if matches!(stream.read(&mut first).await, Ok(1)) {
+                held.push(stream);
+                let _ = accepted.send(());
+            }
         }
     });
-    (addr, task)
+    (addr, task, on_accept)
 }
 
 /// A loopback port whose accept queue is full and never drained: the
@@ -229,7 +239,7 @@ async fn with_no_healthy_upstream_clients_fail_fast_instead_of_hanging() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_closes_the_listener_and_open_connections_and_leaves_no_tasks() {
-    let (upstream, upstream_task) = silent_upstream().await;
+    let (upstream, upstream_task, mut accepted) = silent_upstream().await;
     let metrics = tokio::runtime::Handle::current().metrics();
     let tasks_before = metrics.num_alive_tasks();
 
@@ -238,9 +248,10 @@ async fn shutdown_closes_the_listener_and_open_connections_and_leaves_no_tasks()
         .unwrap();
     let listen = proxy.local_addr();
     let mut open = TcpStream::connect(listen).await.unwrap();
-    // The upstream never writes, so this connection stays open until the
-    // proxy closes it; writing proves it was forwarded first.
     open.write_all(b"hello").await.unwrap();
+    guarded("the client to reach the upstream", accepted.recv())
+        .await
+        .expect("the upstream is running");
 
     proxy.shutdown().await;
 
@@ -251,7 +262,15 @@ async fn shutdown_closes_the_listener_and_open_connections_and_leaves_no_tasks()
         TcpStream::connect(listen).await.is_err(),
         "{listen} still accepts after shutdown"
     );
-    assert_eq!(metrics.num_alive_tasks(), tasks_before);
+    // A finished task leaves the runtime's count just after its JoinHandle
+    // resolves, on another worker; wait for the count rather than read it
+    // once. A leaked task never leaves, and trips the guard.
+    guarded("the proxy's tasks to end", async {
+        while metrics.num_alive_tasks() != tasks_before {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
 
     upstream_task.abort();
 }
