@@ -1220,6 +1220,15 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_spec_survives_a_trip_through_json() {
+        // A drill writes the spec down before removing the container, so a
+        // crash in between still leaves a way back.
+        let spec = fixture();
+        let text = serde_json::to_string(&spec).unwrap();
+        assert_eq!(serde_json::from_str::<ContainerSpec>(&text).unwrap(), spec);
+    }
+
+    #[test]
     fn own_aliases_drop_the_short_id_and_repeats() {
         let aliases = ["0123456789ab", "cp-1", "api", "cp-1"]
             .map(String::from)
