@@ -12,6 +12,7 @@ pub mod audit;
 pub mod backend;
 pub mod drill;
 pub mod duration;
+pub mod endpoint;
 pub mod exit;
 pub mod k8s;
 pub mod manifest;
