@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::drill::Drill;
 use crate::exit::Exit;
-use crate::report::{DrillReport, junit, markdown};
+use crate::report::{DrillReport, html, junit, markdown};
 use crate::scenario::{self, catalog};
 
 /// Output streams of a command, and whether to colour diagnostics.
@@ -143,15 +143,18 @@ pub enum ReportFormat {
     Markdown,
     /// JUnit XML for CI test reporting.
     Junit,
+    /// One self-contained HTML file.
+    Html,
 }
 
-/// `bench report FILE.json --format md|junit`: re-renders a stored report.
+/// `bench report FILE.json --format md|junit|html`: re-renders a stored report.
 pub fn report(file: &Path, format: ReportFormat, io: &mut Io<'_>) -> Exit {
     match DrillReport::read(file) {
         Ok(report) => {
             let text = match format {
                 ReportFormat::Markdown => markdown::render(&report),
                 ReportFormat::Junit => junit::render(&report),
+                ReportFormat::Html => html::render(&report),
             };
             let _ = write!(io.out, "{text}");
             Exit::Success

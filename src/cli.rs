@@ -183,6 +183,7 @@ struct ReportArgs {
 enum ReportFormat {
     Md,
     Junit,
+    Html,
 }
 
 pub fn main() -> ExitCode {
@@ -238,6 +239,7 @@ impl From<ReportFormat> for app::ReportFormat {
         match format {
             ReportFormat::Md => app::ReportFormat::Markdown,
             ReportFormat::Junit => app::ReportFormat::Junit,
+            ReportFormat::Html => app::ReportFormat::Html,
         }
     }
 }

@@ -3,10 +3,11 @@
 //!
 //! The model knows nothing of which backend produced it: the assertions
 //! fill it from a timeline of events, and the renderers ([`markdown`],
-//! [`junit`]) read only this model. Times are milliseconds since the drill
+//! [`junit`], [`html`]) read only this model. Times are milliseconds since the drill
 //! started (virtual time on the simulator), integers so that the same seed
 //! gives the same bytes.
 
+pub mod html;
 pub mod junit;
 pub mod markdown;
 
@@ -360,13 +361,15 @@ impl DrillReport {
 }
 
 /// Writes a report in every format into `dir` (created if missing) and
-/// returns the files written: `report.json`, `report.md`, `report.junit.xml`.
+/// returns the files written: `report.json`, `report.md`, `report.junit.xml`,
+/// `report.html`.
 pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let files = [
         ("report.json", report.to_json()),
         ("report.md", markdown::render(report)),
         ("report.junit.xml", junit::render(report)),
+        ("report.html", html::render(report)),
     ];
     let mut written = Vec::new();
     for (name, text) in files {
