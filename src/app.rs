@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::drill::Drill;
 use crate::exit::Exit;
+use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
 use crate::report::{DrillReport, html, junit, markdown};
 use crate::scenario::{self, catalog};
 
@@ -147,8 +148,26 @@ pub enum ReportFormat {
     Html,
 }
 
-/// `bench report FILE.json --format md|junit|html`: re-renders a stored report.
+/// `bench report FILE.json --format md|junit|html`: re-renders a stored
+/// drill report, or a stored sweep (recognised by its `format` field).
 pub fn report(file: &Path, format: ReportFormat, io: &mut Io<'_>) -> Exit {
+    if is_sweep(file) {
+        return match SweepReport::read(file) {
+            Ok(s) => {
+                let text = match format {
+                    ReportFormat::Markdown => sweep::markdown(&s),
+                    ReportFormat::Junit => sweep::junit(&s),
+                    ReportFormat::Html => sweep::html(&s),
+                };
+                let _ = write!(io.out, "{text}");
+                Exit::Success
+            }
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                Exit::BadInput
+            }
+        };
+    }
     match DrillReport::read(file) {
         Ok(report) => {
             let text = match format {
@@ -164,4 +183,14 @@ pub fn report(file: &Path, format: ReportFormat, io: &mut Io<'_>) -> Exit {
             Exit::BadInput
         }
     }
+}
+
+/// Whether `file` declares the sweep format; anything else (unreadable,
+/// not JSON, another format) is left to the drill-report reader's errors.
+fn is_sweep(file: &Path) -> bool {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned))
+        .is_some_and(|f| f == SWEEP_FORMAT)
 }

@@ -172,7 +172,7 @@ enum AuditFormat {
 
 #[derive(Debug, Args)]
 struct ReportArgs {
-    /// A `report.json` written by `bench run`.
+    /// A `report.json` written by `bench run` (or a sweep's JSON).
     file: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Md)]

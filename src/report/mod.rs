@@ -3,13 +3,15 @@
 //!
 //! The model knows nothing of which backend produced it: the assertions
 //! fill it from a timeline of events, and the renderers ([`markdown`],
-//! [`junit`], [`html`]) read only this model. Times are milliseconds since the drill
+//! [`junit`], [`html`]) read only this model. Many runs of one drill
+//! aggregate into a [`sweep::SweepReport`]. Times are milliseconds since the drill
 //! started (virtual time on the simulator), integers so that the same seed
 //! gives the same bytes.
 
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod sweep;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
