@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::drill::Drill;
 use crate::exit::Exit;
+use crate::report::compare::{self, Noise};
 use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
 use crate::report::{DrillReport, html, junit, markdown};
 use crate::scenario::{self, catalog};
@@ -193,4 +194,51 @@ fn is_sweep(file: &Path) -> bool {
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned))
         .is_some_and(|f| f == SWEEP_FORMAT)
+}
+
+/// Output formats of `bench report compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareFormat {
+    /// Plain text, one line per finding.
+    Text,
+    /// Markdown for a CI job summary.
+    Markdown,
+}
+
+/// `bench report compare OLD.json NEW.json`: exit 1 when NEW regressed
+/// against OLD, 0 when not, 2 when the files cannot be read or are reports
+/// of different drills (unless `force`).
+pub fn report_compare(
+    old: &Path,
+    new: &Path,
+    format: CompareFormat,
+    force: bool,
+    io: &mut Io<'_>,
+) -> Exit {
+    let (old, new) = match (DrillReport::read(old), DrillReport::read(new)) {
+        (Ok(old), Ok(new)) => (old, new),
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Exit::BadInput;
+        }
+    };
+    let noise = Noise::default();
+    match compare::compare(&old, &new, noise, force) {
+        Ok(comparison) => {
+            let text = match format {
+                CompareFormat::Text => compare::render_text(&comparison, noise),
+                CompareFormat::Markdown => compare::render_markdown(&comparison, noise),
+            };
+            let _ = write!(io.out, "{text}");
+            if comparison.regressed() {
+                Exit::AssertionFailed
+            } else {
+                Exit::Success
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            Exit::BadInput
+        }
+    }
 }

@@ -4,10 +4,12 @@
 //! The model knows nothing of which backend produced it: the assertions
 //! fill it from a timeline of events, and the renderers ([`markdown`],
 //! [`junit`], [`html`]) read only this model. Many runs of one drill
-//! aggregate into a [`sweep::SweepReport`]. Times are milliseconds since the drill
+//! aggregate into a [`sweep::SweepReport`]; [`compare`] tells what got worse
+//! between two runs. Times are milliseconds since the drill
 //! started (virtual time on the simulator), integers so that the same seed
 //! gives the same bytes.
 
+pub mod compare;
 pub mod html;
 pub mod junit;
 pub mod markdown;
