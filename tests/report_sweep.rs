@@ -250,6 +250,9 @@ fn html_of_a_thousand_seeds() {
         );
         assert!(text.contains(&cmd), "seed {}", f.seed);
     }
+    // Durations read to the second: p99 is 18m6.810s in the JSON.
+    assert_eq!(s.figures["rto.all-workloads"].p99.round(), 1_086_810.0);
+    assert!(text.contains("<td class=\"num\">18m7s</td>"));
     // Histograms for the RTO and the RPO figure, not for the ratio.
     let hists: Vec<_> = doc
         .descendants()

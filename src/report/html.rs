@@ -1139,5 +1139,5 @@ svg .hl-label{fill:#be123c;font-weight:600;font-size:10px}\
 .hists{display:flex;flex-wrap:wrap;gap:12px}figure.hist{margin:8px 0}figcaption{font-size:13px;margin-bottom:2px}\
 svg .bars rect{fill:#3b82f6}svg .haxis line{stroke:#6b7280}svg .haxis text{fill:#374151}\
 svg .pct line{stroke:#dc2626;stroke-dasharray:3 2}svg .pct text{fill:#991b1b;font-size:10.5px}\
-table.seeds{width:auto}\
+table.seeds,table.tally{width:auto}\
 ";

@@ -16,7 +16,7 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::{Deserialize, Serialize};
 
-use super::html::{CSS, esc, figure_value};
+use super::html::{CSS, esc};
 use super::{DrillIdentity, DrillReport, Outcome, Verdict};
 
 /// The version of the sweep format; bump it on any incompatible change.
@@ -162,6 +162,17 @@ pub enum SweepError {
         /// What was wrong.
         message: String,
     },
+}
+
+/// A figure for a sweep's tables: durations of a minute or more to the
+/// second, since a distribution's milliseconds are noise to a reader (the
+/// JSON keeps them exact).
+fn figure_value(value: f64, unit: &str) -> String {
+    if unit == "ms" && value >= 60_000.0 {
+        super::html::figure_value((value / 1000.0).round() * 1000.0, unit)
+    } else {
+        super::html::figure_value(value, unit)
+    }
 }
 
 /// The nearest-rank percentile of ascending `sorted` values; `None` when
@@ -531,7 +542,7 @@ pub fn html(sweep: &SweepReport) -> String {
         esc(&sweep.drill.content_hash)
     );
     h.push_str(
-        "<section id=\"assertions\"><h2>Assertions</h2><table class=\"verdicts\"><thead><tr>\
+        "<section id=\"assertions\"><h2>Assertions</h2><table class=\"verdicts tally\"><thead><tr>\
          <th>Verdict</th><th>Assertion</th><th>Passed</th><th>Failed</th><th>Pass rate</th></tr></thead><tbody>\n",
     );
     for a in &sweep.assertions {
