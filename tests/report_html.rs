@@ -523,3 +523,63 @@ fn bench_report_renders_html_and_write_all_writes_it() {
     let written = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
     assert_eq!(written, html::render(&fixture("passing.json")));
 }
+
+/// A backend that records only the node's deletion still ends its pods
+/// there, and a node added and Ready at the same instant draws no empty
+/// booting segment.
+#[test]
+fn pods_end_with_their_node() {
+    let mut r = fixture("passing.json");
+    let node = "autoscale-cx53-aaaaaaaaaaaa";
+    let pool = Some("autoscale-cx53");
+    r.timeline = vec![
+        event(
+            60_000,
+            EventKind::NodeAdded,
+            ("Node", "", node),
+            Some(node),
+            pool,
+            "added",
+        ),
+        event(
+            60_000,
+            EventKind::NodeReady,
+            ("Node", "", node),
+            Some(node),
+            pool,
+            "ready",
+        ),
+        event(
+            120_000,
+            EventKind::PodScheduled,
+            ("Pod", "load", "burst-7"),
+            Some(node),
+            pool,
+            "bound",
+        ),
+        event(
+            600_000,
+            EventKind::NodeDeleted,
+            ("Node", "", node),
+            Some(node),
+            pool,
+            "gone",
+        ),
+    ];
+    let text = html::render(&r);
+    assert!(
+        text.contains("<title>load/burst-7 on this node 2m to 10m</title>"),
+        "{text}"
+    );
+    let doc = parse(&text);
+    let lane = doc
+        .descendants()
+        .find(|n| n.attribute("data-node") == Some(node))
+        .expect("lane");
+    let states: Vec<_> = lane
+        .children()
+        .filter_map(|n| n.attribute("class"))
+        .filter(|c| c.starts_with("st-"))
+        .collect();
+    assert_eq!(states, ["st-ready", "st-deleted"]);
+}

@@ -441,6 +441,23 @@ fn build_model(report: &DrillReport) -> Model {
                     close_pod(&mut lanes, &old_node, &pod, from, at, &highlighted);
                 }
             }
+            // Pods cannot outlive their Node object (the pod garbage
+            // collector removes them), even when a backend records no
+            // PodDeleted; a bar past the deletion would mislead.
+            EventKind::NodeDeleted => {
+                if let Some(node) = &node {
+                    let gone: Vec<String> = open_pods
+                        .iter()
+                        .filter(|(_, (n, _))| n == node)
+                        .map(|(pod, _)| pod.clone())
+                        .collect();
+                    for pod in gone {
+                        if let Some((_, from)) = open_pods.remove(&pod) {
+                            close_pod(&mut lanes, node, &pod, from, at, &highlighted);
+                        }
+                    }
+                }
+            }
             EventKind::ApiUnavailable => {
                 has_api_events = true;
                 api_down_since.get_or_insert(at);
@@ -573,6 +590,11 @@ fn push_state(
     to: u64,
     state: NodeState,
 ) {
+    // A state that lasted no time (a node added and Ready at the same
+    // instant) is not worth a pixel.
+    if from == to && state != NodeState::Deleted {
+        return;
+    }
     if let Some(lane) = lanes.get_mut(node) {
         // Merge a state that repeats, so a flapping report stays small.
         if let Some(last) = lane.states.last_mut()
