@@ -583,3 +583,37 @@ fn pods_end_with_their_node() {
         .collect();
     assert_eq!(states, ["st-ready", "st-deleted"]);
 }
+
+/// The stored failing report never places openbao-0 on the timeline; the
+/// fact still shows, as a dot on the node's lane, in the pool its name
+/// pattern says.
+#[test]
+fn a_fact_without_a_pod_bar_is_a_dot_on_its_node() {
+    let text = html::render(&fixture("failing.json"));
+    let doc = parse(&text);
+    let pool = doc
+        .descendants()
+        .find(|n| n.attribute("data-pool") == Some("autoscale-cx43"))
+        .expect("the autoscaler pool");
+    let lane = pool
+        .descendants()
+        .find(|n| n.attribute("data-node") == Some("autoscale-cx43-6406b46e4820"))
+        .expect("the node's lane is in its pool");
+    let dots: Vec<_> = lane
+        .children()
+        .filter(|n| n.attribute("class") == Some("evidence"))
+        .collect();
+    assert_eq!(dots.len(), 1);
+    let title = dots[0]
+        .first_element_child()
+        .and_then(|t| t.text())
+        .unwrap_or_default();
+    assert!(
+        title.starts_with("12m34s hcloud-off-autoscalers: openbao/openbao-0: node lacks label"),
+        "{title}"
+    );
+    // Where the timeline has the pod's bar, the bar carries it instead.
+    assert!(!html::render(&story(true)).contains("<circle class=\"evidence\""));
+    // The passing report has no dot at all.
+    assert!(!html::render(&fixture("passing.json")).contains("<circle class=\"evidence\""));
+}

@@ -264,6 +264,8 @@ struct Lane {
     states: Vec<(u64, u64, NodeState)>,
     pods: Vec<PodSpan>,
     faults: Vec<(u64, String)>,
+    /// Facts of failing assertions about this node that no pod bar shows.
+    evidence: Vec<(u64, String)>,
 }
 
 /// A pool's lanes, in display order.
@@ -489,6 +491,38 @@ fn build_model(report: &DrillReport) -> Model {
     for (node, c) in &conds {
         push_state(&mut lanes, node, c.since, end, state_of(c));
     }
+    // A failing fact whose pod has no bar (the timeline never placed it)
+    // still shows, as a dot on its node's lane at its time.
+    let drawn: BTreeSet<String> = lanes
+        .values()
+        .flat_map(|l| l.pods.iter().map(|p| p.pod.clone()))
+        .collect();
+    for a in report
+        .assertions
+        .iter()
+        .filter(|a| a.verdict == Verdict::Fail)
+    {
+        for e in &a.evidence {
+            let Some(node) = &e.node else { continue };
+            if e.pod.as_ref().is_some_and(|p| drawn.contains(p)) {
+                continue;
+            }
+            let lane = lanes.entry(node.clone()).or_insert_with(|| Lane {
+                first_seen: e.at_ms,
+                ..Lane::default()
+            });
+            let what = match &e.pod {
+                Some(pod) => format!("{}: {pod}: {}", a.name, e.detail),
+                None => format!("{}: {}", a.name, e.detail),
+            };
+            lane.evidence.push((e.at_ms, what));
+        }
+    }
+    for (node, lane) in &mut lanes {
+        if lane.pool.is_none() {
+            lane.pool = pool_by_pattern(report, node);
+        }
+    }
 
     // RTO spans start at the first fault: that is what an RTO measures from.
     let fault_at = faults.first().map(|(at, _)| *at).unwrap_or(0);
@@ -562,6 +596,20 @@ fn build_model(report: &DrillReport) -> Model {
         rto,
         highlighted,
     }
+}
+
+/// The pool whose name pattern (`autoscale-cx43-{hex12}`) fits a node no
+/// event assigned to a pool.
+fn pool_by_pattern(report: &DrillReport, node: &str) -> Option<String> {
+    report
+        .topology
+        .pools
+        .iter()
+        .find(|p| {
+            let prefix = p.name_pattern.split('{').next().unwrap_or_default();
+            !prefix.is_empty() && p.name_pattern.contains('{') && node.starts_with(prefix)
+        })
+        .map(|p| p.name.clone())
 }
 
 fn pool_of_static(report: &DrillReport, node: &str) -> String {
@@ -708,7 +756,7 @@ fn legend(h: &mut String, m: &Model) {
         "<span class=\"key\"><span class=\"sw st-notready-sw\"></span>NotReady</span>\
          <span class=\"key\"><span class=\"sw st-cordoned-sw\"></span>cordoned</span>\
          <span class=\"key\"><span class=\"sw st-booting-sw\"></span>booting</span>\
-         <span class=\"key\"><span class=\"sw hl-sw\"></span>pod named by a failing assertion</span>\
+         <span class=\"key\"><span class=\"sw hl-sw\"></span>named by a failing assertion (bar: its pod; dot: a fact the timeline has no pod for)</span>\
          <span class=\"key\"><span class=\"sw fault-sw\"></span>fault</span></p>\n",
     );
 }
@@ -870,10 +918,9 @@ fn overview(h: &mut String, m: &Model) {
 fn pool_lanes(h: &mut String, m: &Model, g: &PoolGroup) {
     let pods: usize = g.lanes.iter().map(|(_, l)| l.pods.len()).sum();
     // A big pool starts folded unless it holds what the reader came for.
-    let notable = g
-        .lanes
-        .iter()
-        .any(|(_, l)| !l.faults.is_empty() || l.pods.iter().any(|p| p.highlighted));
+    let notable = g.lanes.iter().any(|(_, l)| {
+        !l.faults.is_empty() || !l.evidence.is_empty() || l.pods.iter().any(|p| p.highlighted)
+    });
     let open = if g.lanes.len() <= POOL_OPEN_LANES || notable {
         " open=\"open\""
     } else {
@@ -956,6 +1003,7 @@ fn pool_lanes(h: &mut String, m: &Model, g: &PoolGroup) {
             );
         }
         pods_of_lane(h, m, lane, y + STATE_H + 2.0);
+        evidence_dots(h, m, lane, y);
         h.push_str("</g>\n");
     }
     h.push_str("</svg></details>\n");
@@ -991,7 +1039,9 @@ fn pods_of_lane(h: &mut String, m: &Model, lane: &Lane, top: f64) {
         }
     } else {
         density(h, m, &plain, top, band);
-        for p in &marked {
+        // Highlighted pods are few in any real failure; a cap still keeps
+        // a pathological report bounded.
+        for p in marked.iter().take(HIGHLIGHTED_BARS) {
             let _ = write!(
                 h,
                 "<rect class=\"pod hl\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"3\"><title>{} on this node {} to {}</title></rect>",
@@ -1020,6 +1070,43 @@ fn pods_of_lane(h: &mut String, m: &Model, lane: &Lane, top: f64) {
             (x(p.to, m.end) + 3.0).min(LABEL_W + PLOT_W - 120.0),
             top + 7.0 + i as f64 * 8.0,
             esc(&truncate(&p.pod, 40))
+        );
+    }
+}
+
+/// Most highlighted pod bars on one folded lane.
+const HIGHLIGHTED_BARS: usize = 10;
+
+/// Most evidence dots on one lane; the rest are counted, not drawn.
+const EVIDENCE_DOTS: usize = 10;
+
+fn evidence_dots(h: &mut String, m: &Model, lane: &Lane, y: f64) {
+    for (i, (at, what)) in lane.evidence.iter().take(EVIDENCE_DOTS).enumerate() {
+        let cx = x(*at, m.end);
+        let _ = write!(
+            h,
+            "<circle class=\"evidence\" cx=\"{cx:.1}\" cy=\"{:.1}\" r=\"4\"><title>{} {}</title></circle>",
+            y + LANE_H / 2.0,
+            format_ms(*at),
+            esc(what)
+        );
+        if i == 0 {
+            let _ = write!(
+                h,
+                "<text class=\"hl-label\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                (cx + 7.0).min(LABEL_W + PLOT_W - 200.0),
+                y + LANE_H / 2.0 + 4.0,
+                esc(&truncate(what, 60))
+            );
+        }
+    }
+    if lane.evidence.len() > EVIDENCE_DOTS {
+        let _ = write!(
+            h,
+            "<text class=\"side\" x=\"{:.1}\" y=\"{:.1}\">+{} facts</text>",
+            LABEL_W + PLOT_W + 6.0,
+            y + LANE_H - 2.0,
+            lane.evidence.len() - EVIDENCE_DOTS
         );
     }
 }
@@ -1157,7 +1244,7 @@ svg .node{fill:#1f2937;font-family:ui-monospace,Menlo,Consolas,monospace;font-si
 svg .st-ready{opacity:.55}svg .st-notready{fill:#dc2626}svg .st-cordoned{fill:#f59e0b}\
 svg .st-booting{fill:#d1d5db}svg line.st-deleted{stroke:#9ca3af;stroke-dasharray:2 3}\
 svg .pod{fill:#374151}svg .pod.hl{fill:#e11d48}svg .density rect{fill:#64748b}\
-svg .hl-label{fill:#be123c;font-weight:600;font-size:10px}\
+svg .hl-label{fill:#be123c;font-weight:600;font-size:10px}svg .evidence{fill:#e11d48;stroke:#fff;stroke-width:1}\
 .hists{display:flex;flex-wrap:wrap;gap:12px}figure.hist{margin:8px 0}figcaption{font-size:13px;margin-bottom:2px}\
 svg .bars rect{fill:#3b82f6}svg .haxis line{stroke:#6b7280}svg .haxis text{fill:#374151}\
 svg .pct line{stroke:#dc2626;stroke-dasharray:3 2}svg .pct text{fill:#991b1b;font-size:10.5px}\
