@@ -619,3 +619,54 @@ fn a_fact_without_a_pod_bar_is_a_dot_on_its_node() {
     // The passing report has no dot at all.
     assert!(!html::render(&fixture("passing.json")).contains("<circle class=\"evidence\""));
 }
+
+/// Never panic on input: a timeline out of order, events at the end of
+/// the clock, an API that comes back before it went away.
+#[test]
+fn hostile_timelines_render() {
+    let mut r = story(true);
+    r.timeline.reverse();
+    r.duration_ms = u64::MAX;
+    r.timeline.push(event(
+        u64::MAX,
+        EventKind::ApiUnavailable,
+        ("Endpoint", "", "ip"),
+        None,
+        None,
+        "x",
+    ));
+    r.timeline.push(event(
+        5,
+        EventKind::ApiAvailable,
+        ("Endpoint", "", "ip"),
+        None,
+        None,
+        "x",
+    ));
+    r.timeline.push(event(
+        u64::MAX,
+        EventKind::PodScheduled,
+        ("Pod", "a", "b"),
+        Some("n"),
+        None,
+        "x",
+    ));
+    r.figures.insert(
+        "rto.x".to_owned(),
+        Figure {
+            value: f64::MAX,
+            unit: "ms".to_owned(),
+        },
+    );
+    r.figures.insert(
+        "rto.y".to_owned(),
+        Figure {
+            value: -5.0,
+            unit: "ms".to_owned(),
+        },
+    );
+    parse(&html::render(&r));
+    r.duration_ms = 0;
+    r.timeline.clear();
+    parse(&html::render(&r));
+}

@@ -125,6 +125,11 @@ fn p95_of_twenty_runs_is_the_nineteenth() {
     let d = Distribution::of("ms", &values).expect("values");
     assert_eq!((d.p50, d.p95, d.p99), (100.0, 190.0, 200.0));
     assert_eq!(d.histogram, vec![1; 20]);
+    // Extreme and non-finite values neither panic nor count.
+    let d = Distribution::of("ms", &[f64::MAX, -f64::MAX, f64::NAN, f64::INFINITY])
+        .expect("two finite values");
+    assert_eq!((d.count, d.histogram.iter().sum::<u64>()), (2, 2));
+    assert!(Distribution::of("ms", &[f64::NAN]).is_none());
 }
 
 #[test]

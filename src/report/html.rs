@@ -791,7 +791,10 @@ fn overview(h: &mut String, m: &Model) {
             axis_y - 2.0,
             format_ms(t)
         );
-        t += step;
+        let Some(next) = t.checked_add(step) else {
+            break;
+        };
+        t = next;
     }
     h.push_str("</g>\n");
     // Steps.
@@ -863,10 +866,13 @@ fn overview(h: &mut String, m: &Model) {
                 width(*from, *to, m.end),
                 format_ms(*from),
                 format_ms(*to),
-                format_ms(to - from)
+                format_ms(to.saturating_sub(*from))
             );
         }
-        let down: u64 = m.api_down.iter().map(|(a, b)| b - a).sum();
+        let down: u64 = m
+            .api_down
+            .iter()
+            .fold(0u64, |sum, (a, b)| sum.saturating_add(b.saturating_sub(*a)));
         let _ = write!(
             h,
             "<text class=\"side\" x=\"{:.1}\" y=\"{:.1}\">down {}</text>",
@@ -904,7 +910,7 @@ fn overview(h: &mut String, m: &Model) {
             "<g class=\"span\"><title>{0} = {1}</title><rect x=\"{2:.1}\" y=\"{3:.1}\" width=\"{4:.1}\" height=\"12\"/>\
              <text x=\"{5:.1}\" y=\"{6:.1}\">{0} {1}</text></g>",
             esc(name),
-            format_ms(to - from),
+            format_ms(to.saturating_sub(*from)),
             x(*from, m.end),
             y,
             width(*from, *to, m.end),
@@ -1133,8 +1139,8 @@ fn density(h: &mut String, m: &Model, pods: &[&PodSpan], top: f64, band: f64) {
     let bucket_ms = m.end.div_ceil(DENSITY_BUCKETS as u64).max(1);
     let mut counts = vec![0usize; DENSITY_BUCKETS];
     for (b, count) in counts.iter_mut().enumerate() {
-        let start = b as u64 * bucket_ms;
-        let stop = start + bucket_ms;
+        let start = (b as u64).saturating_mul(bucket_ms);
+        let stop = start.saturating_add(bucket_ms);
         let inside: Vec<PodSpan> = pods
             .iter()
             .filter(|p| {
@@ -1160,8 +1166,8 @@ fn density(h: &mut String, m: &Model, pods: &[&PodSpan], top: f64, band: f64) {
             e += 1;
         }
         if c > 0 {
-            let from = b as u64 * bucket_ms;
-            let to = (e as u64 * bucket_ms).min(m.end);
+            let from = (b as u64).saturating_mul(bucket_ms);
+            let to = (e as u64).saturating_mul(bucket_ms).min(m.end);
             let bar = band * c as f64 / max as f64;
             let _ = write!(
                 h,
