@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::backend::sim::SimBackend;
 use crate::drill::Drill;
 use crate::exit::Exit;
-use crate::report::{DrillReport, Outcome, Verdict, format_ms, junit, markdown, write_all};
+use crate::report::compare::{self, Noise};
+use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
+use crate::report::{DrillReport, Outcome, Verdict, format_ms, html, junit, markdown, write_all};
 use crate::run::{Provision, RunError, run_drill};
 use crate::scenario::{self, catalog};
 use crate::sim::Simulation;
@@ -142,7 +144,7 @@ pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
         }
     };
     if options.runs > 1 {
-        return sweep(&drill, options, provision, io);
+        return sweep(&drill, options, io);
     }
     let report = match run_drill(&drill, options.seed, provision) {
         Ok(report) => report,
@@ -226,60 +228,136 @@ pub fn summary(report: &DrillReport) -> String {
     text
 }
 
-/// `bench run --runs N`: N seeds from `--seed`, the distribution of every
-/// measured figure and the failing seeds.
-fn sweep(drill: &Drill, options: &RunOptions, provision: &Provision<'_>, io: &mut Io<'_>) -> Exit {
-    let mut figures: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-    let mut failing = Vec::new();
-    for seed in options.seed..options.seed + options.runs {
-        let report = match run_drill(drill, seed, provision) {
-            Ok(report) => report,
+/// `bench run --runs N`: N seeds from `--seed`, on both cores. Each seed's
+/// run is independent and deterministic, so the sweep is the same however
+/// the seeds are split; results are put back in seed order.
+fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    let seeds: Vec<u64> = (options.seed..options.seed.saturating_add(options.runs)).collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(seeds.len())
+        .max(1);
+    let chunk = seeds.len().div_ceil(workers);
+    let results: Vec<Result<Vec<DrillReport>, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = seeds
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|&seed| {
+                            let mut report = run_drill(drill, seed, &provision_sim)
+                                .map_err(|e| format!("seed {seed}: {e}"))?;
+                            // The aggregate needs verdicts and figures, not timelines.
+                            report.timeline.clear();
+                            Ok(report)
+                        })
+                        .collect::<Result<Vec<_>, String>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a sweep worker panicked".to_owned()))
+            })
+            .collect()
+    });
+    let mut reports = Vec::with_capacity(seeds.len());
+    for part in results {
+        match part {
+            Ok(part) => reports.extend(part),
             Err(e) => {
-                let _ = writeln!(io.err, "error: seed {seed}: {e}");
+                let _ = writeln!(io.err, "error: {e}");
                 return Exit::Infrastructure;
             }
-        };
-        for (name, figure) in &report.figures {
-            figures.entry(name.clone()).or_default().push(figure.value);
         }
-        if !report.passed() {
-            failing.push(seed);
+    }
+    let sweep = match SweepReport::from_runs(&reports) {
+        Ok(sweep) => sweep,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Exit::Infrastructure;
         }
+    };
+    let out = options.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(format!(
+            "{}-seed{}-runs{}",
+            drill.name(),
+            options.seed,
+            options.runs
+        ))
+    });
+    let files = [
+        ("sweep.json", sweep.to_json()),
+        ("sweep.md", sweep::markdown(&sweep)),
+        ("sweep.junit.xml", sweep::junit(&sweep)),
+        ("sweep.html", sweep::html(&sweep)),
+    ];
+    if let Err(e) = std::fs::create_dir_all(&out).and_then(|_| {
+        files
+            .iter()
+            .try_for_each(|(name, text)| std::fs::write(out.join(name), text))
+    }) {
+        let _ = writeln!(
+            io.err,
+            "error: cannot write the sweep to {}: {e}",
+            out.display()
+        );
+        return Exit::Infrastructure;
     }
     let _ = writeln!(
         io.out,
         "{} on {}: {} runs from seed {}, {} failed",
         drill.name(),
         options.backend.name(),
-        options.runs,
-        options.seed,
-        failing.len()
+        sweep.runs,
+        sweep.first_seed,
+        sweep.failures
     );
-    for (name, mut values) in figures {
-        values.sort_by(f64::total_cmp);
-        let pick =
-            |q: f64| values[((q * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1];
+    for (name, d) in &sweep.figures {
+        let show = |v: f64| {
+            if d.unit == "ms" {
+                format_ms(v.max(0.0) as u64)
+            } else {
+                format!("{v}")
+            }
+        };
         let _ = writeln!(
             io.out,
             "  {name}: p50 {} p95 {} p99 {} max {}",
-            pick(0.50),
-            pick(0.95),
-            pick(0.99),
-            values[values.len() - 1]
+            show(d.p50),
+            show(d.p95),
+            show(d.p99),
+            show(d.max)
         );
     }
-    for seed in failing.iter().take(20) {
+    for failing in sweep.failing_seeds.iter().take(10) {
         let _ = writeln!(
             io.out,
-            "  failing seed {seed}: bench run {} --seed {seed}",
-            drill.source.path.display()
+            "  failing seed {}: bench run {} --seed {} ({})",
+            failing.seed,
+            crate::run::display_path(&drill.source.path),
+            failing.seed,
+            failing.assertions.join(", ")
         );
     }
-    if failing.is_empty() {
+    let _ = writeln!(
+        io.out,
+        "reports: {}",
+        out.join("sweep.{json,md,junit.xml,html}").display()
+    );
+    if sweep.failures == 0 {
         Exit::Success
     } else {
         Exit::AssertionFailed
     }
+}
+
+/// Provisions a simulator for a drill and seed.
+fn provision_sim(drill: &Drill, seed: u64) -> Result<Box<dyn crate::backend::Backend>, RunError> {
+    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
+    Ok(Box::new(SimBackend::new(sim)))
 }
 
 /// The folder a run writes to when `--out` is not given.
@@ -294,18 +372,96 @@ pub enum ReportFormat {
     Markdown,
     /// JUnit XML for CI test reporting.
     Junit,
+    /// One self-contained HTML file.
+    Html,
 }
 
-/// `bench report FILE.json --format md|junit`: re-renders a stored report.
+/// `bench report FILE.json --format md|junit|html`: re-renders a stored
+/// drill report, or a stored sweep (recognised by its `format` field).
 pub fn report(file: &Path, format: ReportFormat, io: &mut Io<'_>) -> Exit {
+    if is_sweep(file) {
+        return match SweepReport::read(file) {
+            Ok(s) => {
+                let text = match format {
+                    ReportFormat::Markdown => sweep::markdown(&s),
+                    ReportFormat::Junit => sweep::junit(&s),
+                    ReportFormat::Html => sweep::html(&s),
+                };
+                let _ = write!(io.out, "{text}");
+                Exit::Success
+            }
+            Err(e) => {
+                let _ = writeln!(io.err, "error: {e}");
+                Exit::BadInput
+            }
+        };
+    }
     match DrillReport::read(file) {
         Ok(report) => {
             let text = match format {
                 ReportFormat::Markdown => markdown::render(&report),
                 ReportFormat::Junit => junit::render(&report),
+                ReportFormat::Html => html::render(&report),
             };
             let _ = write!(io.out, "{text}");
             Exit::Success
+        }
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            Exit::BadInput
+        }
+    }
+}
+
+/// Whether `file` declares the sweep format; anything else (unreadable,
+/// not JSON, another format) is left to the drill-report reader's errors.
+fn is_sweep(file: &Path) -> bool {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned))
+        .is_some_and(|f| f == SWEEP_FORMAT)
+}
+
+/// Output formats of `bench report compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareFormat {
+    /// Plain text, one line per finding.
+    Text,
+    /// Markdown for a CI job summary.
+    Markdown,
+}
+
+/// `bench report compare OLD.json NEW.json`: exit 1 when NEW regressed
+/// against OLD, 0 when not, 2 when the files cannot be read or are reports
+/// of different drills (unless `force`).
+pub fn report_compare(
+    old: &Path,
+    new: &Path,
+    format: CompareFormat,
+    force: bool,
+    io: &mut Io<'_>,
+) -> Exit {
+    let (old, new) = match (DrillReport::read(old), DrillReport::read(new)) {
+        (Ok(old), Ok(new)) => (old, new),
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Exit::BadInput;
+        }
+    };
+    let noise = Noise::default();
+    match compare::compare(&old, &new, noise, force) {
+        Ok(comparison) => {
+            let text = match format {
+                CompareFormat::Text => compare::render_text(&comparison, noise),
+                CompareFormat::Markdown => compare::render_markdown(&comparison, noise),
+            };
+            let _ = write!(io.out, "{text}");
+            if comparison.regressed() {
+                Exit::AssertionFailed
+            } else {
+                Exit::Success
+            }
         }
         Err(e) => {
             let _ = writeln!(io.err, "error: {e}");

@@ -38,7 +38,7 @@ enum Command {
     /// Static audits of rendered manifests.
     #[command(subcommand)]
     Audit(AuditCommand),
-    /// Re-render a stored JSON drill report.
+    /// Re-render a stored JSON drill report, or compare two.
     Report(ReportArgs),
     /// Print the JSON Schema of the drill language.
     Schema,
@@ -170,19 +170,57 @@ enum AuditFormat {
     Json,
 }
 
+/// `bench report FILE.json [--format …]` or `bench report compare OLD NEW`:
+/// the positional form stays for compatibility, the subcommand takes over
+/// when its name comes first.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 struct ReportArgs {
-    /// A `report.json` written by `bench run`.
-    file: PathBuf,
+    #[command(subcommand)]
+    command: Option<ReportCommand>,
+    /// A `report.json` written by `bench run` (or a sweep's JSON).
+    #[arg(required = true, value_name = "FILE")]
+    file: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
     format: ReportFormat,
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCommand {
+    /// What got worse from OLD to NEW: new failures, negative controls that
+    /// stopped biting, durations up more than 10 % and more than 30 s.
+    ///
+    /// Exit 0 no regression, 1 a regression, 2 bad input or reports of
+    /// different drills or drill contents (unless --force).
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+struct CompareArgs {
+    /// The earlier `report.json`.
+    old: PathBuf,
+    /// The later `report.json`.
+    new: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    format: CompareFormat,
+    /// Compare reports of different drills or drill contents anyway.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ReportFormat {
     Md,
     Junit,
+    Html,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum CompareFormat {
+    Text,
+    Md,
 }
 
 pub fn main() -> ExitCode {
@@ -210,7 +248,17 @@ pub fn main() -> ExitCode {
             drop(stdout);
             return audit_placement(args);
         }
-        Command::Report(args) => app::report(&args.file, args.format.into(), &mut io),
+        Command::Report(ReportArgs {
+            command: Some(ReportCommand::Compare(c)),
+            ..
+        }) => app::report_compare(&c.old, &c.new, c.format.into(), c.force, &mut io),
+        Command::Report(ReportArgs {
+            file: Some(file),
+            format,
+            ..
+        }) => app::report(&file, format.into(), &mut io),
+        // clap requires FILE when no subcommand is given.
+        Command::Report(_) => Exit::BadInput,
         Command::Schema => app::schema(&mut io),
     };
     exit.into()
@@ -238,6 +286,16 @@ impl From<ReportFormat> for app::ReportFormat {
         match format {
             ReportFormat::Md => app::ReportFormat::Markdown,
             ReportFormat::Junit => app::ReportFormat::Junit,
+            ReportFormat::Html => app::ReportFormat::Html,
+        }
+    }
+}
+
+impl From<CompareFormat> for app::CompareFormat {
+    fn from(format: CompareFormat) -> Self {
+        match format {
+            CompareFormat::Text => app::CompareFormat::Text,
+            CompareFormat::Md => app::CompareFormat::Markdown,
         }
     }
 }

@@ -283,7 +283,15 @@ fn write_all_writes_every_format() {
         .iter()
         .filter_map(|f| f.file_name().and_then(|n| n.to_str()).map(str::to_owned))
         .collect();
-    assert_eq!(names, ["report.json", "report.md", "report.junit.xml"]);
+    assert_eq!(
+        names,
+        [
+            "report.json",
+            "report.md",
+            "report.junit.xml",
+            "report.html"
+        ]
+    );
     let json = std::fs::read_to_string(out.join("report.json")).expect("json");
     assert_eq!(
         DrillReport::from_json(Path::new("report.json"), &json).expect("parses"),

@@ -3,12 +3,17 @@
 //!
 //! The model knows nothing of which backend produced it: the assertions
 //! fill it from a timeline of events, and the renderers ([`markdown`],
-//! [`junit`]) read only this model. Times are milliseconds since the drill
+//! [`junit`], [`html`]) read only this model. Many runs of one drill
+//! aggregate into a [`sweep::SweepReport`]; [`compare`] tells what got worse
+//! between two runs. Times are milliseconds since the drill
 //! started (virtual time on the simulator), integers so that the same seed
 //! gives the same bytes.
 
+pub mod compare;
+pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod sweep;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -360,13 +365,15 @@ impl DrillReport {
 }
 
 /// Writes a report in every format into `dir` (created if missing) and
-/// returns the files written: `report.json`, `report.md`, `report.junit.xml`.
+/// returns the files written: `report.json`, `report.md`, `report.junit.xml`,
+/// `report.html`.
 pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let files = [
         ("report.json", report.to_json()),
         ("report.md", markdown::render(report)),
         ("report.junit.xml", junit::render(report)),
+        ("report.html", html::render(report)),
     ];
     let mut written = Vec::new();
     for (name, text) in files {
