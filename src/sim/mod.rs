@@ -166,6 +166,8 @@ pub struct Simulation {
     pub pdbs: Vec<Pdb>,
     classes: Vec<ClassKey>,
     class_index: BTreeMap<ClassKey, usize>,
+    /// The first node of each class: what the scheduler judges a class by.
+    class_representatives: Vec<NodeId>,
     pending: BTreeSet<(Time, PodId)>,
     dirty: BTreeSet<WorkloadId>,
     /// The control plane.
@@ -214,6 +216,7 @@ impl Simulation {
             pdbs: Vec::new(),
             classes: Vec::new(),
             class_index: BTreeMap::new(),
+            class_representatives: Vec::new(),
             pending: BTreeSet::new(),
             dirty: BTreeSet::new(),
             cp: ControlPlane::default(),
@@ -350,16 +353,17 @@ impl Simulation {
                 .collect(),
             allocatable: (node.allocatable.cpu, node.allocatable.memory),
         };
+        let id = self.nodes.len();
         node.class = match self.class_index.get(&key) {
             Some(&c) => c,
             None => {
                 let c = self.classes.len();
                 self.classes.push(key.clone());
                 self.class_index.insert(key, c);
+                self.class_representatives.push(id);
                 c
             }
         };
-        let id = self.nodes.len();
         self.nodes.push(node);
         self.node_index.insert(name.to_owned(), id);
         self.obs.events.push(Event {

@@ -107,6 +107,12 @@ impl Simulation {
         for offset in 0..all {
             let node = (start + offset) % all;
             examined += 1;
+            // A node of a class the pod's affinity refuses fails whatever
+            // else holds; counting why exactly only matters when nothing
+            // fits, and then the pass below recounts in filter order.
+            if !classes[self.nodes[node].class].fits {
+                continue;
+            }
             match self.misfit(&template, &classes, pod, node) {
                 None => {
                     feasible.push(node);
@@ -119,6 +125,12 @@ impl Simulation {
         }
         self.sched_cursor = (start + examined) % all.max(1);
         if feasible.is_empty() {
+            misfits = [0; 6];
+            for node in 0..all {
+                if let Some(m) = self.misfit(&template, &classes, pod, node) {
+                    misfits[m as usize] += 1;
+                }
+            }
             let reasons: Vec<String> = [
                 Misfit::NotReady,
                 Misfit::Unschedulable,
@@ -148,24 +160,15 @@ impl Simulation {
     /// PreferNoSchedule standing. Judged once per pod rather than per node,
     /// since a class's nodes differ only by name.
     fn class_view(&self, template: &Template) -> Vec<ClassView> {
-        let mut representative: Vec<Option<NodeId>> = vec![None; self.classes.len()];
-        for (id, node) in self.nodes.iter().enumerate() {
-            if representative[node.class].is_none() {
-                representative[node.class] = Some(id);
-            }
-        }
         let mut cache = template.class_fit.borrow_mut();
         if cache.len() < self.classes.len() {
             cache.resize(self.classes.len(), None);
         }
-        representative
+        self.class_representatives
             .iter()
             .enumerate()
-            .map(|(class, node)| {
-                let Some(node) = node else {
-                    return ClassView::default();
-                };
-                let n = &self.nodes[*node];
+            .map(|(class, &node)| {
+                let n = &self.nodes[node];
                 let fits = template.per_node
                     || *cache[class].get_or_insert_with(|| template.required.matches(&n.object));
                 ClassView {
