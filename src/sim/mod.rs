@@ -8,12 +8,14 @@
 //! control plane), with upstream defaults ([`Timings`]), and records what
 //! happened into an [`Observation`] that the assertions judge.
 
+pub mod api_ops;
 pub mod clock;
 pub mod control_plane;
 pub mod load;
 pub mod operations;
 pub mod rng;
 pub mod scheduler;
+pub mod view;
 pub mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
