@@ -31,6 +31,7 @@ fn start(drill: &Drill) -> (Server, kube::Client) {
             kubeconfig_out: None,
             clock: Clock::Step,
             seed: SEED,
+            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
         },
     )
     .expect("the server starts");

@@ -56,6 +56,7 @@ fn serve() -> Served {
             kubeconfig_out: Some(kubeconfig.clone()),
             clock: Clock::Step,
             seed: 1,
+            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
         },
     )
     .expect("the server starts");

@@ -51,6 +51,9 @@ pub struct ServeOptions {
     pub clock: Clock,
     /// The seed of the simulation.
     pub seed: u64,
+    /// How many changes a watch can resume from
+    /// ([`state::DEFAULT_HISTORY_WINDOW`] unless a test wants a small one).
+    pub history_window: usize,
 }
 
 /// Why the server could not start.
@@ -128,11 +131,12 @@ impl Server {
         // so it is built on the thread that owns it; the drill is sent.
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let (drill_copy, seed, clock) = (drill.clone(), options.seed, options.clock);
+        let window = options.history_window.max(1);
         let sim_thread = std::thread::Builder::new()
             .name("bench-sim".to_owned())
             .spawn(move || match Simulation::new(&drill_copy, seed) {
                 Ok(sim) => {
-                    let facade = Facade::new(&drill_copy, sim, clock);
+                    let facade = Facade::new(&drill_copy, sim, clock, window);
                     let _ = ready_tx.send(Ok(()));
                     simulator_loop(facade, inbox);
                 }
@@ -286,6 +290,21 @@ impl Body for ApiBody {
         match self.get_mut() {
             ApiBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             ApiBody::Stream(rx) => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, ApiBody::Full(None))
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        // A whole body has a known length, so it goes out with
+        // Content-Length; a watch stays chunked.
+        match self {
+            ApiBody::Full(bytes) => {
+                hyper::body::SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            ApiBody::Stream(_) => hyper::body::SizeHint::default(),
         }
     }
 }
@@ -488,6 +507,7 @@ pub fn run_cli(options: &CliOptions, io: &mut crate::app::Io<'_>) -> crate::exit
         kubeconfig_out: options.kubeconfig_out.clone(),
         clock: options.speed.map_or(Clock::Step, Clock::Speed),
         seed: options.seed,
+        history_window: state::DEFAULT_HISTORY_WINDOW,
     };
     let server = match Server::start(&drill, &serve_options) {
         Ok(server) => server,

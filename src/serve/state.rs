@@ -5,7 +5,7 @@
 //! Every timeline event about a served object is one change with the next
 //! resourceVersion; an API edit the timeline has no kind for (a label, an
 //! annotation, a new workload) is one change too. Changes are kept in a
-//! window of [`HISTORY_WINDOW`] so a watch can resume from a
+//! window ([`DEFAULT_HISTORY_WINDOW`] by default) so a watch can resume from a
 //! resourceVersion; an older one is `410 Gone`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -27,8 +27,8 @@ use crate::sim::api_ops::{ApiOpError, Propagation};
 use crate::sim::clock::Time;
 use crate::sim::world::{NodePhase, PodPhase, WorkloadKind};
 
-/// How many changes a watch can resume from.
-pub const HISTORY_WINDOW: usize = 10_000;
+/// How many changes a watch can resume from, by default.
+pub const DEFAULT_HISTORY_WINDOW: usize = 10_000;
 
 /// How time passes in the served simulator.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -165,6 +165,7 @@ pub struct Facade {
     guards: Vec<GuardSpec>,
     clock: Clock,
     history: VecDeque<Change>,
+    window: usize,
     rv: u64,
     seen_events: usize,
     known: BTreeSet<Key>,
@@ -181,12 +182,13 @@ const WATCH_TYPES: [&str; 3] = ["ADDED", "MODIFIED", "DELETED"];
 
 impl Facade {
     /// Serves a drill's cluster, provisioned with the seed.
-    pub fn new(drill: &Drill, sim: Simulation, clock: Clock) -> Facade {
+    pub fn new(drill: &Drill, sim: Simulation, clock: Clock, window: usize) -> Facade {
         let mut facade = Facade {
             sim,
             guards: drill.spec.guards.iter().map(|g| g.value.clone()).collect(),
             clock,
             history: VecDeque::new(),
+            window,
             rv: 0,
             seen_events: 0,
             known: BTreeSet::new(),
@@ -340,7 +342,7 @@ impl Facade {
             None => !w.tx.is_closed(),
         });
         self.history.push_back(change);
-        if self.history.len() > HISTORY_WINDOW {
+        if self.history.len() > self.window {
             self.history.pop_front();
         }
     }
