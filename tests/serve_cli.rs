@@ -152,6 +152,18 @@ fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
         "only changes after {before}: {replay}"
     );
 
+    // A workload's ready count follows its pods: the Deployment changes too.
+    let deployments = http(
+        addr,
+        "GET",
+        &format!("/apis/apps/v1/deployments?watch=true&resourceVersion={before}&timeoutSeconds=1"),
+    );
+    assert!(
+        deployments.contains("\"type\":\"MODIFIED\"")
+            && deployments.contains("\"kind\":\"Deployment\""),
+        "{deployments}"
+    );
+
     // Push the start of the crash out of the 40-change window.
     for _ in 0..10 {
         http(addr, "POST", "/bench/v1/advance?by=1m");

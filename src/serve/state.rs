@@ -175,6 +175,9 @@ pub struct Facade {
     /// namespaces): metadata only, never behaviour.
     metadata: BTreeMap<Key, (Value, Value)>,
     created_namespaces: BTreeSet<String>,
+    /// The last state announced of each object (without resourceVersion),
+    /// so a change derived or made through the API is announced once.
+    last: BTreeMap<Key, Value>,
     watchers: Vec<Watcher>,
 }
 
@@ -195,6 +198,7 @@ impl Facade {
             object_rv: BTreeMap::new(),
             metadata: BTreeMap::new(),
             created_namespaces: BTreeSet::new(),
+            last: BTreeMap::new(),
             watchers: Vec::new(),
         };
         for doc in &drill.workloads {
@@ -297,8 +301,12 @@ impl Facade {
             };
             self.push(key, kind_type, object);
         }
-        // Objects that appear without a timeline event: claims made for a
-        // StatefulSet's pods, workloads and budgets created through the API.
+        // Objects whose state follows from their pods' and the budgets'
+        // events without one of their own (a workload's ready count, a
+        // budget's allowed disruptions, a claim made for a StatefulSet's
+        // pod, a workload created through the API): a change when their
+        // view changed.
+        self.sim.refresh_budgets();
         for kind in [
             "PersistentVolumeClaim",
             "Deployment",
@@ -312,9 +320,16 @@ impl Facade {
             };
             for object in self.list(resource) {
                 let key = key_of(kind, &object);
-                if !self.known.contains(&key) {
-                    self.push(key, "ADDED", object);
+                let bare = strip_rv(&object);
+                if self.last.get(&key) == Some(&bare) {
+                    continue;
                 }
+                let kind_type = if self.known.contains(&key) {
+                    "MODIFIED"
+                } else {
+                    "ADDED"
+                };
+                self.push(key, kind_type, object);
             }
         }
     }
@@ -323,9 +338,11 @@ impl Facade {
         self.rv += 1;
         set_rv(&mut object, self.rv);
         if kind_type == "DELETED" {
+            self.last.remove(&key);
             self.known.remove(&key);
             self.object_rv.remove(&key);
         } else {
+            self.last.insert(key.clone(), strip_rv(&object));
             self.known.insert(key.clone());
             self.object_rv.insert(key.clone(), self.rv);
         }
@@ -352,8 +369,7 @@ impl Facade {
         let after = self.view(key.0, &key.1, &key.2, false);
         match after {
             Some(object) => {
-                let changed = before.is_none_or(|b| strip_rv(b) != strip_rv(&object));
-                if changed {
+                if self.last.get(&key) != Some(&strip_rv(&object)) {
                     let kind_type = if self.known.contains(&key) {
                         "MODIFIED"
                     } else {
