@@ -42,6 +42,37 @@ enum Command {
     Report(ReportArgs),
     /// Print the JSON Schema of the drill language.
     Schema,
+    /// The simulator on its own.
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum SimCommand {
+    /// Serve a drill's cluster from the simulator behind a Kubernetes API
+    /// on loopback, for kubectl and kube-rs. Ctrl-C stops it.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// A built-in drill name or a path to a drill file.
+    drill: String,
+    /// Loopback address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8001")]
+    listen: std::net::SocketAddr,
+    /// Write a kubeconfig for the server to this file.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig_out: Option<PathBuf>,
+    /// Virtual time runs this many times faster than the wall clock.
+    #[arg(long, default_value_t = 1.0, conflicts_with = "step")]
+    speed: f64,
+    /// Virtual time moves only through `POST /bench/v1/advance?by=30s`.
+    #[arg(long)]
+    step: bool,
+    /// Seed of the simulator's random generator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -260,6 +291,16 @@ pub fn main() -> ExitCode {
         // clap requires FILE when no subcommand is given.
         Command::Report(_) => Exit::BadInput,
         Command::Schema => app::schema(&mut io),
+        Command::Sim(SimCommand::Serve(args)) => {
+            let options = drillbench::serve::CliOptions {
+                drill: args.drill,
+                listen: args.listen,
+                kubeconfig_out: args.kubeconfig_out,
+                speed: (!args.step).then_some(args.speed),
+                seed: args.seed,
+            };
+            drillbench::serve::run_cli(&options, &mut io)
+        }
     };
     exit.into()
 }

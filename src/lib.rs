@@ -21,5 +21,6 @@ pub mod preflight;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod serve;
 pub mod sim;
 pub mod topology;

@@ -8,6 +8,7 @@
 //! control plane), with upstream defaults ([`Timings`]), and records what
 //! happened into an [`Observation`] that the assertions judge.
 
+pub mod api_ops;
 pub mod autoscaler;
 pub mod clock;
 pub mod control_plane;
@@ -15,6 +16,7 @@ pub mod load;
 pub mod operations;
 pub mod rng;
 pub mod scheduler;
+pub mod view;
 pub mod world;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,0 +1,174 @@
+//! The three patch formats `kubectl` sends: JSON merge patch (`label`,
+//! `annotate`, `scale`), JSON patch, and strategic merge patch (`cordon`,
+//! `apply`). The strategic merge is the subset those commands produce:
+//! maps merge, lists of named objects merge by `name` (containers, volumes,
+//! env), other lists are replaced, `$patch: delete` removes an element and
+//! the `$setElementOrder`/`$retainKeys` directives are accepted and dropped.
+
+use serde_json::{Map, Value};
+
+/// A patch that could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// The body is not valid JSON of the expected shape.
+    #[error("the patch is not valid JSON: {0}")]
+    Json(String),
+    /// A JSON patch operation failed.
+    #[error("the JSON patch could not be applied: {0}")]
+    Apply(String),
+    /// An unknown `Content-Type`.
+    #[error("unsupported patch type `{0}`")]
+    Unsupported(String),
+}
+
+/// Applies a patch of the given `Content-Type` to `target`.
+pub fn apply(target: &mut Value, content_type: &str, body: &[u8]) -> Result<(), PatchError> {
+    let kind = content_type.split(';').next().unwrap_or_default().trim();
+    match kind {
+        "application/json-patch+json" => {
+            let patch: json_patch::Patch =
+                serde_json::from_slice(body).map_err(|e| PatchError::Json(e.to_string()))?;
+            json_patch::patch(target, &patch).map_err(|e| PatchError::Apply(e.to_string()))
+        }
+        "application/merge-patch+json" => {
+            let patch: Value =
+                serde_json::from_slice(body).map_err(|e| PatchError::Json(e.to_string()))?;
+            json_patch::merge(target, &patch);
+            Ok(())
+        }
+        "application/strategic-merge-patch+json" => {
+            let patch: Value =
+                serde_json::from_slice(body).map_err(|e| PatchError::Json(e.to_string()))?;
+            strategic_merge(target, &patch);
+            Ok(())
+        }
+        other => Err(PatchError::Unsupported(other.to_owned())),
+    }
+}
+
+/// The strategic merge subset described in the module documentation.
+pub fn strategic_merge(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(map) = target else { return };
+    for (key, value) in patch {
+        if key.starts_with("$setElementOrder/") || key == "$retainKeys" || key == "$patch" {
+            continue;
+        }
+        match value {
+            Value::Null => {
+                map.remove(key);
+            }
+            Value::Object(_) => {
+                strategic_merge(map.entry(key.clone()).or_insert(Value::Null), value)
+            }
+            Value::Array(items) => {
+                let merged = match map.get(key) {
+                    Some(Value::Array(existing)) if named(items) && named(existing) => {
+                        merge_named(existing, items)
+                    }
+                    _ => items
+                        .iter()
+                        .filter(|i| i.get("$patch").is_none())
+                        .cloned()
+                        .collect(),
+                };
+                map.insert(key.clone(), Value::Array(merged));
+            }
+            _ => {
+                map.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+fn named(items: &[Value]) -> bool {
+    !items.is_empty()
+        && items
+            .iter()
+            .all(|i| i.get("name").is_some_and(Value::is_string))
+}
+
+fn merge_named(existing: &[Value], patch: &[Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = existing.to_vec();
+    for item in patch {
+        let name = item.get("name");
+        let position = out.iter().position(|e| e.get("name") == name);
+        let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+        match (position, delete) {
+            (Some(i), true) => {
+                out.remove(i);
+            }
+            (Some(i), false) => strategic_merge(&mut out[i], item),
+            (None, true) => {}
+            (None, false) => out.push(item.clone()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cordon_and_label_patches() {
+        let mut node = json!({"metadata": {"labels": {"a": "1"}}, "spec": {}});
+        apply(
+            &mut node,
+            "application/strategic-merge-patch+json",
+            br#"{"spec":{"unschedulable":true}}"#,
+        )
+        .unwrap();
+        apply(
+            &mut node,
+            "application/merge-patch+json",
+            br#"{"metadata":{"labels":{"a":null,"b":"2"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            node,
+            json!({"metadata": {"labels": {"b": "2"}}, "spec": {"unschedulable": true}})
+        );
+    }
+
+    #[test]
+    fn named_lists_merge_by_name() {
+        let mut spec =
+            json!({"containers": [{"name": "a", "image": "x:1"}, {"name": "b", "image": "y:1"}]});
+        strategic_merge(
+            &mut spec,
+            &json!({"$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                    "containers": [{"name": "a", "image": "x:2"}, {"name": "b", "$patch": "delete"}]}),
+        );
+        assert_eq!(spec, json!({"containers": [{"name": "a", "image": "x:2"}]}));
+    }
+
+    #[test]
+    fn json_patch_and_bad_bodies() {
+        let mut object = json!({"spec": {"replicas": 1}});
+        apply(
+            &mut object,
+            "application/json-patch+json",
+            br#"[{"op":"replace","path":"/spec/replicas","value":3}]"#,
+        )
+        .unwrap();
+        assert_eq!(object, json!({"spec": {"replicas": 3}}));
+        assert!(apply(&mut object, "application/json-patch+json", b"{").is_err());
+        assert!(
+            apply(
+                &mut object,
+                "application/json-patch+json",
+                br#"[{"op":"remove","path":"/nope"}]"#
+            )
+            .is_err()
+        );
+        assert!(apply(&mut object, "text/plain", b"{}").is_err());
+    }
+}

@@ -1,0 +1,344 @@
+//! The resource kinds the façade serves and the discovery documents that
+//! describe them, so `kubectl` resolves `po`, `no`, `sts`, `pdb` and finds
+//! the eviction subresource.
+
+use serde_json::{Value, json};
+
+/// One served resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource {
+    /// API group (`""` for the core group).
+    pub group: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// Plural name, as in URLs.
+    pub plural: &'static str,
+    /// Singular name.
+    pub singular: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names.
+    pub short: &'static [&'static str],
+    /// Subresources (`status`, `scale`, `eviction`).
+    pub subresources: &'static [&'static str],
+    /// Whether the object can be created, updated and patched here.
+    pub writable: bool,
+}
+
+impl Resource {
+    /// `apiVersion` of its objects.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `plural` or `plural.group`, as errors name a resource.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_owned()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the table of resources reads best as one row per resource"
+)]
+const fn res(
+    group: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short: &'static [&'static str],
+    subresources: &'static [&'static str],
+    writable: bool,
+) -> Resource {
+    Resource {
+        group,
+        version: "v1",
+        plural,
+        singular,
+        kind,
+        namespaced,
+        short,
+        subresources,
+        writable,
+    }
+}
+
+/// Every served resource.
+pub const RESOURCES: &[Resource] = &[
+    res(
+        "",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        false,
+        &["ns"],
+        &["status"],
+        true,
+    ),
+    res(
+        "",
+        "nodes",
+        "node",
+        "Node",
+        false,
+        &["no"],
+        &["status"],
+        true,
+    ),
+    res(
+        "",
+        "pods",
+        "pod",
+        "Pod",
+        true,
+        &["po"],
+        &["eviction", "status"],
+        true,
+    ),
+    res(
+        "",
+        "persistentvolumeclaims",
+        "persistentvolumeclaim",
+        "PersistentVolumeClaim",
+        true,
+        &["pvc"],
+        &["status"],
+        true,
+    ),
+    res(
+        "apps",
+        "deployments",
+        "deployment",
+        "Deployment",
+        true,
+        &["deploy"],
+        &["scale", "status"],
+        true,
+    ),
+    res(
+        "apps",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        true,
+        &["sts"],
+        &["scale", "status"],
+        true,
+    ),
+    res(
+        "apps",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        true,
+        &["ds"],
+        &["status"],
+        true,
+    ),
+    res("batch", "jobs", "job", "Job", true, &[], &["status"], true),
+    res(
+        "policy",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        "PodDisruptionBudget",
+        true,
+        &["pdb"],
+        &["status"],
+        true,
+    ),
+    res(
+        "storage.k8s.io",
+        "storageclasses",
+        "storageclass",
+        "StorageClass",
+        false,
+        &["sc"],
+        &[],
+        false,
+    ),
+    res(
+        "coordination.k8s.io",
+        "leases",
+        "lease",
+        "Lease",
+        true,
+        &[],
+        &[],
+        false,
+    ),
+];
+
+/// The served groups other than the core group, in discovery order.
+pub const GROUPS: &[&str] = &[
+    "apps",
+    "batch",
+    "policy",
+    "storage.k8s.io",
+    "coordination.k8s.io",
+];
+
+/// The resource of a group and plural name.
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The resource of a kind.
+pub fn by_kind(kind: &str) -> Option<&'static Resource> {
+    RESOURCES.iter().find(|r| r.kind == kind)
+}
+
+fn verbs(r: &Resource) -> Vec<&'static str> {
+    if r.writable {
+        vec![
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ]
+    } else {
+        vec!["get", "list", "watch"]
+    }
+}
+
+/// `/version`.
+pub fn version() -> Value {
+    json!({
+        "major": "1", "minor": "36", "gitVersion": "v1.36.3-drillbench",
+        "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25", "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}
+
+/// `/api`.
+pub fn core_versions() -> Value {
+    json!({
+        "kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]
+    })
+}
+
+/// `/apis`.
+pub fn groups() -> Value {
+    let groups: Vec<Value> = GROUPS
+        .iter()
+        .map(|g| {
+            let gv = json!({"groupVersion": format!("{g}/v1"), "version": "v1"});
+            json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/GROUP`.
+pub fn group(name: &str) -> Option<Value> {
+    GROUPS.contains(&name).then(|| {
+        let gv = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
+        json!({"kind": "APIGroup", "apiVersion": "v1", "name": name,
+               "versions": [gv.clone()], "preferredVersion": gv})
+    })
+}
+
+/// `/api/v1` or `/apis/GROUP/v1`: the resources with their subresources.
+pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    if version != "v1" || !(group.is_empty() || GROUPS.contains(&group)) {
+        return None;
+    }
+    let mut resources = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group) {
+        resources.push(json!({
+            "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+            "kind": r.kind, "verbs": verbs(r), "shortNames": r.short,
+        }));
+        for sub in r.subresources {
+            let (kind, group, verbs): (&str, &str, Vec<&str>) = match *sub {
+                "eviction" => ("Eviction", "policy", vec!["create"]),
+                "scale" => ("Scale", "autoscaling", vec!["get", "patch", "update"]),
+                _ => (r.kind, r.group, vec!["get", "patch", "update"]),
+            };
+            resources.push(json!({
+                "name": format!("{}/{sub}", r.plural), "singularName": "", "namespaced": r.namespaced,
+                "group": group, "version": "v1", "kind": kind, "verbs": verbs,
+            }));
+        }
+    }
+    let group_version = if group.is_empty() {
+        "v1".to_owned()
+    } else {
+        format!("{group}/v1")
+    };
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": group_version, "resources": resources}))
+}
+
+fn gv_path(group: &str) -> String {
+    if group.is_empty() {
+        "api/v1".to_owned()
+    } else {
+        format!("apis/{group}/v1")
+    }
+}
+
+/// `/openapi/v3`: the index of per-group-version documents.
+pub fn openapi_index() -> Value {
+    let mut paths = serde_json::Map::new();
+    for group in std::iter::once("").chain(GROUPS.iter().copied()) {
+        let path = gv_path(group);
+        paths.insert(
+            path.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{path}")}),
+        );
+    }
+    json!({"paths": paths})
+}
+
+/// `/openapi/v3/api/v1` or `/openapi/v3/apis/GROUP/v1`: only the PATCH
+/// operations and their `fieldValidation` parameter, which is what
+/// `kubectl` reads to decide that the server validates (no schemas: the
+/// simulator decodes objects with the k8s-openapi types and reports what
+/// does not decode as 422).
+pub fn openapi_group(path: &str) -> Option<Value> {
+    let group = match path {
+        "api/v1" => "",
+        other => other.strip_prefix("apis/")?.strip_suffix("/v1")?,
+    };
+    if !(group.is_empty() || GROUPS.contains(&group)) {
+        return None;
+    }
+    let mut paths = serde_json::Map::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group && r.writable) {
+        let url = if r.namespaced {
+            format!(
+                "/{}/namespaces/{{namespace}}/{}/{{name}}",
+                gv_path(group),
+                r.plural
+            )
+        } else {
+            format!("/{}/{}/{{name}}", gv_path(group), r.plural)
+        };
+        let field_validation =
+            json!([{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]);
+        paths.insert(url, json!({
+            "parameters": field_validation.clone(),
+            "patch": {
+                "parameters": field_validation,
+                "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version, "kind": r.kind},
+                "responses": {"200": {"description": "OK"}}
+            }
+        }));
+    }
+    Some(
+        json!({"openapi": "3.0.0", "info": {"title": "drillbench", "version": "v1.36.3"},
+                "paths": paths, "components": {"schemas": {}}}),
+    )
+}
