@@ -8,18 +8,13 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use drillbench::backend::sim::SimBackend;
+use drillbench::backend::sim::provision;
 use drillbench::drill::Drill;
-use drillbench::run::{RunError, run_drill};
+use drillbench::run::run_drill;
 use drillbench::sim::Simulation;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn provision(drill: &Drill, seed: u64) -> Result<Box<dyn drillbench::backend::Backend>, RunError> {
-    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
-    Ok(Box::new(SimBackend::new(sim)))
 }
 
 /// 150 000 pods with required and preferred node affinity onto 5 000

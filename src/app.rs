@@ -245,8 +245,9 @@ fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
                 scope.spawn(move || {
                     part.iter()
                         .map(|&seed| {
-                            let mut report = run_drill(drill, seed, &provision_sim)
-                                .map_err(|e| format!("seed {seed}: {e}"))?;
+                            let mut report =
+                                run_drill(drill, seed, &crate::backend::sim::provision)
+                                    .map_err(|e| format!("seed {seed}: {e}"))?;
                             // The aggregate needs verdicts and figures, not timelines.
                             report.timeline.clear();
                             Ok(report)
@@ -352,12 +353,6 @@ fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
     } else {
         Exit::AssertionFailed
     }
-}
-
-/// Provisions a simulator for a drill and seed.
-fn provision_sim(drill: &Drill, seed: u64) -> Result<Box<dyn crate::backend::Backend>, RunError> {
-    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
-    Ok(Box::new(SimBackend::new(sim)))
 }
 
 /// The folder a run writes to when `--out` is not given.

@@ -5,17 +5,11 @@
 mod common;
 
 use common::{bench, root};
-use drillbench::backend::sim::SimBackend;
+use drillbench::backend::sim::provision;
 use drillbench::drill::Drill;
 use drillbench::report::{DrillReport, Outcome, Verdict};
-use drillbench::run::{RunError, run_drill};
+use drillbench::run::run_drill;
 use drillbench::scenario::SourceFile;
-use drillbench::sim::Simulation;
-
-fn provision(drill: &Drill, seed: u64) -> Result<Box<dyn drillbench::backend::Backend>, RunError> {
-    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
-    Ok(Box::new(SimBackend::new(sim)))
-}
 
 /// The built-in drill with its text changed, loaded as if it were in `scenarios/`.
 fn variant(name: &str, edit: impl Fn(String) -> String) -> Drill {

@@ -8,16 +8,10 @@
 mod common;
 
 use common::root;
-use drillbench::backend::sim::SimBackend;
+use drillbench::backend::sim::provision;
 use drillbench::drill::Drill;
 use drillbench::report::{DrillReport, EventKind, Verdict};
-use drillbench::run::{RunError, run_drill};
-use drillbench::sim::Simulation;
-
-fn provision(drill: &Drill, seed: u64) -> Result<Box<dyn drillbench::backend::Backend>, RunError> {
-    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
-    Ok(Box::new(SimBackend::new(sim)))
-}
+use drillbench::run::run_drill;
 
 /// The incident drill, with its manifests optionally edited, in a temp dir.
 fn incident(edit_manifests: impl Fn(String) -> String, seed: u64) -> DrillReport {

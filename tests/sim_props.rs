@@ -6,21 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use drillbench::backend::sim::SimBackend;
+use drillbench::backend::sim::provision;
 use drillbench::drill::Drill;
 use drillbench::k8s::node_selector::RequiredNodeAffinity;
 use drillbench::report::{DrillReport, EventKind};
-use drillbench::run::{RunError, run_drill};
+use drillbench::run::run_drill;
 use drillbench::scenario::SourceFile;
-use drillbench::sim::Simulation;
 use k8s_openapi::api::core::v1::{Node, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
-
-fn provision(drill: &Drill, seed: u64) -> Result<Box<dyn drillbench::backend::Backend>, RunError> {
-    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
-    Ok(Box::new(SimBackend::new(sim)))
-}
 
 #[derive(Debug, Clone)]
 struct Workload {

@@ -434,3 +434,26 @@ fn the_pool_minimum_is_kept() {
     sim.advance_to(sim.now + 30 * MIN);
     assert_eq!(sim.ready_nodes_of("burst"), 1, "min 1");
 }
+
+#[test]
+fn a_node_relabelled_into_a_new_class_is_scheduled_onto() {
+    let wants_gpu = "      nodeSelector: {accelerator: gpu}\n";
+    let mut sim = cluster(&deployment("trainer", 1, "1Gi", wants_gpu), "never", 0);
+    sim.advance_to(MIN);
+    assert!(
+        node_of(&sim, pods_of(&sim, "trainer-")[0].name.as_str()).is_none(),
+        "no node has the label yet"
+    );
+    let node = sim.node_id(&sim.pool_nodes("baseline")[0]).expect("node");
+    let mut labels = sim.nodes[node].labels().clone();
+    labels.insert("accelerator".to_owned(), "gpu".to_owned());
+    sim.set_node_metadata(node, labels, Default::default());
+    sim.advance_to(sim.now + MIN);
+    let trainer = pods_of(&sim, "trainer-")[0];
+    assert_eq!(
+        trainer.node,
+        Some(node),
+        "the relabelled node, now its own class, takes the pod"
+    );
+    assert_eq!(trainer.phase, PodPhase::Ready);
+}

@@ -31,6 +31,17 @@ impl SimBackend {
     }
 }
 
+/// Provisions the simulator for a drill and seed: the [`crate::run::Provision`]
+/// of `--backend sim`.
+pub fn provision(
+    drill: &crate::drill::Drill,
+    seed: u64,
+) -> Result<Box<dyn Backend>, crate::run::RunError> {
+    let sim =
+        Simulation::new(drill, seed).map_err(|e| crate::run::RunError::Provision(e.to_string()))?;
+    Ok(Box::new(SimBackend::new(sim)))
+}
+
 /// What the simulator can do.
 pub const CAPABILITIES: Capabilities = Capabilities {
     recreate_control_planes: true,

@@ -11,7 +11,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use super::clock::after;
 use super::world::{NodeId, NodePhase, Owner, Pdb, PodId, WorkloadId, WorkloadKind};
-use super::{Action, ClassKey, Simulation, load, node_ref};
+use super::{Action, Simulation, load, node_ref};
 use crate::duration::Duration;
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::manifest::Document;
@@ -114,38 +114,8 @@ impl Simulation {
 
     /// The scheduling class of a node follows its labels and taints.
     fn reclassify(&mut self, node: NodeId) {
-        let n = &self.nodes[node];
-        let key = ClassKey {
-            pool: n.pool.clone(),
-            labels: n
-                .labels()
-                .iter()
-                .filter(|(k, _)| k.as_str() != "kubernetes.io/hostname")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            taints: n
-                .taints()
-                .iter()
-                .map(|t| {
-                    (
-                        t.key.clone(),
-                        t.value.clone().unwrap_or_default(),
-                        t.effect.clone(),
-                    )
-                })
-                .collect(),
-            allocatable: (n.allocatable.cpu, n.allocatable.memory),
-        };
-        let class = match self.class_index.get(&key) {
-            Some(&c) => c,
-            None => {
-                let c = self.classes.len();
-                self.classes.push(key.clone());
-                self.class_index.insert(key, c);
-                c
-            }
-        };
-        self.nodes[node].class = class;
+        let snapshot = self.nodes[node].clone();
+        self.nodes[node].class = self.class_for(&snapshot);
     }
 
     /// Cordons or uncordons a node.

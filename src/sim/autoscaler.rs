@@ -310,20 +310,8 @@ impl Simulation {
             return Some(format!("{} has no controller", p.key()));
         }
         let namespace = p.namespace.clone();
-        let labels = t.labels.clone();
         let key = p.key();
-        let covering: Vec<usize> = (0..self.pdbs.len())
-            .filter(|&i| {
-                self.pdbs[i]
-                    .object
-                    .metadata
-                    .namespace
-                    .as_deref()
-                    .unwrap_or("default")
-                    == namespace
-                    && self.pdbs[i].selector.selects(&labels)
-            })
-            .collect();
+        let covering = self.covering_budgets(pod);
         if namespace == "kube-system" && covering.is_empty() {
             return Some(format!(
                 "{key} is a kube-system pod without a PodDisruptionBudget"

@@ -168,8 +168,9 @@ pub struct Simulation {
     pub pdbs: Vec<Pdb>,
     classes: Vec<ClassKey>,
     class_index: BTreeMap<ClassKey, usize>,
-    /// The first node of each class: what the scheduler judges a class by.
-    class_representatives: Vec<NodeId>,
+    /// Each class as a Node object (its labels and taints, no name): what
+    /// the scheduler judges a class by.
+    class_objects: Vec<Node>,
     pending: BTreeSet<(Time, PodId)>,
     dirty: BTreeSet<WorkloadId>,
     /// The control plane.
@@ -218,7 +219,7 @@ impl Simulation {
             pdbs: Vec::new(),
             classes: Vec::new(),
             class_index: BTreeMap::new(),
-            class_representatives: Vec::new(),
+            class_objects: Vec::new(),
             pending: BTreeSet::new(),
             dirty: BTreeSet::new(),
             cp: ControlPlane::default(),
@@ -334,14 +335,34 @@ impl Simulation {
         capacity: (Resources, u32),
     ) -> NodeId {
         let mut node = build_node(name, pool, control_plane, labels, taints, capacity, 0);
+        node.class = self.class_for(&node);
+        let id = self.nodes.len();
+        self.nodes.push(node);
+        self.node_index.insert(name.to_owned(), id);
+        self.obs.events.push(Event {
+            at_ms: self.now,
+            kind: EventKind::NodeAdded,
+            object: node_ref(name),
+            node: Some(name.to_owned()),
+            pool: Some(pool.to_owned()),
+            message: "node created".to_owned(),
+        });
+        id
+    }
+
+    /// The scheduling class of a node (created when it is the first of its
+    /// kind): nodes with the same pool, labels but the hostname, taints and
+    /// capacity are interchangeable to every filter but the per-node ones.
+    pub(super) fn class_for(&mut self, node: &SimNode) -> usize {
+        let labels: BTreeMap<String, String> = node
+            .labels()
+            .iter()
+            .filter(|(k, _)| k.as_str() != "kubernetes.io/hostname")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let key = ClassKey {
-            pool: pool.to_owned(),
-            labels: node
-                .labels()
-                .iter()
-                .filter(|(k, _)| k.as_str() != "kubernetes.io/hostname")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            pool: node.pool.clone(),
+            labels: labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             taints: node
                 .taints()
                 .iter()
@@ -355,28 +376,21 @@ impl Simulation {
                 .collect(),
             allocatable: (node.allocatable.cpu, node.allocatable.memory),
         };
-        let id = self.nodes.len();
-        node.class = match self.class_index.get(&key) {
-            Some(&c) => c,
-            None => {
-                let c = self.classes.len();
-                self.classes.push(key.clone());
-                self.class_index.insert(key, c);
-                self.class_representatives.push(id);
-                c
-            }
-        };
-        self.nodes.push(node);
-        self.node_index.insert(name.to_owned(), id);
-        self.obs.events.push(Event {
-            at_ms: self.now,
-            kind: EventKind::NodeAdded,
-            object: node_ref(name),
-            node: Some(name.to_owned()),
-            pool: Some(pool.to_owned()),
-            message: "node created".to_owned(),
+        if let Some(&class) = self.class_index.get(&key) {
+            return class;
+        }
+        let class = self.classes.len();
+        self.classes.push(key.clone());
+        self.class_index.insert(key, class);
+        self.class_objects.push(Node {
+            metadata: ObjectMeta {
+                labels: Some(labels),
+                ..Default::default()
+            },
+            spec: node.object.spec.clone(),
+            status: None,
         });
-        id
+        class
     }
 
     fn apply(&mut self, loaded: load::Loaded) {

@@ -187,20 +187,7 @@ impl Simulation {
     pub fn evict(&mut self, pod: PodId) -> Result<(), String> {
         self.refresh_pdb_status();
         let object = self.pod_object(pod);
-        let labels = self.pods[pod].template.labels.clone();
-        let namespace = self.pods[pod].namespace.clone();
-        let covering: Vec<usize> = (0..self.pdbs.len())
-            .filter(|&i| {
-                self.pdbs[i]
-                    .object
-                    .metadata
-                    .namespace
-                    .as_deref()
-                    .unwrap_or("default")
-                    == namespace
-                    && self.pdbs[i].selector.selects(&labels)
-            })
-            .collect();
+        let covering = self.covering_budgets(pod);
         let budgets: Vec<&k8s_openapi::api::policy::v1::PodDisruptionBudget> =
             covering.iter().map(|&i| &self.pdbs[i].object).collect();
         let node = self.pods[pod].node;
@@ -229,6 +216,23 @@ impl Simulation {
                 Err(message)
             }
         }
+    }
+
+    /// The budgets whose selector covers a pod (same namespace).
+    pub(super) fn covering_budgets(&self, pod: PodId) -> Vec<usize> {
+        let p = &self.pods[pod];
+        (0..self.pdbs.len())
+            .filter(|&i| {
+                self.pdbs[i]
+                    .object
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default")
+                    == p.namespace
+                    && self.pdbs[i].selector.selects(&p.template.labels)
+            })
+            .collect()
     }
 
     /// Records a breach if an eviction left a budget below what it protects.

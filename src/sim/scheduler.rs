@@ -17,7 +17,8 @@
 //! class (nodes that differ only by name) and cached on the pod template.
 //!
 //! Not modelled: PodTopologySpread (including the default constraints),
-//! preferred inter-pod affinity, image locality, volume limits per node.
+//! preferred inter-pod affinity, image locality, volume limits per node,
+//! preferred node-affinity terms on per-node fields (the hostname).
 
 use super::Simulation;
 use super::world::{NodeId, PodId, PodPhase, SimNode, Template};
@@ -164,17 +165,21 @@ impl Simulation {
         if cache.len() < self.classes.len() {
             cache.resize(self.classes.len(), None);
         }
-        self.class_representatives
+        self.class_objects
             .iter()
             .enumerate()
-            .map(|(class, &node)| {
-                let n = &self.nodes[node];
+            .map(|(class, object)| {
                 let fits = template.per_node
-                    || *cache[class].get_or_insert_with(|| template.required.matches(&n.object));
+                    || *cache[class].get_or_insert_with(|| template.required.matches(object));
+                let taints = object
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_deref())
+                    .unwrap_or(&[]);
                 ClassView {
                     fits,
-                    preferred: template.preferences.score(&n.object),
-                    intolerable: intolerable_prefer_no_schedule(n.taints(), &template.tolerations),
+                    preferred: template.preferences.score(object),
+                    intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
                 }
             })
             .collect()
