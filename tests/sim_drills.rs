@@ -73,7 +73,7 @@ fn cp_recreate_passes_and_writes_its_reports() {
     ] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} in the timeline");
     }
-    let rto = report.figures["control-plane-rto.rto"].value;
+    let rto = report.figures["rto.control-plane-rto"].value;
     assert!(
         (180_000.0..=360_000.0).contains(&rto),
         "RTO {rto} ms: a 3–5 min boot and a 20–60 s catch-up"

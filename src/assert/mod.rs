@@ -68,7 +68,7 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
     let result = if let Some(q) = &spec.quorum {
         let lost = time_false(&obs.quorum, obs.start, obs.end);
         let allowed = q.max_loss.unwrap_or(Duration::ZERO).as_millis();
-        figures.insert(format!("{name}.quorum-lost"), ms(lost));
+        figures.insert(format!("quorum-lost.{name}"), ms(lost));
         let evidence = obs
             .quorum
             .iter()
@@ -111,7 +111,7 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
             1.0 - down as f64 / window as f64
         };
         figures.insert(
-            format!("{name}.availability"),
+            format!("availability.{name}"),
             Figure {
                 value: round4(ratio),
                 unit: "ratio".to_owned(),
@@ -155,7 +155,7 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
             ),
             (Some(t0), Some(recovered)) => {
                 let rto = recovered.saturating_sub(t0);
-                figures.insert(format!("{name}.rto"), ms(rto));
+                figures.insert(format!("rto.{name}"), ms(rto));
                 result(
                     spec,
                     rto <= within,
@@ -341,7 +341,7 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
             .collect();
         let ok = !burst.is_empty();
         figures.insert(
-            format!("{name}.burst-placements"),
+            format!("burst-placements.{name}"),
             Figure {
                 value: burst.len() as f64,
                 unit: "count".to_owned(),
@@ -406,7 +406,7 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
         {
             Some(&(lost_at, captured, _)) => {
                 let window = lost_at.saturating_sub(captured);
-                figures.insert(format!("{name}.rpo"), ms(window));
+                figures.insert(format!("rpo.{name}"), ms(window));
                 result(
                     spec,
                     window <= within,

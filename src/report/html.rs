@@ -470,7 +470,9 @@ fn build_model(report: &DrillReport) -> Model {
                     api_down.push((from, at));
                 }
             }
-            EventKind::FaultInjected => {
+            // An autoscaler scale-down disrupts like an injected fault, and
+            // recovery is measured from it (see `assert`).
+            EventKind::FaultInjected | EventKind::ScaleDown => {
                 faults.push((at, event.message.clone()));
                 if let Some(node) = &node
                     && let Some(lane) = lanes.get_mut(node)

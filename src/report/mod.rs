@@ -239,6 +239,8 @@ pub enum EventKind {
     ScaleUp,
     /// The autoscaler started removing a node.
     ScaleDown,
+    /// The autoscaler gave up removing a node (an eviction was refused).
+    ScaleDownAborted,
     // Backups.
     /// A backup started.
     BackupStarted,

@@ -490,7 +490,7 @@ impl Simulation {
                 self.nodes[node].unneeded_since = None;
                 let name = self.nodes[node].name.clone();
                 self.record(
-                    EventKind::ScaleDown,
+                    EventKind::ScaleDownAborted,
                     node_ref(&name),
                     Some(node),
                     &format!("scale-down aborted: {refusal}"),
