@@ -1524,7 +1524,7 @@ fn build_node(
         name: name.to_owned(),
         pool: pool.to_owned(),
         control_plane,
-        object: Node {
+        object: Box::new(Node {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
                 labels: Some(labels),
@@ -1535,7 +1535,7 @@ fn build_node(
                 ..Default::default()
             }),
             status: None,
-        },
+        }),
         allocatable,
         max_pods,
         requested: Resources::default(),

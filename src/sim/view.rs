@@ -122,7 +122,7 @@ impl Simulation {
             }),
             ..Default::default()
         });
-        object
+        *object
     }
 
     /// The Pod object: the simulator's view ([`Simulation::pod_object`])

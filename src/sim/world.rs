@@ -81,7 +81,9 @@ pub struct SimNode {
     /// Whether it is a control plane.
     pub control_plane: bool,
     /// The Node object as the matchers see it: labels, taints, unschedulable.
-    pub object: Node,
+    /// Boxed: the object is large, and the scheduler scans thousands of
+    /// nodes per pod, so keeping it out of line keeps the scan in cache.
+    pub object: Box<Node>,
     /// Allocatable resources.
     pub allocatable: Resources,
     /// Most pods.
