@@ -11,6 +11,7 @@
 pub mod autoscaler;
 pub mod clock;
 pub mod control_plane;
+pub mod faults;
 pub mod load;
 pub mod operations;
 pub mod rng;
