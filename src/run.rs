@@ -372,6 +372,20 @@ fn inject(
             backend.remove_pool(&f.pool.value)?;
         }
         Fault::RollingUpgrade(f) => {
+            // The runbook's pre-checks come first: a workload without a
+            // budget or rolling with maxUnavailable above 0 can lose
+            // availability to a drain, so the upgrade does not start.
+            let findings = preflight::upgrade::check(&drill.workloads);
+            if !findings.is_empty() {
+                let listed = findings
+                    .iter()
+                    .map(|f| format!("{} ({}): {}", f.object, f.at, f.problem))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let reason = format!("upgrade pre-check failed, nothing was upgraded: {listed}");
+                backend.mark_fault(None, &reason);
+                return Ok(Some(reason));
+            }
             let reboot = f.reboot.unwrap_or(UPGRADE_REBOOT);
             let drain_timeout = f.drain_timeout.unwrap_or(UPGRADE_DRAIN_TIMEOUT);
             backend.mark_fault(

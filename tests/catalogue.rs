@@ -450,3 +450,34 @@ fn autoscaler_scale_down_replays_byte_for_byte_over_100_seeds() {
         "seeds vary the run (boot delays, names)"
     );
 }
+
+#[test]
+fn pre_upgrade_refuses_to_start_when_a_deployment_may_lose_a_replica() {
+    let v = variant("pre-upgrade", same, |m| {
+        m.replacen(
+            "rollingUpdate: {maxSurge: 1, maxUnavailable: 0}",
+            "rollingUpdate: {maxSurge: 1, maxUnavailable: 1}",
+            1,
+        )
+    });
+    let report = run(&v.path, 1);
+    assert_eq!(report.outcome, Outcome::Aborted);
+    let refused = report
+        .timeline
+        .iter()
+        .find(|e| e.message.contains("upgrade pre-check failed"))
+        .expect("the pre-check finding is on the timeline");
+    assert!(
+        refused.message.contains("apps/Deployment/web")
+            && refused.message.contains("maxUnavailable 1"),
+        "{}",
+        refused.message
+    );
+    // Nothing was rebooted.
+    assert!(
+        report
+            .timeline
+            .iter()
+            .all(|e| e.message != "node Ready after its reboot")
+    );
+}
