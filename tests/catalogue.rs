@@ -495,3 +495,29 @@ fn every_drill_replays_byte_for_byte() {
         }
     }
 }
+
+#[test]
+fn a_node_rebooted_before_its_volumes_detached_lets_them_go_when_back() {
+    // Seeds on which a drained Coroot pod's volume was still attached to
+    // its node when the node went down for its reboot: the pod, rebound
+    // elsewhere, must get the volume once the node runs again.
+    let drill = load(&root().join("scenarios/pre-upgrade.yaml"));
+    for seed in [3, 6, 12] {
+        let report = run_drill(&drill, seed, &provision).expect("runs");
+        assert_eq!(
+            verdict(&report, "upgrade-duration").verdict,
+            Verdict::Pass,
+            "seed {seed}"
+        );
+        assert!(
+            report
+                .timeline
+                .iter()
+                .any(|e| format!("{:?}", e.kind) == "VolumeDetached"
+                    && e.node
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("prod-worker-"))),
+            "seed {seed}: a volume detached from a rebooted worker"
+        );
+    }
+}

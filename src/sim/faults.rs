@@ -289,6 +289,15 @@ impl Simulation {
                 self.dirty.insert(w);
             }
         }
+        // The attach/detach controller catches up with a node that went
+        // down before its volumes' detach finished: volumes no pod on it
+        // uses any more are detached once it runs again.
+        let detach_at = after(self.now, self.timings.detach);
+        for claim in 0..self.claims.len() {
+            if self.claims[claim].attached == Some(node) && !self.claim_in_use_on(claim, node) {
+                self.schedule(detach_at, Action::Detach(claim, node));
+            }
+        }
         self.for_members_on(node, true);
         self.record_control_plane();
         self.settle();
