@@ -267,7 +267,9 @@ fn check_references(
         }
         if let Some(fault) = &step.fault {
             match &fault.value {
-                Fault::DeleteNode(f) | Fault::CrashNode(f) => refs.target(&f.target, checker),
+                Fault::DeleteNode(f) | Fault::CrashNode(f) | Fault::ReplaceNode(f) => {
+                    refs.target(&f.target, checker)
+                }
                 Fault::RecreateControlPlane(f) => refs.control_plane_target(&f.target, checker),
                 Fault::RemovePool(f) => refs.pool(&f.pool, checker),
                 Fault::RollingUpgrade(_) => {}

@@ -236,8 +236,14 @@ fn run_step(
         return Ok(Some(format!("{label}: preflight said no-go: {rendered}")));
     }
     if let Some(fault) = &step.fault {
-        inject(&fault.value, backend)?;
-        return Ok(None);
+        return match inject(drill, &fault.value, backend)? {
+            Some(why) => {
+                let reason = format!("{label}: {why}");
+                push_event(backend, drill, EventKind::WaitTimedOut, reason.clone());
+                Ok(Some(reason))
+            }
+            None => Ok(None),
+        };
     }
     if let Some(scale) = &step.scale {
         backend.scale(&scale.workload, scale.replicas)?;
@@ -314,8 +320,19 @@ fn resolve(target: &Target, backend: &mut dyn Backend) -> Result<String, RunErro
     }
 }
 
-/// Injects one fault, expressed once against the backend's primitives.
-fn inject(fault: &Fault, backend: &mut dyn Backend) -> Result<(), RunError> {
+/// Default reboot time of a node during a rolling upgrade.
+pub const UPGRADE_REBOOT: Duration = Duration::from_secs(90);
+/// Default drain timeout of a rolling upgrade.
+pub const UPGRADE_DRAIN_TIMEOUT: Duration = Duration::from_mins(10);
+
+/// Injects one fault, expressed once against the backend's primitives;
+/// `Some(why)` when the fault itself failed in a way that stops the drill
+/// (a rolling upgrade's blocked drain, a runbook step out of attempts).
+fn inject(
+    drill: &Drill,
+    fault: &Fault,
+    backend: &mut dyn Backend,
+) -> Result<Option<String>, RunError> {
     match fault {
         Fault::DeleteNode(f) => {
             let node = resolve(&f.target, backend)?;
@@ -333,20 +350,59 @@ fn inject(fault: &Fault, backend: &mut dyn Backend) -> Result<(), RunError> {
             backend.mark_fault(Some(&node), &format!("crash node {node}"));
             backend.crash_node(&node)?;
         }
+        Fault::ReplaceNode(f) => {
+            let node = resolve(&f.target, backend)?;
+            backend.mark_fault(Some(&node), &format!("replace node {node}"));
+            backend.replace_node(&node)?;
+        }
         Fault::RecreateControlPlane(f) => {
             let node = resolve(&f.target, backend)?;
             backend.mark_fault(Some(&node), &format!("recreate control plane {node}"));
             let boot = f.boot_delay.as_ref().map(|b| (b.min, b.max));
             backend.recreate_control_plane(&node, boot)?;
         }
-        Fault::RemovePool(_) | Fault::RollingUpgrade(_) | Fault::FullRebuild(_) => {
-            return Err(RunError::Unsupported(format!(
-                "the {} backend does not run this fault yet",
-                backend.name()
-            )));
+        Fault::RemovePool(f) => {
+            backend.mark_fault(
+                None,
+                &format!(
+                    "pool {} removed from the autoscaler's configuration",
+                    f.pool.value
+                ),
+            );
+            backend.remove_pool(&f.pool.value)?;
+        }
+        Fault::RollingUpgrade(f) => {
+            // The runbook's pre-checks come first: a workload without a
+            // budget or rolling with maxUnavailable above 0 can lose
+            // availability to a drain, so the upgrade does not start.
+            let findings = preflight::upgrade::check(&drill.workloads);
+            if !findings.is_empty() {
+                let listed = findings
+                    .iter()
+                    .map(|f| format!("{} ({}): {}", f.object, f.at, f.problem))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let reason = format!("upgrade pre-check failed, nothing was upgraded: {listed}");
+                backend.mark_fault(None, &reason);
+                return Ok(Some(reason));
+            }
+            let reboot = f.reboot.unwrap_or(UPGRADE_REBOOT);
+            let drain_timeout = f.drain_timeout.unwrap_or(UPGRADE_DRAIN_TIMEOUT);
+            backend.mark_fault(
+                None,
+                &format!(
+                    "rolling upgrade: workers, then control planes, one at a time (reboot {reboot}, drain timeout {drain_timeout}); autoscaler nodes recycled"
+                ),
+            );
+            return Ok(backend.rolling_upgrade(reboot, drain_timeout)?);
+        }
+        Fault::FullRebuild(f) => {
+            backend.mark_fault(None, "full rebuild: every node and volume lost");
+            let from = f.restore_from.as_ref().map(|s| s.value.as_str());
+            return Ok(backend.full_rebuild(from, drill.spec.recovery.as_ref())?);
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// A negative control: proof that a guard bites.

@@ -93,6 +93,48 @@ pub trait Backend {
         node: &str,
         boot: Option<(Duration, Duration)>,
     ) -> Result<(), BackendError>;
+    /// Provisions a lost static node again under its name.
+    fn replace_node(&mut self, node: &str) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: format!("replace node {node}"),
+        })
+    }
+    /// Removes a pool from the autoscaler's configuration; its nodes keep
+    /// running, unmanaged.
+    fn remove_pool(&mut self, pool: &str) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: format!("remove pool `{pool}` from the autoscaler's configuration"),
+        })
+    }
+    /// Runs a rolling upgrade to its end, letting time pass; `Ok(Some(why))`
+    /// when a drain stayed blocked and the upgrade failed there.
+    fn rolling_upgrade(
+        &mut self,
+        reboot: Duration,
+        drain_timeout: Duration,
+    ) -> Result<Option<String>, BackendError> {
+        let _ = (reboot, drain_timeout);
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: "run a rolling upgrade".to_owned(),
+        })
+    }
+    /// Loses everything and recovers along the runbook, restoring from the
+    /// schedule's newest usable backup; `Ok(Some(why))` when the runbook
+    /// failed.
+    fn full_rebuild(
+        &mut self,
+        restore_from: Option<&str>,
+        recovery: Option<&crate::scenario::spec::RecoverySpec>,
+    ) -> Result<Option<String>, BackendError> {
+        let _ = (restore_from, recovery);
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: "rebuild the cluster from nothing".to_owned(),
+        })
+    }
     /// Sets a workload's replicas (`namespace/Kind/name`).
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError>;
 

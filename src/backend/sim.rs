@@ -136,6 +136,37 @@ impl Backend for SimBackend {
         Ok(())
     }
 
+    fn replace_node(&mut self, node: &str) -> Result<(), BackendError> {
+        let id = self.node(node)?;
+        self.sim.replace_node(id);
+        Ok(())
+    }
+
+    fn remove_pool(&mut self, pool: &str) -> Result<(), BackendError> {
+        self.sim
+            .remove_pool(pool)
+            .map_err(|e| BackendError::NotFound(e.to_string()))
+    }
+
+    fn rolling_upgrade(
+        &mut self,
+        reboot: Duration,
+        drain_timeout: Duration,
+    ) -> Result<Option<String>, BackendError> {
+        Ok(self.sim.rolling_upgrade(reboot, drain_timeout).blocked)
+    }
+
+    fn full_rebuild(
+        &mut self,
+        restore_from: Option<&str>,
+        recovery: Option<&crate::scenario::spec::RecoverySpec>,
+    ) -> Result<Option<String>, BackendError> {
+        let outcome = self.sim.full_rebuild(restore_from, recovery);
+        Ok(outcome
+            .failed_step
+            .map(|s| format!("recovery step `{s}` exhausted its attempts")))
+    }
+
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {
         self.sim
             .scale_workload(workload, replicas)
@@ -209,7 +240,8 @@ impl Backend for SimBackend {
         &self.sim.obs
     }
 
-    fn finish(self: Box<Self>) -> Observation {
+    fn finish(mut self: Box<Self>) -> Observation {
+        self.sim.prune_stranded_nodes();
         let mut obs = self.sim.obs;
         obs.end = self.sim.now;
         obs

@@ -132,8 +132,12 @@ pub struct Observation {
     pub stranded_nodes: Vec<(Time, String)>,
     /// When each fault was injected, with a description.
     pub faults: Vec<(Time, String)>,
-    /// Data written and lost: (time of loss, capture point of the restore).
-    pub restores: Vec<(Time, Time, String)>,
+    /// Data written and lost: (time of loss, capture point of the restore,
+    /// schedule). The capture point may precede the drill, so it is signed.
+    pub restores: Vec<(Time, i64, String)>,
+    /// How long a recovery runbook took with its manual steps instant: the
+    /// automated part of the recovery, when one ran.
+    pub automated_recovery: Option<Time>,
     /// Objects of kinds the backend does not model.
     pub not_simulated: Vec<crate::report::ObjectRef>,
     /// When the drill's steps began: the cluster had converged. Availability

@@ -14,6 +14,7 @@
 pub mod etcd;
 pub mod input;
 pub mod live;
+pub mod upgrade;
 
 use std::fmt::Write as _;
 use std::io::Write;

@@ -397,9 +397,10 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) {
         }
         if let Some(fault) = &step.fault {
             let range = match &fault.value {
-                Fault::DeleteNode(f) | Fault::CrashNode(f) | Fault::RecreateControlPlane(f) => {
-                    f.boot_delay.as_ref()
-                }
+                Fault::DeleteNode(f)
+                | Fault::CrashNode(f)
+                | Fault::ReplaceNode(f)
+                | Fault::RecreateControlPlane(f) => f.boot_delay.as_ref(),
                 _ => None,
             };
             if let Some(range) = range {

@@ -485,6 +485,10 @@ pub enum Fault {
     DeleteNode(NodeFault),
     /// The node stops heartbeating; its server and Node object stay.
     CrashNode(NodeFault),
+    /// A lost static node is provisioned again under its name (`ksail
+    /// cluster update` re-running provisioning for missing members): the
+    /// node is Ready again and the pods stuck on it terminate.
+    ReplaceNode(NodeFault),
     /// A control plane is removed from etcd, deleted and replaced by a fresh
     /// node that joins as a learner and is promoted.
     RecreateControlPlane(NodeFault),

@@ -12,6 +12,7 @@ pub mod api_ops;
 pub mod autoscaler;
 pub mod clock;
 pub mod control_plane;
+pub mod faults;
 pub mod load;
 pub mod operations;
 pub mod rng;
