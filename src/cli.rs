@@ -88,7 +88,7 @@ struct RunArgs {
     /// Number of seeds to sweep, starting at --seed.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     runs: u64,
-    /// Output folder of the reports [default: reports/<drill>-seed<seed>/].
+    /// Output folder of the reports (default: reports/DRILL-seedSEED/).
     #[arg(long)]
     out: Option<PathBuf>,
 }
