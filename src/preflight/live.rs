@@ -211,7 +211,9 @@ pub fn etcd_counts(source: &LiveSource) -> Result<EtcdCounts, LiveError> {
         program: program.clone(),
         source,
     };
-    let handle = duct::cmd(&source.talosctl, &args)
+    // As an OsStr, not a Path: duct runs a relative Path as `./talosctl`,
+    // which would skip the PATH lookup the default `--talosctl talosctl` needs.
+    let handle = duct::cmd(source.talosctl.as_os_str(), &args)
         .stdout_capture()
         .stderr_capture()
         .stdin_null()
@@ -406,6 +408,22 @@ mod tests {
         std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         path
+    }
+
+    /// A bare program name is looked up on PATH, as `--talosctl talosctl`
+    /// (the default) needs: `sh` exists there but not in the working folder,
+    /// so a spawn error would mean the name was run as `./sh`.
+    #[cfg(unix)]
+    #[test]
+    fn a_bare_program_name_is_found_on_the_path() {
+        let source = LiveSource {
+            context: "admin@prod".into(),
+            talos_node: None,
+            talosctl: PathBuf::from("sh"),
+            talosctl_timeout: CALL_TIMEOUT,
+        };
+        let err = etcd_counts(&source).expect_err("`sh etcd members` fails");
+        assert!(matches!(err, LiveError::TalosctlFailed { .. }), "{err:?}");
     }
 
     #[cfg(unix)]
