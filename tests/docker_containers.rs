@@ -290,7 +290,11 @@ fn a_node_container_survives_stop_pause_kill_remove_and_recreate_from_its_spec()
     assert_eq!(docker.state(&name).unwrap(), ContainerState::Exited);
     docker.start(&node).unwrap();
     assert_eq!(docker.state(&name).unwrap(), ContainerState::Running);
-    docker.kill(&node, "SIGKILL").unwrap();
+    // SIGTERM, which the sleeper answers by exiting 0: the container's
+    // `on-failure` restart policy would restart it after a SIGKILL (exit
+    // 137), racing the state check below.
+    docker.kill(&node, "SIGTERM").unwrap();
+    wait_for_exit(&docker, &name);
     assert_eq!(docker.state(&name).unwrap(), ContainerState::Exited);
 
     let old_id = node.id().to_owned();
@@ -309,6 +313,16 @@ fn a_node_container_survives_stop_pause_kill_remove_and_recreate_from_its_spec()
         recreated, spec,
         "the recreated container differs from the recorded one"
     );
+}
+
+/// The sleeper exits on SIGTERM, a moment after the signal is delivered.
+fn wait_for_exit(docker: &Docker, name: &str) {
+    for _ in 0..100 {
+        if docker.state(name).unwrap() == ContainerState::Exited {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
