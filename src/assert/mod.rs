@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::duration::Duration;
@@ -12,7 +12,7 @@ use crate::k8s::node_selector::CompiledNodeSelector;
 use crate::observe::{Observation, Placement, Time, time_false, value_at};
 use crate::report::{AssertionResult, Evidence, Figure, Verdict, format_ms};
 use crate::scenario::check::assertion_kinds;
-use crate::scenario::spec::{AssertionSpec, NodeOperator, NodeRequirement, PodMatch, Subject};
+use crate::scenario::spec::{AssertionSpec, NodeRequirement, PodMatch, Subject};
 use crate::topology::Topology;
 
 /// A verdict and the figures it measured.
@@ -647,22 +647,6 @@ pub fn pods_match(pods: &PodMatch, p: &Placement) -> bool {
     true
 }
 
-fn requirement(r: &NodeRequirement) -> NodeSelectorRequirement {
-    NodeSelectorRequirement {
-        key: r.key.clone(),
-        operator: match r.operator {
-            NodeOperator::In => "In",
-            NodeOperator::NotIn => "NotIn",
-            NodeOperator::Exists => "Exists",
-            NodeOperator::DoesNotExist => "DoesNotExist",
-            NodeOperator::Gt => "Gt",
-            NodeOperator::Lt => "Lt",
-        }
-        .to_owned(),
-        values: r.values.clone(),
-    }
-}
-
 /// Describes a node requirement the way people write it.
 pub fn describe(r: &NodeRequirement) -> String {
     match &r.values {
@@ -682,7 +666,7 @@ fn placement(
     let rule = nodes.iter().map(describe).collect::<Vec<_>>().join(" AND ");
     let selector = CompiledNodeSelector::compile(&NodeSelector {
         node_selector_terms: vec![NodeSelectorTerm {
-            match_expressions: Some(nodes.iter().map(requirement).collect()),
+            match_expressions: Some(nodes.iter().map(NodeRequirement::to_kubernetes).collect()),
             match_fields: None,
         }],
     });

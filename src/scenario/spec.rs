@@ -424,6 +424,25 @@ pub struct NodeRequirement {
     pub values: Option<Vec<String>>,
 }
 
+impl NodeRequirement {
+    /// The same requirement as a Kubernetes object, for the matchers.
+    pub fn to_kubernetes(&self) -> k8s_openapi::api::core::v1::NodeSelectorRequirement {
+        let operator = match self.operator {
+            NodeOperator::In => "In",
+            NodeOperator::NotIn => "NotIn",
+            NodeOperator::Exists => "Exists",
+            NodeOperator::DoesNotExist => "DoesNotExist",
+            NodeOperator::Gt => "Gt",
+            NodeOperator::Lt => "Lt",
+        };
+        k8s_openapi::api::core::v1::NodeSelectorRequirement {
+            key: self.key.clone(),
+            operator: operator.to_owned(),
+            values: self.values.clone(),
+        }
+    }
+}
+
 /// Node-selector operators, as Kubernetes spells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum NodeOperator {

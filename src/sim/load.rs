@@ -489,27 +489,11 @@ pub fn guard_matches(
     true
 }
 
-fn to_requirement(requirement: &NodeRequirement) -> NodeSelectorRequirement {
-    let operator = match requirement.operator {
-        NodeOperator::In => "In",
-        NodeOperator::NotIn => "NotIn",
-        NodeOperator::Exists => "Exists",
-        NodeOperator::DoesNotExist => "DoesNotExist",
-        NodeOperator::Gt => "Gt",
-        NodeOperator::Lt => "Lt",
-    };
-    NodeSelectorRequirement {
-        key: requirement.key.clone(),
-        operator: operator.to_owned(),
-        values: requirement.values.clone(),
-    }
-}
-
 /// Adds the requirement to every required node-selector term, creating a
 /// term when the pod has none, as the platform's mutating policy does.
 /// Terms are ORed, so adding it to only one would fail open.
 pub fn inject_requirement(spec: &mut PodSpec, requirement: &NodeRequirement) {
-    let wanted = to_requirement(requirement);
+    let wanted = requirement.to_kubernetes();
     let affinity = spec.affinity.get_or_insert_with(Default::default);
     let node_affinity = affinity.node_affinity.get_or_insert_with(Default::default);
     let required = node_affinity
@@ -554,7 +538,7 @@ pub fn add_unlabelled_term(spec: &mut PodSpec) {
 /// node-selector term must contain the requirement exactly (a `nodeSelector`
 /// pair `key: value` also satisfies an `In [value]` requirement).
 pub fn violation(spec: &PodSpec, requirement: &NodeRequirement) -> Option<String> {
-    let wanted = to_requirement(requirement);
+    let wanted = requirement.to_kubernetes();
     if requirement.operator == NodeOperator::In
         && let Some(values) = &requirement.values
         && values.len() == 1
