@@ -7,6 +7,7 @@
 //! ran.
 
 pub mod docker;
+pub mod machines;
 pub mod sim;
 
 use crate::duration::Duration;
