@@ -4,10 +4,12 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::sim::SimBackend;
 use crate::drill::Drill;
 use crate::exit::Exit;
+use crate::progress::Progress;
 use crate::report::compare::{self, Noise};
 use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
 use crate::report::{DrillReport, Outcome, Verdict, format_ms, html, junit, markdown, write_all};
@@ -23,6 +25,9 @@ pub struct Io<'a> {
     pub err: &'a mut dyn Write,
     /// Colour diagnostics (stderr is a terminal).
     pub color: bool,
+    /// A person watches stderr: sweeps draw a progress bar rather than
+    /// printing a line per tenth.
+    pub terminal: bool,
 }
 
 /// `bench list`: the built-in drills, one line each.
@@ -238,7 +243,10 @@ fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
         .min(seeds.len())
         .max(1);
     let chunk = seeds.len().div_ceil(workers);
+    let done = AtomicU64::new(0);
+    let mut progress = Progress::new(seeds.len() as u64, io.terminal);
     let results: Vec<Result<Vec<DrillReport>, String>> = std::thread::scope(|scope| {
+        let done = &done;
         let handles: Vec<_> = seeds
             .chunks(chunk)
             .map(|part| {
@@ -250,12 +258,20 @@ fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
                                     .map_err(|e| format!("seed {seed}: {e}"))?;
                             // The aggregate needs verdicts and figures, not timelines.
                             report.timeline.clear();
+                            done.fetch_add(1, Ordering::Relaxed);
                             Ok(report)
                         })
                         .collect::<Result<Vec<_>, String>>()
                 })
             })
             .collect();
+        // The workers own the model; this thread only watches the count,
+        // so the display never touches a run's timing or its results.
+        while !handles.iter().all(|h| h.is_finished()) {
+            progress.update(done.load(Ordering::Relaxed), io.err);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        progress.update(done.load(Ordering::Relaxed), io.err);
         handles
             .into_iter()
             .map(|h| {
@@ -264,6 +280,7 @@ fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
             })
             .collect()
     });
+    progress.finish();
     let mut reports = Vec::with_capacity(seeds.len());
     for part in results {
         match part {

@@ -261,11 +261,13 @@ pub fn main() -> ExitCode {
     };
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr();
-    let color = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let terminal = stderr.is_terminal();
+    let color = terminal && std::env::var_os("NO_COLOR").is_none();
     let mut io = Io {
         out: &mut stdout,
         err: &mut stderr,
         color,
+        terminal,
     };
     let exit = match cli.command {
         Command::List => app::list(&mut io),

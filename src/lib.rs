@@ -18,6 +18,7 @@ pub mod k8s;
 pub mod manifest;
 pub mod observe;
 pub mod preflight;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod scenario;

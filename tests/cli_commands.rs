@@ -99,3 +99,26 @@ fn run_validates_first_and_never_pretends_a_drill_ran() {
         );
     }
 }
+
+#[test]
+fn a_sweep_in_a_ci_log_prints_one_progress_line_per_tenth() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let run = bench(&[
+        "run",
+        "cp-recreate",
+        "--runs",
+        "20",
+        "--out",
+        out.path().to_str().expect("utf-8"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let expected: Vec<String> = (1..=10)
+        .map(|t| format!("progress: {}/20 runs", 2 * t))
+        .collect();
+    assert_eq!(run.stderr.lines().collect::<Vec<_>>(), expected);
+    assert!(
+        run.stdout.starts_with("cp-recreate on sim: 20 runs from seed 1, 0 failed"),
+        "{}",
+        run.stdout
+    );
+}
