@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::manifest::{self, Document, ManifestError};
-use crate::scenario::check::{Checker, check};
+use crate::scenario::check::{Checker, check, check_requirement};
 use crate::scenario::parse::{MAX_DRILL_BYTES, parse, read_source};
 use crate::scenario::spec::{
-    AssertionSpec, Condition, DrillSpec, Fault, PodMatch, Subject, Target, WorkloadSource,
+    AssertionSpec, Condition, DrillSpec, Fault, GuardChange, NodeOperator, PodMatch, Subject,
+    Target, WorkloadSource,
 };
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
 use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
@@ -587,6 +588,32 @@ impl<'t> References<'t> {
                 );
             }
             if let Some(ablation) = &control.ablation {
+                if let GuardChange::SetValues(values) = &ablation.change.value
+                    && let Some(guard) = spec
+                        .guards
+                        .iter()
+                        .find(|g| g.name.as_str() == ablation.guard.as_str())
+                {
+                    let requirement = &guard.require.node_affinity.value;
+                    let operator = requirement.operator;
+                    if matches!(operator, NodeOperator::Exists | NodeOperator::DoesNotExist) {
+                        // Values on these operators are invalid Kubernetes,
+                        // so the ablated run would stop as a broken drill
+                        // rather than prove anything.
+                        checker.error(
+                            ablation.change.at,
+                            format!(
+                                "`setValues` cannot weaken guard `{}`: it requires `{} {:?}`, \
+                                 which takes no values; use `replaceRequirement` or `remove`",
+                                guard.name.value, requirement.key, operator
+                            ),
+                        );
+                    } else {
+                        let mut weakened = requirement.clone();
+                        weakened.values = Some(values.clone());
+                        check_requirement(checker, ablation.change.at, &weakened);
+                    }
+                }
                 for target in &ablation.must_fail {
                     let target_assertion = spec
                         .assertions

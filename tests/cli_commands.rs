@@ -117,7 +117,8 @@ fn a_sweep_in_a_ci_log_prints_one_progress_line_per_tenth() {
         .collect();
     assert_eq!(run.stderr.lines().collect::<Vec<_>>(), expected);
     assert!(
-        run.stdout.starts_with("cp-recreate on sim: 20 runs from seed 1, 0 failed"),
+        run.stdout
+            .starts_with("cp-recreate on sim: 20 runs from seed 1, 0 failed"),
         "{}",
         run.stdout
     );

@@ -87,6 +87,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`openbao-on-baseline` is not an assertion",
     ),
     (
+        "set-values-on-does-not-exist",
+        "25:17",
+        "`setValues` cannot weaken guard `off-autoscalers`",
+    ),
+    (
         "negative-count",
         "8:14",
         "expected a whole number, not negative",
