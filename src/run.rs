@@ -13,7 +13,7 @@ use crate::observe::Observation;
 use crate::preflight::{self, Policy};
 use crate::report::{
     AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, ObjectRef, Outcome,
-    REPORT_FORMAT, Verdict,
+    REPORT_FORMAT, Verdict, WorkloadAvailability,
 };
 use crate::scenario::spec::{
     AblationControl, AdmissionControl, AssertionSpec, Condition, Fault, GuardChange,
@@ -73,6 +73,7 @@ pub fn run_drill(
         StepsOutcome::Completed if failed => Outcome::Failed,
         StepsOutcome::Completed => Outcome::Passed,
     };
+    let workloads = workload_availability(&obs);
     Ok(DrillReport {
         format: REPORT_FORMAT.to_owned(),
         bench_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -90,8 +91,26 @@ pub fn run_drill(
         assertions,
         figures,
         timeline: obs.events,
+        workloads,
         not_simulated: obs.not_simulated,
     })
+}
+
+/// Each workload's lowest point and time whole while the steps ran.
+fn workload_availability(obs: &Observation) -> Vec<WorkloadAvailability> {
+    obs.workloads
+        .iter()
+        .filter_map(|(name, series)| {
+            let (at, ready, desired) = series.lowest(obs.start, obs.end)?;
+            Some(WorkloadAvailability {
+                workload: name.clone(),
+                lowest_ready: ready,
+                desired,
+                lowest_at_ms: at,
+                whole_ratio: (series.whole_fraction(obs.start, obs.end) * 1e4).round() / 1e4,
+            })
+        })
+        .collect()
 }
 
 /// A drill file's path as reports show it: relative to the repository for

@@ -352,6 +352,50 @@ fn pre_upgrade_keeps_quorum_and_upgrades_workers_first() {
 }
 
 #[test]
+fn pre_upgrade_reports_every_workloads_lowest_point() {
+    let drill = load(&root().join("scenarios/pre-upgrade.yaml"));
+    let report = run(&root().join("scenarios/pre-upgrade.yaml"), 1);
+    let listed: Vec<&str> = report
+        .workloads
+        .iter()
+        .map(|w| w.workload.as_str())
+        .collect();
+    let mut deployed: Vec<String> = drill
+        .workloads
+        .iter()
+        .filter(|d| {
+            drillbench::drill::WORKLOAD_KINDS
+                .contains(&d.value["kind"].as_str().unwrap_or_default())
+        })
+        .map(|d| drillbench::drill::workload_key(&d.value))
+        .collect();
+    deployed.sort();
+    assert_eq!(listed, deployed);
+    // Draining a worker takes one of OpenBao's three replicas away until it
+    // is rescheduled (its anti-affinity leaves nowhere else to go).
+    let openbao = report
+        .workloads
+        .iter()
+        .find(|w| w.workload == "openbao/StatefulSet/openbao")
+        .expect("openbao listed");
+    assert_eq!(
+        (openbao.lowest_ready, openbao.desired),
+        (2, 3),
+        "{openbao:?}"
+    );
+    assert!(
+        openbao.whole_ratio < 1.0 && openbao.whole_ratio > 0.5,
+        "{openbao:?}"
+    );
+    assert!(openbao.lowest_at_ms >= report.timeline[0].at_ms);
+    let markdown = drillbench::report::markdown::render(&report);
+    assert!(
+        markdown.contains("| `openbao/StatefulSet/openbao` | 2/3 |"),
+        "{markdown}"
+    );
+}
+
+#[test]
 fn full_rebuild_from_a_partially_failed_newest_backup_breaches_the_rpo() {
     let v = variant(
         "full-rebuild",

@@ -11,7 +11,7 @@ use common::{bench, root};
 use drillbench::drill::Drill;
 use drillbench::report::{
     AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, Figure, ObjectRef,
-    Outcome, REPORT_FORMAT, Verdict, junit, markdown,
+    Outcome, REPORT_FORMAT, Verdict, WorkloadAvailability, junit, markdown,
 };
 
 fn object(kind: &str, namespace: &str, name: &str) -> ObjectRef {
@@ -130,6 +130,22 @@ fn sample(failing: bool) -> DrillReport {
             },
         ],
         not_simulated: vec![object("HelmRelease", "openbao", "openbao")],
+        workloads: vec![
+            WorkloadAvailability {
+                workload: "apps/Deployment/web".into(),
+                lowest_ready: 2,
+                desired: 3,
+                lowest_at_ms: 125_000,
+                whole_ratio: 0.9375,
+            },
+            WorkloadAvailability {
+                workload: "openbao/StatefulSet/openbao".into(),
+                lowest_ready: 3,
+                desired: 3,
+                lowest_at_ms: 0,
+                whole_ratio: 1.0,
+            },
+        ],
     }
 }
 

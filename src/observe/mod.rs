@@ -53,6 +53,63 @@ impl WorkloadSeries {
             .find(|(at, _, _)| *at <= t)
             .is_none_or(|(_, ready, desired)| ready >= desired)
     }
+
+    /// The lowest point of `[from, to]` as (time, ready, desired): the one
+    /// with the smallest ready fraction, the earliest of equals. A point
+    /// with nothing desired counts as whole. `None` when nothing was
+    /// recorded by `to`.
+    pub fn lowest(&self, from: Time, to: Time) -> Option<(Time, u32, u32)> {
+        let at_start = self
+            .points
+            .iter()
+            .rev()
+            .find(|(at, _, _)| *at <= from)
+            .map(|&(_, ready, desired)| (from, ready, desired));
+        let within = self
+            .points
+            .iter()
+            .filter(|(at, _, _)| *at > from && *at <= to)
+            .copied();
+        // Compared as ready/desired by cross-multiplying, so 2/3 ranks
+        // below 1/1 and above 1/3 with no floating point.
+        let fraction = |ready: u32, desired: u32| match desired {
+            0 => (1, 1),
+            d => (u64::from(ready.min(d)), u64::from(d)),
+        };
+        at_start.into_iter().chain(within).reduce(|low, p| {
+            let low_fraction = fraction(low.1, low.2);
+            let fraction = fraction(p.1, p.2);
+            if fraction.0 * low_fraction.1 < low_fraction.0 * fraction.1 {
+                p
+            } else {
+                low
+            }
+        })
+    }
+
+    /// The fraction of `[from, to]` during which every desired replica was
+    /// ready; 1 for an empty window.
+    pub fn whole_fraction(&self, from: Time, to: Time) -> f64 {
+        if to <= from {
+            return 1.0;
+        }
+        let mut changes: Vec<Time> = self
+            .points
+            .iter()
+            .map(|p| p.0)
+            .filter(|&t| t > from && t < to)
+            .collect();
+        changes.dedup();
+        let mut whole = 0;
+        let mut since = from;
+        for t in changes.into_iter().chain([to]) {
+            if self.whole_at(since) {
+                whole += t - since;
+            }
+            since = t;
+        }
+        whole as f64 / (to - from) as f64
+    }
 }
 
 /// A single-attach volume that stayed attached to a departed node.
@@ -195,5 +252,46 @@ mod tests {
         assert_eq!(value_at(&series, 0, 0), 0);
         assert_eq!(value_at(&series, 5, 0), 1);
         assert_eq!(value_at(&series, 99, 0), 2);
+    }
+
+    fn web() -> WorkloadSeries {
+        // 3 replicas; a drain takes one away at 100, a second at 150 (1/3),
+        // both back by 300; later the workload is scaled to 5 and lags.
+        WorkloadSeries {
+            points: vec![
+                (0, 3, 3),
+                (100, 2, 3),
+                (150, 1, 3),
+                (200, 2, 3),
+                (300, 3, 3),
+                (400, 3, 5),
+                (450, 5, 5),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_lowest_point_is_the_smallest_ready_fraction_earliest_first() {
+        let web = web();
+        assert_eq!(web.lowest(0, 1000), Some((150, 1, 3)));
+        // Seen from after the dip, 3/5 is the worst.
+        assert_eq!(web.lowest(250, 1000), Some((400, 3, 5)));
+        // A window starting mid-dip starts from the value then.
+        assert_eq!(web.lowest(170, 190), Some((170, 1, 3)));
+        assert_eq!(WorkloadSeries::default().lowest(0, 10), None);
+        let idle = WorkloadSeries {
+            points: vec![(0, 0, 0), (10, 1, 2)],
+        };
+        assert_eq!(idle.lowest(0, 20), Some((10, 1, 2)));
+    }
+
+    #[test]
+    fn whole_fraction_counts_time_with_every_replica_ready() {
+        let web = web();
+        // Not whole during [100, 300) and [400, 450): 250 of 1000.
+        assert_eq!(web.whole_fraction(0, 1000), 0.75);
+        assert_eq!(web.whole_fraction(100, 300), 0.0);
+        assert_eq!(web.whole_fraction(300, 400), 1.0);
+        assert_eq!(web.whole_fraction(5, 5), 1.0);
     }
 }

@@ -85,6 +85,7 @@ pub fn render(report: &DrillReport) -> String {
     verdicts(&mut h, report);
     timeline(&mut h, report);
     figures(&mut h, report);
+    workloads(&mut h, report);
     if !report.not_simulated.is_empty() {
         let _ = write!(
             h,
@@ -190,6 +191,28 @@ fn figures(h: &mut String, report: &DrillReport) {
             "<tr><td><code>{}</code></td><td>{}</td></tr>",
             esc(name),
             esc(&figure_value(figure.value, &figure.unit))
+        );
+    }
+    h.push_str("</tbody></table></section>\n");
+}
+
+fn workloads(h: &mut String, report: &DrillReport) {
+    if report.workloads.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<section id=\"workloads\"><h2>Workloads</h2><table class=\"figures\"><thead><tr>\
+         <th>Workload</th><th>Lowest ready</th><th>At</th><th>Time whole</th></tr></thead><tbody>\n",
+    );
+    for w in &report.workloads {
+        let _ = writeln!(
+            h,
+            "<tr><td><code>{}</code></td><td>{}/{}</td><td>{}</td><td>{:.4}</td></tr>",
+            esc(&w.workload),
+            w.lowest_ready,
+            w.desired,
+            format_ms(w.lowest_at_ms),
+            w.whole_ratio
         );
     }
     h.push_str("</tbody></table></section>\n");

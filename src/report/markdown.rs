@@ -94,6 +94,7 @@ pub fn render(report: &DrillReport) -> String {
             let _ = writeln!(md, "| {} | {value} |", cell(name));
         }
     }
+    workloads(&mut md, report);
     if !report.not_simulated.is_empty() {
         let names: Vec<String> = report
             .not_simulated
@@ -123,4 +124,39 @@ fn cell(text: &str) -> String {
 fn short_hash(hash: &str) -> &str {
     let end = hash.char_indices().nth(19).map_or(hash.len(), |(i, _)| i);
     &hash[..end]
+}
+
+/// The workloads that dipped, lowest first in name order; the ones that
+/// stayed whole are only counted, so the table stays short.
+fn workloads(md: &mut String, report: &DrillReport) {
+    if report.workloads.is_empty() {
+        return;
+    }
+    let (dipped, whole): (Vec<_>, Vec<_>) = report
+        .workloads
+        .iter()
+        .partition(|w| w.lowest_ready < w.desired || w.whole_ratio < 1.0);
+    let _ = writeln!(md, "\n### Workloads\n");
+    if !dipped.is_empty() {
+        let _ = writeln!(md, "| Workload | Lowest ready | At | Time whole |");
+        let _ = writeln!(md, "|---|---|---|---|");
+        for w in &dipped {
+            let _ = writeln!(
+                md,
+                "| `{}` | {}/{} | {} | {:.4} |",
+                cell(&w.workload),
+                w.lowest_ready,
+                w.desired,
+                format_ms(w.lowest_at_ms),
+                w.whole_ratio
+            );
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(
+        md,
+        "{} of {} workloads had every replica ready throughout.",
+        whole.len(),
+        report.workloads.len()
+    );
 }

@@ -54,6 +54,26 @@ pub struct DrillReport {
     pub timeline: Vec<Event>,
     /// Objects of kinds the backend does not model, listed rather than dropped.
     pub not_simulated: Vec<ObjectRef>,
+    /// How each workload fared while the steps ran, by `namespace/Kind/name`.
+    #[serde(default)]
+    pub workloads: Vec<WorkloadAvailability>,
+}
+
+/// How one workload fared while the drill's steps ran: the answer to "what
+/// was the lowest it went" that a rolling upgrade is planned around.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkloadAvailability {
+    /// `namespace/Kind/name`.
+    pub workload: String,
+    /// Ready replicas at the lowest point.
+    pub lowest_ready: u32,
+    /// Desired replicas at that point.
+    pub desired: u32,
+    /// When the lowest point began, in milliseconds of drill time.
+    pub lowest_at_ms: u64,
+    /// The fraction of the steps' time with every desired replica ready.
+    pub whole_ratio: f64,
 }
 
 /// Which drill a report is about, so two reports are compared only when
