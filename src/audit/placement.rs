@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use crate::k8s::node_selector::Operator;
+
 use super::RequiredLabel;
 
 /// One `matchExpressions` (or `matchFields`) requirement.
@@ -21,49 +23,6 @@ pub struct Requirement {
     pub operator: Operator,
     /// The values, as written.
     pub values: Vec<String>,
-}
-
-/// A node-selector operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operator {
-    /// The label's value is one of the values.
-    In,
-    /// The label is absent or its value is none of the values.
-    NotIn,
-    /// The label is present, with any value.
-    Exists,
-    /// The label is absent.
-    DoesNotExist,
-    /// The label's value, as an integer, is greater.
-    Gt,
-    /// The label's value, as an integer, is less.
-    Lt,
-}
-
-impl Operator {
-    /// Parses an operator as the API spells it.
-    pub fn parse(text: &str) -> Option<Operator> {
-        Some(match text {
-            "In" => Operator::In,
-            "NotIn" => Operator::NotIn,
-            "Exists" => Operator::Exists,
-            "DoesNotExist" => Operator::DoesNotExist,
-            "Gt" => Operator::Gt,
-            "Lt" => Operator::Lt,
-            _ => return None,
-        })
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Operator::In => "In",
-            Operator::NotIn => "NotIn",
-            Operator::Exists => "Exists",
-            Operator::DoesNotExist => "DoesNotExist",
-            Operator::Gt => "Gt",
-            Operator::Lt => "Lt",
-        }
-    }
 }
 
 impl fmt::Display for Requirement {
