@@ -717,6 +717,35 @@ fn svg_open(h: &mut String, height: f64, class: &str, label: &str) {
     );
 }
 
+/// Rough width of one character of an 11px label, for laying labels out
+/// without measuring text.
+const CHAR_W: f64 = 6.5;
+
+/// Rows for labels that start at `x` and run `chars` characters to the
+/// right: each goes into the first row whose previous label has ended, so
+/// no two labels of a row overlap. Returns each label's row and the number
+/// of rows (at least one, so an empty strip keeps its height).
+fn label_rows(labels: impl IntoIterator<Item = (f64, usize)>) -> (Vec<usize>, usize) {
+    let mut row_ends: Vec<f64> = Vec::new();
+    let rows = labels
+        .into_iter()
+        .map(|(x, chars)| {
+            let end = x + 3.0 + chars as f64 * CHAR_W;
+            match row_ends.iter().position(|&e| e <= x) {
+                Some(row) => {
+                    row_ends[row] = end;
+                    row
+                }
+                None => {
+                    row_ends.push(end);
+                    row_ends.len() - 1
+                }
+            }
+        })
+        .collect();
+    (rows, row_ends.len().max(1))
+}
+
 /// A tick step that gives at most about ten ticks.
 fn tick_step(end: u64) -> u64 {
     const STEPS: [u64; 14] = [
@@ -789,7 +818,13 @@ fn legend(h: &mut String, m: &Model) {
 /// The strip above the lanes: time axis, steps, faults, API availability
 /// and the RTO spans.
 fn overview(h: &mut String, m: &Model) {
-    let step_rows = 3usize;
+    let step_labels: Vec<String> = m.steps.iter().map(|(_, s)| truncate(s, 40)).collect();
+    let (step_row, step_rows) = label_rows(
+        m.steps
+            .iter()
+            .zip(&step_labels)
+            .map(|((at, _), label)| (x(*at, m.end), label.chars().count())),
+    );
     let axis_y = 14.0;
     let steps_y = 24.0;
     let faults_y = steps_y + step_rows as f64 * 13.0 + 4.0;
@@ -830,7 +865,7 @@ fn overview(h: &mut String, m: &Model) {
         steps_y + 10.0
     );
     for (i, (at, message)) in m.steps.iter().enumerate() {
-        let y = steps_y + (i % step_rows) as f64 * 13.0 + 10.0;
+        let y = steps_y + step_row[i] as f64 * 13.0 + 10.0;
         let _ = write!(
             h,
             "<g class=\"step\"><title>{} step: {}</title><line x1=\"{2:.1}\" y1=\"{3:.1}\" x2=\"{2:.1}\" y2=\"{4:.1}\"/><text x=\"{5:.1}\" y=\"{3:.1}\">{6}</text></g>",
@@ -840,7 +875,7 @@ fn overview(h: &mut String, m: &Model) {
             y,
             height,
             x(*at, m.end) + 3.0,
-            esc(&truncate(message, 40))
+            esc(&step_labels[i])
         );
     }
     h.push_str("</g>\n");
@@ -1281,3 +1316,26 @@ svg .bars rect{fill:#3b82f6}svg .haxis line{stroke:#6b7280}svg .haxis text{fill:
 svg .pct line{stroke:#dc2626;stroke-dasharray:3 2}svg .pct text{fill:#991b1b;font-size:10.5px}\
 table.seeds,table.tally{width:auto}\
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_labels_share_a_row_only_when_they_do_not_overlap() {
+        // Four steps within a few pixels (the old layout cycled three rows,
+        // so the fourth landed on the first), then one far to the right.
+        let labels = [(0.0, 20), (5.0, 20), (10.0, 20), (15.0, 20), (600.0, 20)];
+        let (rows, count) = label_rows(labels);
+        assert_eq!(rows, [0, 1, 2, 3, 0]);
+        assert_eq!(count, 4);
+        for (i, (xa, ca)) in labels.iter().enumerate() {
+            for (j, (xb, _)) in labels.iter().enumerate().skip(i + 1) {
+                if rows[i] == rows[j] {
+                    assert!(xa + 3.0 + *ca as f64 * CHAR_W <= *xb, "{i} and {j} overlap");
+                }
+            }
+        }
+        assert_eq!(label_rows([]), (vec![], 1));
+    }
+}
