@@ -177,6 +177,10 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
                 let mut bound = format!("<= {}", format_ms(within));
                 let mut measured = format_ms(rto);
                 let mut ok = rto <= within;
+                let mut summary = format!("{label} whole again {} after the fault", format_ms(rto));
+                if !ok {
+                    summary.push_str(&format!(", over the {} bound", format_ms(within)));
+                }
                 if let Some((limit, took)) = automated {
                     bound.push_str(&format!(", automated <= {}", format_ms(limit)));
                     match took {
@@ -184,6 +188,11 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
                             measured.push_str(&format!(", automated {}", format_ms(took)));
                             if took > limit {
                                 ok = false;
+                                summary.push_str(&format!(
+                                    "; the automated steps alone took {}, over their {} bound",
+                                    format_ms(took),
+                                    format_ms(limit)
+                                ));
                                 evidence.push(fact(
                                     t0 + took,
                                     "automated recovery within its bound",
@@ -194,17 +203,11 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
                         None => {
                             ok = false;
                             measured.push_str(", no runbook ran");
+                            summary.push_str("; no runbook ran, so the automated part is unknown");
                         }
                     }
                 }
-                result(
-                    spec,
-                    ok,
-                    bound,
-                    measured,
-                    format!("{label} whole again {} after the fault", format_ms(rto)),
-                    evidence,
-                )
+                result(spec, ok, bound, measured, summary, evidence)
             }
             (Some(t0), None) => result(
                 spec,

@@ -438,7 +438,9 @@ impl Simulation {
             let p = step.failure_probability.as_ref().map_or(0.0, |p| p.value);
             let mut spent = 0;
             let mut succeeded = false;
+            let mut tried = 0;
             for _ in 0..attempts {
+                tried += 1;
                 spent += self.draw(&step.duration.value).as_millis();
                 if !self.rng.chance(p) {
                     succeeded = true;
@@ -459,7 +461,7 @@ impl Simulation {
                 },
                 None,
                 &format!(
-                    "runbook step `{name}` ({}) {} at +{} after {}",
+                    "runbook step `{name}` ({}) {} at +{} after {}{}",
                     if step.automated {
                         "automated"
                     } else {
@@ -467,7 +469,12 @@ impl Simulation {
                     },
                     if succeeded { "finishes" } else { "fails" },
                     Duration::from_millis(ready + spent - start),
-                    Duration::from_millis(spent)
+                    Duration::from_millis(spent),
+                    if tried > 1 {
+                        format!(" ({tried} attempts)")
+                    } else {
+                        String::new()
+                    }
                 ),
             );
             if !succeeded {
