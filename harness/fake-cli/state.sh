@@ -30,11 +30,11 @@ drillbench_state_get() { # NAME
 }
 
 # Sets field FIELD (2 node, 3 ip, 4 status, 5 labels) of every line whose
-# field MATCH equals VALUE.
+# field MATCH equals VALUE, removed containers aside.
 drillbench_state_set() { # MATCH VALUE FIELD NEW
     file="$(drillbench_state_file)"
     [ -f "$file" ] || return 0
-    awk -v m="$1" -v v="$2" -v f="$3" -v x="$4" '$m == v { $f = x } { print }' "$file" > "$file.tmp"
+    awk -v m="$1" -v v="$2" -v f="$3" -v x="$4" '$m == v && $4 != "removed" { $f = x } { print }' "$file" > "$file.tmp"
     mv "$file.tmp" "$file"
 }
 
