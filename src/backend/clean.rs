@@ -261,20 +261,20 @@ impl CleanAction {
     pub fn describe(&self) -> String {
         match self {
             Self::DeleteKindCluster { run, cluster, .. } => {
-                format!("run {run}: delete kind cluster {cluster}")
+                format!("delete kind cluster {cluster} (run {run})")
             }
             Self::DestroyTalosCluster { run, cluster, .. } => {
-                format!("run {run}: destroy talos cluster {cluster}")
+                format!("destroy talos cluster {cluster} (run {run})")
             }
             Self::RemoveLabelled { run, containers } => format!(
-                "run {run}: remove containers, networks and volumes labelled {RUN_LABEL}={run} ({})",
+                "remove what is labelled {RUN_LABEL}={run} ({})",
                 if containers.is_empty() {
                     "no containers".to_owned()
                 } else {
-                    containers.join(", ")
+                    format!("containers {}", containers.join(", "))
                 }
             ),
-            Self::Forget(record) => format!("run {}: forget its record", record.id),
+            Self::Forget(record) => format!("forget run {}", record.id),
         }
     }
 
