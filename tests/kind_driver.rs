@@ -108,23 +108,37 @@ fn a_failing_create_is_infrastructure_and_still_deletes_the_cluster() {
     let drill = serve_drill();
     let dir = tempfile::tempdir().unwrap();
     let mut options = options(dir.path(), "k2", "http://127.0.0.1:9");
-    // `kind create` fails: the stand-in's failure switch, only for kind.
+    // Only `kind create cluster` fails, as it does when an image cannot be
+    // pulled or a node container cannot start.
     options.tools.kind = fake_support::wrapped(
         dir.path(),
         "kind",
-        &[(
-            "DRILLBENCH_FAKE_CLI_FAIL",
-            "ERROR: failed to create cluster",
-        )],
+        &[
+            (
+                "DRILLBENCH_FAKE_CLI_FAIL",
+                "ERROR: failed to create cluster",
+            ),
+            ("DRILLBENCH_FAKE_CLI_FAIL_ON", "kind create cluster"),
+        ],
     );
     let error = provision(&drill, &options).unwrap_err();
     assert_eq!(error.exit(), Exit::Infrastructure, "{error}");
-    // The version check fails first under the switch; the record is not
-    // written before the tools are known to work.
+    assert!(
+        error
+            .to_string()
+            .contains("ERROR: failed to create cluster"),
+        "{error}"
+    );
+    // Torn down at once, and with nothing left the record goes too.
     assert!(!dir.path().join("runs/k2.json").exists());
     insta::assert_snapshot!(calls(dir.path()), @r"
     docker version --format '{{.Server.Version}}'
     kind version
+    kind create cluster --name drillbench-k2 --config $DIR/runs/k2/kind.yaml --kubeconfig $DIR/runs/k2/kubeconfig
+    kind delete cluster --name drillbench-k2 --kubeconfig $DIR/runs/k2/kubeconfig
+    docker ps --all --no-trunc --filter label=drillbench.dev/run=k2 --format '{{.ID}}	{{.Names}}	{{.State}}'
+    docker network ls --filter label=drillbench.dev/run=k2 --format '{{.Name}}'
+    docker volume ls --quiet --filter label=drillbench.dev/run=k2
     ");
 }
 

@@ -244,6 +244,9 @@ pub enum CleanAction {
         cluster: String,
         /// talosctl's state folder it recorded.
         state: Option<PathBuf>,
+        /// The talosconfig it recorded, so talosctl edits that file, not
+        /// the user's.
+        talosconfig: Option<PathBuf>,
     },
     /// Every container, network and volume labelled with the run.
     RemoveLabelled {
@@ -415,6 +418,7 @@ pub fn plan(registry: &Registry, tools: &Tools) -> Result<CleanPlan, CleanError>
                         run: record.id.clone(),
                         cluster: record.cluster.clone(),
                         state: record.talos_state.clone(),
+                        talosconfig: record.talosconfig.clone(),
                     });
                 }
             }
@@ -477,7 +481,12 @@ pub fn execute(plan: &CleanPlan, registry: &Registry, tools: &Tools) -> CleanOut
                 .map(drop)
                 .map_err(|e| e.to_string())
             }
-            CleanAction::DestroyTalosCluster { cluster, state, .. } => {
+            CleanAction::DestroyTalosCluster {
+                cluster,
+                state,
+                talosconfig,
+                ..
+            } => {
                 let mut args = vec![
                     "cluster".to_owned(),
                     "destroy".to_owned(),
@@ -488,6 +497,12 @@ pub fn execute(plan: &CleanPlan, registry: &Registry, tools: &Tools) -> CleanOut
                 ];
                 if let Some(state) = state {
                     args.extend(["--state".to_owned(), state.display().to_string()]);
+                }
+                if let Some(talosconfig) = talosconfig.as_ref().filter(|t| t.exists()) {
+                    args.extend([
+                        "--talosconfig".to_owned(),
+                        talosconfig.display().to_string(),
+                    ]);
                 }
                 talosctl.run(args).map(drop).map_err(|e| e.to_string())
             }

@@ -410,10 +410,20 @@ impl TalosMachines {
         Ok(())
     }
 
-    /// `talosctl --talosconfig FILE --nodes NODE ARGS...`.
+    /// `talosctl --talosconfig FILE --endpoints NODE --nodes NODE ARGS...`:
+    /// straight to the node's own Talos API on the cluster network, not
+    /// through the talosconfig's endpoint, which is the first control
+    /// plane's published port and gone while that node is recreated.
     fn talos(&self, node: &str, args: &[&str]) -> Result<String, DriverError> {
         let talosconfig = self.talosconfig.display().to_string();
-        let mut all = vec!["--talosconfig", talosconfig.as_str(), "--nodes", node];
+        let mut all = vec![
+            "--talosconfig",
+            talosconfig.as_str(),
+            "--endpoints",
+            node,
+            "--nodes",
+            node,
+        ];
         all.extend_from_slice(args);
         Ok(self.talosctl.run(all)?)
     }
