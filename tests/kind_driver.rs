@@ -155,3 +155,22 @@ fn a_missing_kind_names_what_to_install() {
         "{error}"
     );
 }
+
+#[test]
+fn a_dropped_cluster_is_deleted_even_without_a_teardown_call() {
+    let drill = serve_drill();
+    let server = serve(&drill);
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(dir.path(), "k4", &server.url());
+    let machines = provision(&drill, &options).expect("provisioned");
+    let before = calls(dir.path());
+    assert!(!before.contains("kind delete"), "{before}");
+    // What a panic between provisioning and teardown does to the value.
+    drop(machines);
+    let after = calls(dir.path());
+    assert!(
+        after[before.len()..].starts_with("kind delete cluster --name drillbench-k4"),
+        "{after}"
+    );
+    assert!(!dir.path().join("runs/k4.json").exists());
+}

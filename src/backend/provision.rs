@@ -562,6 +562,63 @@ pub fn yaml_str(text: &str) -> String {
 mod tests {
     use super::*;
 
+    fn topology(yaml_pools: &str) -> Topology {
+        let text = format!(
+            "apiVersion: drillbench.dev/v1alpha1\nkind: Drill\nmetadata: {{name: plan}}\n\
+             cluster:\n  controlPlanes: {{count: 1}}\n  pools:\n{yaml_pools}\n\
+             steps:\n  - wait: {{for: 1m}}\nassertions:\n  - name: q\n    quorum: {{}}\n"
+        );
+        let source = crate::scenario::SourceFile::new("plan.yaml", text);
+        crate::drill::Drill::from_source(source)
+            .unwrap_or_else(|d| panic!("{}", d.render(false)))
+            .topology
+    }
+
+    #[test]
+    fn standby_nodes_fill_an_autoscaled_pool_up_to_its_max_and_carry_a_taint() {
+        let topology = topology(concat!(
+            "    - {name: load, count: 2, serverType: cx23, namePattern: 'load-{n}',\n",
+            "       taints: [{key: dedicated, value: load, effect: NoSchedule}]}\n",
+            "    - {name: burst, autoscaled: {min: 1, max: 2}, serverType: cx43,\n",
+            "       namePattern: 'burst-{hex12}'}",
+        ));
+        let run = RunId::new("p1").unwrap();
+        let plan = plan_nodes(&topology, &run, 3);
+        let names: Vec<&str> = plan.iter().map(|n| n.drill_name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "control-plane-1",
+                "load-1",
+                "load-2",
+                "burst-1",
+                "burst-standby-1"
+            ],
+            "{plan:#?}"
+        );
+        let load = &plan[1];
+        assert_eq!(
+            load.taints,
+            [("dedicated".to_owned(), "load".to_owned(), "NoSchedule")]
+        );
+        let standby = &plan[4];
+        assert!(standby.standby);
+        assert!(standby.taints.contains(&(
+            STANDBY_KEY.to_owned(),
+            "true".to_owned(),
+            "NoSchedule"
+        )));
+        assert_eq!(
+            standby.boot_labels.get(POOL_LABEL).map(String::as_str),
+            Some("burst")
+        );
+        assert!(plan[0].api_labels.contains_key(CONTROL_PLANE_LABEL));
+        assert!(
+            plan.iter()
+                .all(|n| n.boot_labels.get(RUN_LABEL).map(String::as_str) == Some("p1"))
+        );
+    }
+
     #[test]
     fn role_labels_go_through_the_api_and_pool_labels_boot_with_the_node() {
         for key in [
