@@ -489,6 +489,36 @@ pub async fn apply_api_labels(
     Ok(())
 }
 
+/// The emulated autoscaler's scale-up on kind and Talos: a standby node
+/// (see [`STANDBY_KEY`]) loses its taint and label and takes pods from
+/// now on, as a freshly booted autoscaler node would.
+pub async fn release_standby(client: &Client, node: &str) -> Result<(), DriverError> {
+    let api: Api<Node> = Api::all(client.clone());
+    let current = api.get(node).await.map_err(|source| DriverError::Kube {
+        what: format!("read node {node}"),
+        source,
+    })?;
+    let taints: Vec<serde_json::Value> = current
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != STANDBY_KEY)
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+        .collect();
+    let body = json!({
+        "metadata": {"labels": {STANDBY_KEY: null}},
+        "spec": {"taints": taints},
+    });
+    api.patch(node, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .map_err(|source| DriverError::Kube {
+            what: format!("release standby node {node}"),
+            source,
+        })?;
+    Ok(())
+}
+
 /// Creates each of the drill's storage classes that does not exist yet,
 /// backed by [`LOCAL_PATH_PROVISIONER`] and bound when a pod is scheduled
 /// (local-path needs the node), labelled with the run.
