@@ -55,6 +55,21 @@ fn a_talos_run_creates_labels_crashes_recreates_and_destroys_with_these_commands
         pool_patch.contains("\"platform.devantler.tech/baseline-worker\": \"true\""),
         "{pool_patch}"
     );
+    // The per-node patches put the run and the drill name on the Node.
+    let labels = served
+        .node("prod-worker-2")
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap();
+    assert_eq!(
+        labels.get("drillbench.dev/run").map(String::as_str),
+        Some("t1")
+    );
+    assert_eq!(
+        labels.get("drillbench.dev/node").map(String::as_str),
+        Some("prod-worker-2")
+    );
     assert_eq!(machines.etcd_members(), Some((3, 0)));
     let cp1 = machines.nodes()[0].clone();
     assert_eq!(cp1.container, "drillbench-t1-controlplane-1");

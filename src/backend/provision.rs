@@ -446,6 +446,55 @@ pub async fn wait_ready(
     }
 }
 
+/// Waits until every node carries its boot labels: Talos applies
+/// `machine.nodeLabels` patches a moment after they are accepted, and a
+/// drill must not start while a node still looks unlabelled to a guard.
+pub async fn wait_labelled(
+    client: &Client,
+    nodes: &[ProvisionedNode],
+    timeout: Duration,
+) -> Result<(), DriverError> {
+    let api: Api<Node> = Api::all(client.clone());
+    let started = Instant::now();
+    loop {
+        let listed = api.list(&ListParams::default()).await;
+        let mut waiting = Vec::new();
+        match &listed {
+            Ok(list) => {
+                for node in nodes {
+                    let labels = list
+                        .items
+                        .iter()
+                        .find(|n| n.metadata.name.as_deref() == Some(node.node.as_str()))
+                        .and_then(|n| n.metadata.labels.clone())
+                        .unwrap_or_default();
+                    let missing: Vec<&str> = node
+                        .plan
+                        .boot_labels
+                        .iter()
+                        .filter(|(k, v)| labels.get(*k) != Some(*v))
+                        .map(|(k, _)| k.as_str())
+                        .collect();
+                    if !missing.is_empty() {
+                        waiting.push(format!("{} lacks {}", node.node, missing.join(", ")));
+                    }
+                }
+            }
+            Err(e) => waiting.push(format!("the API: {e}")),
+        }
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() >= timeout {
+            return Err(DriverError::NotReady {
+                seconds: timeout.as_secs(),
+                waiting: waiting.join("; "),
+            });
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
 /// Patches the labels and taints the kubelet could not set into each Node.
 pub async fn apply_api_labels(
     client: &Client,

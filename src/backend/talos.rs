@@ -402,8 +402,10 @@ impl TalosMachines {
         let nodes = self.nodes.clone();
         let topology = drill.topology.clone();
         let run = self.run.clone();
+        let ready_timeout = options.ready_timeout;
         block_on(async {
             let client = client_for(&kubeconfig).await?;
+            provision::wait_labelled(&client, &nodes, ready_timeout).await?;
             provision::apply_api_labels(&client, &nodes).await?;
             provision::ensure_storage_classes(&client, &topology, &run).await
         })??;
