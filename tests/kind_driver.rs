@@ -174,3 +174,25 @@ fn a_dropped_cluster_is_deleted_even_without_a_teardown_call() {
     );
     assert!(!dir.path().join("runs/k4.json").exists());
 }
+
+#[test]
+fn nodes_that_never_register_fail_the_wait_and_the_cluster_is_deleted() {
+    let drill = serve_drill();
+    let server = serve(&drill);
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(dir.path(), "k5", &server.url());
+    // Standby nodes are planned, but the served cluster has none: the wait
+    // must name them and give up, not start a drill on a partial cluster.
+    options.standby_per_pool = 1;
+    options.ready_timeout = Duration::from_secs(3);
+    let error = provision(&drill, &options).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("autoscale-cx43-standby-1: not registered"),
+        "{text}"
+    );
+    assert!(!text.contains("prod-worker-1"), "{text}");
+    assert_eq!(error.exit(), Exit::Infrastructure);
+    assert!(calls(dir.path()).contains("kind delete cluster --name drillbench-k5"));
+    assert!(!dir.path().join("runs/k5.json").exists());
+}
