@@ -71,10 +71,8 @@ impl KindOptions {
     }
 }
 
-/// The run-specific cluster name.
-pub fn cluster_name(run: &RunId) -> String {
-    format!("drillbench-{run}")
-}
+/// The run-specific cluster name, `drillbench-<run>`.
+pub use super::provision::cluster_name;
 
 /// The container names kind gives the planned nodes: per role, in config
 /// order, `NAME-control-plane`, `NAME-control-plane2`, ..., `NAME-worker`,
@@ -170,7 +168,7 @@ pub fn provision(drill: &Drill, options: &KindOptions) -> Result<KindMachines, D
     let kind = Tool::new(&tools.kind, KIND_HINT, tools.timeout);
     check_version(&kind)?;
 
-    let cluster = cluster_name(&options.run);
+    let cluster = cluster_name(&options.run)?;
     let dir = options
         .dir
         .clone()

@@ -281,6 +281,13 @@ pub enum DriverError {
     /// `talosctl etcd members` printed something else than its table.
     #[error("cannot read `talosctl etcd members` output")]
     Members(#[source] crate::preflight::etcd::MembersError),
+    /// The run id cannot name a cluster (kind and Talos build node
+    /// hostnames from it).
+    #[error(
+        "run id {0:?} cannot name a cluster: use at most {MAX_CLUSTER_RUN_ID} lower-case letters, \
+         digits and '-', starting and ending with a letter or digit"
+    )]
+    UnusableRunId(String),
     /// The async runtime for the API calls could not start.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
@@ -292,7 +299,7 @@ impl DriverError {
     pub fn exit(&self) -> Exit {
         match self {
             Self::Docker(e) => e.exit(),
-            Self::NotOurs { .. } => Exit::BadInput,
+            Self::NotOurs { .. } | Self::UnusableRunId(_) => Exit::BadInput,
             _ => Exit::Infrastructure,
         }
     }
@@ -317,6 +324,28 @@ pub fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The longest run id a real cluster takes: `drillbench-<run>-controlplane-N`
+/// must stay a valid hostname (63 characters) with room to spare.
+pub const MAX_CLUSTER_RUN_ID: usize = 24;
+
+/// `drillbench-<run>`, after checking the run id can be part of the node
+/// hostnames kind and talosctl derive from it (lower case, no `_` or `.`,
+/// short).
+pub fn cluster_name(run: &RunId) -> Result<String, DriverError> {
+    let id = run.as_str();
+    let usable = id.len() <= MAX_CLUSTER_RUN_ID
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !id.starts_with('-')
+        && !id.ends_with('-');
+    if usable {
+        Ok(format!("drillbench-{id}"))
+    } else {
+        Err(DriverError::UnusableRunId(id.to_owned()))
+    }
 }
 
 /// Writes a file of the run, creating its folder.
@@ -696,6 +725,20 @@ mod tests {
             plan.iter()
                 .all(|n| n.boot_labels.get(RUN_LABEL).map(String::as_str) == Some("p1"))
         );
+    }
+
+    #[test]
+    fn run_ids_that_cannot_be_hostnames_are_refused_as_bad_input() {
+        let name = |id: &str| cluster_name(&RunId::new(id).unwrap());
+        assert_eq!(name("r1").unwrap(), "drillbench-r1");
+        assert_eq!(
+            name("cp-recreate-7-a1b2").unwrap(),
+            "drillbench-cp-recreate-7-a1b2"
+        );
+        for bad in ["Upper", "snake_case", "dot.ted", &"x".repeat(25)] {
+            let error = name(bad).unwrap_err();
+            assert_eq!(error.exit(), Exit::BadInput, "{bad}: {error}");
+        }
     }
 
     #[test]

@@ -87,10 +87,8 @@ impl TalosOptions {
     }
 }
 
-/// The run-specific cluster name.
-pub fn cluster_name(run: &RunId) -> String {
-    format!("drillbench-{run}")
-}
+/// The run-specific cluster name, `drillbench-<run>`.
+pub use super::provision::cluster_name;
 
 /// The container names talosctl gives the planned nodes, in plan order:
 /// `NAME-controlplane-N` and `NAME-worker-N`, counted per role from 1.
@@ -212,7 +210,7 @@ pub fn provision(drill: &Drill, options: &TalosOptions) -> Result<TalosMachines,
     let talosctl = Tool::new(&tools.talosctl, TALOSCTL_HINT, tools.timeout);
     check_version(&talosctl)?;
 
-    let cluster = cluster_name(&options.run);
+    let cluster = cluster_name(&options.run)?;
     let dir = options
         .dir
         .clone()
