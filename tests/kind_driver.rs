@@ -60,6 +60,15 @@ fn a_kind_run_creates_labels_crashes_removes_and_deletes_with_these_commands() {
             .map(String::as_str),
         Some("")
     );
+    // The kind config's labels, as the kubelet registers them.
+    assert_eq!(
+        labels.get("drillbench.dev/run").map(String::as_str),
+        Some("k1")
+    );
+    assert_eq!(
+        labels.get("drillbench.dev/node").map(String::as_str),
+        Some("prod-worker-2")
+    );
     assert_eq!(
         machines.api_servers().len(),
         3,

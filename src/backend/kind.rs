@@ -280,8 +280,12 @@ impl KindMachines {
         let nodes = self.nodes.clone();
         let topology = drill.topology.clone();
         let run = self.run.clone();
+        let ready_timeout = options.ready_timeout;
         self.storage_classes = block_on(async {
             let client = client_for(&self.kubeconfig).await?;
+            // kind's kubelets register with their labels; checked anyway,
+            // since a drill on a node without them would judge nothing.
+            provision::wait_labelled(&client, &nodes, ready_timeout).await?;
             provision::apply_api_labels(&client, &nodes).await?;
             provision::ensure_storage_classes(&client, &topology, &run).await
         })??;
