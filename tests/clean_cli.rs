@@ -101,6 +101,12 @@ postgres - 172.17.0.2 running com.example.app=db
 ",
     )
     .unwrap();
+    // A state volume whose container is long gone, of a run nobody recorded.
+    std::fs::write(
+        dir.path().join("fake-docker.state.volumes"),
+        "drillbench-lonely-cp-g1-0 drillbench.dev/run=lonely\nsomeones-data com.example=1\n",
+    )
+    .unwrap();
     let registry = Registry::new(dir.path().join("runs"));
     let dead = dead_pid();
     record(&registry, "dead1", RecordedBackend::Kind, dead);
@@ -144,6 +150,8 @@ postgres - 172.17.0.2 running com.example.app=db
     ] {
         assert!(alive(&state, kept), "{kept} must stay:\n{state}");
     }
+    let volumes = std::fs::read_to_string(dir.path().join("fake-docker.state.volumes")).unwrap();
+    assert_eq!(volumes, "someones-data com.example=1\n");
     let left: Vec<String> = registry
         .list()
         .unwrap()

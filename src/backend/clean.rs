@@ -432,6 +432,26 @@ pub fn plan(registry: &Registry, tools: &Tools) -> Result<CleanPlan, CleanError>
     }
     // Labelled leftovers of runs without a record (its record was removed,
     // or a test made them): the label alone says they are the bench's.
+    // Volumes and networks outlive their containers (a recreated Talos
+    // node's state volumes, when its container went first).
+    for object in ["volume", "network"] {
+        let label = format!("{{{{.Label \"{RUN_LABEL}\"}}}}");
+        let filter = format!("label={RUN_LABEL}");
+        let runs = docker_cli.run([
+            object,
+            "ls",
+            "--filter",
+            filter.as_str(),
+            "--format",
+            label.as_str(),
+        ])?;
+        for run in runs.lines().filter_map(|r| RunId::new(r.trim()).ok()) {
+            let recorded = plan.actions.iter().any(|a| a.run() == &run);
+            if !recorded {
+                labelled.entry(run).or_default();
+            }
+        }
+    }
     for (run, containers) in labelled {
         if live.contains(&run) {
             continue;
