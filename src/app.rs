@@ -481,3 +481,62 @@ pub fn report_compare(
         }
     }
 }
+
+/// `bench clean [--dry-run]`: removes the clusters recorded by runs whose
+/// process is gone and every container labelled with a run, then forgets
+/// those runs; `--dry-run` only lists. Exit 0 when everything found was
+/// removed (or listed), 3 when a tool is missing, a removal failed or a
+/// registry file could not be read (something may be left).
+pub fn clean(dry_run: bool, io: &mut Io<'_>) -> Exit {
+    use crate::backend::clean::{self as cleaning, Registry};
+    use crate::backend::tool::Tools;
+
+    let registry = match Registry::from_env() {
+        Ok(registry) => registry,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}");
+            return Exit::Infrastructure;
+        }
+    };
+    let tools = Tools::default();
+    let plan = match cleaning::plan(&registry, &tools) {
+        Ok(plan) => plan,
+        Err(e) => {
+            let _ = writeln!(
+                io.err,
+                "error: cannot look for leftovers: {}",
+                crate::backend::provision::chain(&e)
+            );
+            return e.exit();
+        }
+    };
+    for skipped in &plan.skipped {
+        let _ = writeln!(io.out, "skipped: {skipped}");
+    }
+    for file in &plan.unreadable {
+        let _ = writeln!(io.err, "warning: not a run record, left alone: {file}");
+    }
+    if plan.actions.is_empty() {
+        let _ = writeln!(io.out, "nothing to clean in {}", registry.dir().display());
+    }
+    let mut exit = if plan.unreadable.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Infrastructure
+    };
+    if dry_run {
+        for action in &plan.actions {
+            let _ = writeln!(io.out, "would {}", action.describe());
+        }
+        return exit;
+    }
+    let outcome = cleaning::execute(&plan, &registry, &tools);
+    for done in &outcome.done {
+        let _ = writeln!(io.out, "done: {done}");
+    }
+    for failed in &outcome.failed {
+        let _ = writeln!(io.err, "failed: {failed}");
+        exit = Exit::Infrastructure;
+    }
+    exit
+}

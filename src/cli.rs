@@ -45,6 +45,14 @@ enum Command {
     /// The simulator on its own.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Remove what crashed kind and Talos runs left behind: the clusters
+    /// the run registry recorded and containers labelled drillbench.dev/run.
+    /// Nothing else is touched.
+    Clean {
+        /// List what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -293,6 +301,7 @@ pub fn main() -> ExitCode {
         // clap requires FILE when no subcommand is given.
         Command::Report(_) => Exit::BadInput,
         Command::Schema => app::schema(&mut io),
+        Command::Clean { dry_run } => app::clean(dry_run, &mut io),
         Command::Sim(SimCommand::Serve(args)) => {
             let options = drillbench::serve::CliOptions {
                 drill: args.drill,

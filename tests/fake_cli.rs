@@ -1,5 +1,7 @@
-//! The stand-in `kind` and `talosctl` of `harness/fake-cli`, and the
-//! bench's duct drivers calling them with the exact command lines.
+//! The stand-in `kind`, `talosctl` and `docker` of `harness/fake-cli`, and
+//! the preflight's duct driver calling them with the exact command lines.
+//! The kind and Talos drivers have tests of their own
+//! (`tests/kind_driver.rs`, `tests/talos_driver.rs`).
 //!
 //! Each test gets its own call log through a tiny wrapper script that sets
 //! `DRILLBENCH_FAKE_CLI_LOG` and execs the stand-in, so no test changes the
@@ -100,8 +102,8 @@ fn a_failing_talosctl_is_reported_with_its_stderr() {
     );
 }
 
-/// The bench has no kind driver yet; this pins the stand-in's own
-/// contract (log line, quoting, the kubeconfig's server) for when it does.
+/// The stand-in's own contract (log line, quoting, the kubeconfig's
+/// server), independent of any driver.
 #[test]
 fn the_kind_stand_in_records_calls_and_points_its_kubeconfig_at_the_fake_server() {
     let dir = tempfile::tempdir().unwrap();
@@ -148,4 +150,36 @@ fn the_kind_stand_in_records_calls_and_points_its_kubeconfig_at_the_fake_server(
     kind get kubeconfig --name=drill-1
     kind load docker-image x
     ");
+}
+
+/// The stand-in docker answers like the engine for what it does not know:
+/// a missing container is the daemon's "No such container" (the driver
+/// reads that as gone), an unknown command exits 2.
+#[test]
+fn the_docker_stand_in_knows_only_registered_containers() {
+    use drillbench::backend::docker::{Docker, DockerError};
+    let dir = tempfile::tempdir().unwrap();
+    let docker_path = wrapped(dir.path(), "docker", &[]);
+    let docker = Docker::new().with_program(&docker_path);
+    assert_eq!(docker.ping().unwrap(), "20.10.24-fake");
+    assert!(matches!(
+        docker.inspect("nobody"),
+        Err(DockerError::NoSuchContainer(_))
+    ));
+    std::fs::write(
+        dir.path().join("fake-docker.state"),
+        "drill-a-worker prod-worker-1 172.18.0.3 running io.x-k8s.kind.cluster=drill-a\n",
+    )
+    .unwrap();
+    let spec = docker.inspect("drill-a-worker").unwrap();
+    assert_eq!(
+        spec.labels.get("io.x-k8s.kind.cluster").map(String::as_str),
+        Some("drill-a")
+    );
+    let unknown = duct::cmd(&docker_path, ["swarm", "init"])
+        .stderr_null()
+        .unchecked()
+        .run()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
 }

@@ -14,7 +14,13 @@ drillbench_record() {
         esac
     done
     printf '%s\n' "$line" >> "$log"
-    # A test can make every call fail, to exercise the caller's error path.
+    # A test can make every call fail, or only the calls whose recorded
+    # line contains DRILLBENCH_FAKE_CLI_FAIL_ON, to exercise the caller's
+    # error path.
+    case "$line" in
+        *"${DRILLBENCH_FAKE_CLI_FAIL_ON:-}"*) ;;
+        *) return 0 ;;
+    esac
     if [ -n "${DRILLBENCH_FAKE_CLI_FAIL:-}" ]; then
         printf '%s: %s\n' "$(basename "$0")" "$DRILLBENCH_FAKE_CLI_FAIL" >&2
         exit 1

@@ -6,9 +6,14 @@
 //! assertions read only the observation, so none of them know which backend
 //! ran.
 
+pub mod clean;
 pub mod docker;
+pub mod kind;
 pub mod machines;
+pub mod provision;
 pub mod sim;
+pub mod talos;
+pub mod tool;
 
 use crate::duration::Duration;
 use crate::observe::{Observation, Time};

@@ -1,0 +1,66 @@
+//! Standby nodes on a served simulator: the drivers' taint goes on through
+//! the API beside the node's own, and the emulated autoscaler's scale-up
+//! takes only it off again.
+#![cfg(unix)]
+
+mod fake_support;
+
+use drillbench::backend::docker::RunId;
+use drillbench::backend::provision::{
+    ProvisionedNode, STANDBY_KEY, apply_api_labels, block_on, plan_nodes, release_standby,
+};
+use fake_support::{Served, serve, serve_drill};
+
+#[test]
+fn a_standby_node_is_tainted_then_released() {
+    let drill = serve_drill();
+    let server = serve(&drill);
+    let served = Served::new(&server);
+    let run = RunId::new("s1").unwrap();
+    // A planned standby node of the cx43 pool, standing on a served node.
+    let mut plan = plan_nodes(&drill.topology, &run, 1)
+        .into_iter()
+        .find(|n| n.standby)
+        .expect("a standby node is planned");
+    plan.taints
+        .push(("dedicated".into(), "burst".into(), "NoSchedule"));
+    let node = ProvisionedNode {
+        plan,
+        node: "prod-worker-1".into(),
+        container: "drillbench-s1-worker".into(),
+        ip: None,
+    };
+    // A client lives on the runtime that made it; each call gets its own.
+    let url: http::Uri = server.url().parse().unwrap();
+    let client = || kube::Client::try_from(kube::Config::new(url.clone())).unwrap();
+    block_on(async { apply_api_labels(&client(), std::slice::from_ref(&node)).await })
+        .unwrap()
+        .unwrap();
+    let keys = |served: &Served| -> Vec<String> {
+        served
+            .node("prod-worker-1")
+            .unwrap()
+            .spec
+            .and_then(|s| s.taints)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.key)
+            .collect()
+    };
+    let tainted = keys(&served);
+    assert!(tainted.contains(&STANDBY_KEY.to_owned()), "{tainted:?}");
+    assert!(tainted.contains(&"dedicated".to_owned()), "{tainted:?}");
+
+    block_on(async { release_standby(&client(), "prod-worker-1").await })
+        .unwrap()
+        .unwrap();
+    let released = keys(&served);
+    assert_eq!(released, ["dedicated"]);
+    let labels = served
+        .node("prod-worker-1")
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap();
+    assert!(!labels.contains_key(STANDBY_KEY), "{labels:?}");
+}
