@@ -7,7 +7,9 @@
 //! ran.
 
 pub mod docker;
+pub mod kube;
 pub mod machines;
+pub mod served;
 pub mod sim;
 
 use crate::duration::Duration;
