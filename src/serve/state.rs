@@ -1297,7 +1297,9 @@ impl Facade {
                 },
             )?;
             if apply {
-                patch::prune_to(&patched, &base)
+                let mut pruned = patch::prune_to(&patched, &base);
+                self.readmit(namespace, &mut pruned);
+                pruned
             } else {
                 patched
             }
@@ -1374,6 +1376,60 @@ impl Facade {
                 ApiError::new(404, "NotFound", format!("no {kind} {namespace}/{name}"))
             })?;
         self.sim.set_replicas(w, replicas).map_err(from_op)
+    }
+
+    /// Runs the guards' mutation over an applied workload's pod template,
+    /// as admission does on every write: an apply of the manifest as
+    /// written must not read as removing what the guard added.
+    fn readmit(&self, namespace: &str, object: &mut Value) {
+        let Some(spec_value) = object.pointer("/spec/template/spec") else {
+            return;
+        };
+        let Ok(mut spec) =
+            serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(spec_value.clone())
+        else {
+            return;
+        };
+        let labels: BTreeMap<String, String> = object
+            .pointer("/spec/template/metadata/labels")
+            .and_then(|l| serde_json::from_value(l.clone()).ok())
+            .unwrap_or_default();
+        let mut classes: Vec<Option<String>> = object
+            .pointer("/spec/volumeClaimTemplates")
+            .and_then(Value::as_array)
+            .map(|templates| {
+                templates
+                    .iter()
+                    .map(|t| {
+                        t.pointer("/spec/storageClassName")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for volume in spec.volumes.iter().flatten() {
+            if let Some(claim) = &volume.persistent_volume_claim
+                && let Some(id) = self.sim.claim_id(namespace, &claim.claim_name)
+            {
+                classes.push(self.sim.claims[id].class.clone());
+            }
+        }
+        let mut changed = false;
+        for guard in &self.guards {
+            if guard.mutate
+                && crate::sim::load::guard_matches(&guard.matches, namespace, &labels, &classes)
+            {
+                crate::sim::load::inject_requirement(&mut spec, &guard.require.node_affinity);
+                if guard.unlabelled_term {
+                    crate::sim::load::add_unlabelled_term(&mut spec);
+                }
+                changed = true;
+            }
+        }
+        if changed && let Ok(value) = serde_json::to_value(&spec) {
+            object["spec"]["template"]["spec"] = value;
+        }
     }
 
     /// Applies what changed between the current and the wanted object,

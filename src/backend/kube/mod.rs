@@ -471,9 +471,10 @@ impl KubeBackend {
                     if caught_up {
                         break;
                     }
+                    let streams = &mut self.streams;
                     let next = self
                         .runtime
-                        .block_on(tokio::time::timeout(CATCH_UP, self.streams.next()));
+                        .block_on(async { tokio::time::timeout(CATCH_UP, streams.next()).await });
                     match next {
                         Ok(Some((kind, event))) => self.take(at, kind, event, &latest),
                         Ok(None) => return Err(KubeError::Watch("the watches ended".to_owned())),
@@ -491,9 +492,10 @@ impl KubeBackend {
                 // What arrived so far, then whatever comes within the poll.
                 let deadline = tokio::time::Instant::now() + POLL;
                 loop {
-                    let next = self
-                        .runtime
-                        .block_on(tokio::time::timeout_at(deadline, self.streams.next()));
+                    let streams = &mut self.streams;
+                    let next = self.runtime.block_on(async {
+                        tokio::time::timeout_at(deadline, streams.next()).await
+                    });
                     match next {
                         Ok(Some((kind, event))) => {
                             let at = self.now();

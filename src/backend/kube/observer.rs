@@ -137,6 +137,9 @@ pub struct Observer {
     claim_attached: BTreeMap<String, String>,
     workloads: BTreeMap<String, (u32, u32)>,
     jobs: BTreeMap<String, (u32, u32)>,
+    /// Claim template names of each StatefulSet: its pods mount
+    /// `TEMPLATE-POD` claims whether or not their spec lists the volumes.
+    claim_templates: BTreeMap<String, Vec<String>>,
     bindings: Vec<Binding>,
     /// The observation.
     pub obs: Observation,
@@ -234,6 +237,7 @@ impl Observer {
             claim_attached: BTreeMap::new(),
             workloads: BTreeMap::new(),
             jobs: BTreeMap::new(),
+            claim_templates: BTreeMap::new(),
             bindings: Vec::new(),
             obs: Observation::default(),
         }
@@ -293,6 +297,13 @@ impl Observer {
                     .as_ref()
                     .and_then(|s| s.ready_replicas)
                     .unwrap_or(0);
+                let templates = s
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.volume_claim_templates.as_ref())
+                    .map(|t| t.iter().map(|c| c.name_any()).collect())
+                    .unwrap_or_default();
+                self.claim_templates.insert(key.clone(), templates);
                 self.workload_point(at, key, ready, desired);
             }
             Change::Applied(Object::DaemonSet(d)) => {
@@ -634,8 +645,17 @@ impl Observer {
                 .map(|n| (n.labels.clone(), n.pool.clone()))
                 .unwrap_or_default();
             let namespace = binding.pod.split('/').next().unwrap_or_default().to_owned();
-            let claims = pod
-                .claims
+            let pod_name = binding.pod.split_once('/').map_or("", |(_, n)| n);
+            let mut names = pod.claims.clone();
+            if let Some(templates) = pod.workload.as_ref().and_then(|w| self.claim_templates.get(w)) {
+                for template in templates {
+                    let claim = format!("{template}-{pod_name}");
+                    if !names.contains(&claim) {
+                        names.push(claim);
+                    }
+                }
+            }
+            let claims = names
                 .iter()
                 .map(|c| {
                     let class = self
