@@ -217,7 +217,10 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
     use crate::backend::served::{self, BenchApi, ServedSimMachines};
 
     let Some(path) = options.kubeconfig.clone() else {
-        let _ = writeln!(io.err, "error: --backend kubeconfig needs --kubeconfig FILE");
+        let _ = writeln!(
+            io.err,
+            "error: --backend kubeconfig needs --kubeconfig FILE"
+        );
         return Exit::BadInput;
     };
     if options.runs > 1 {
@@ -301,7 +304,9 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
         return Exit::Infrastructure;
     }
     let provisioned = std::cell::Cell::new(0u32);
-    let provision = |drill: &Drill, seed: u64| -> Result<Box<dyn crate::backend::Backend>, RunError> {
+    let provision = |drill: &Drill,
+                     seed: u64|
+     -> Result<Box<dyn crate::backend::Backend>, RunError> {
         let count = provisioned.get();
         provisioned.set(count + 1);
         match &served {

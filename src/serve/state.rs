@@ -1382,9 +1382,32 @@ impl Facade {
     /// as admission does on every write: an apply of the manifest as
     /// written must not read as removing what the guard added.
     fn readmit(&self, namespace: &str, object: &mut Value) {
-        let Some(spec_value) = object.pointer("/spec/template/spec") else {
+        let Some(spec_value) = object.pointer_mut("/spec/template/spec") else {
             return;
         };
+        // A quantity written as a YAML number (`cpu: 1`) is the string
+        // "1" once admitted, as the API server reads it.
+        for list in ["containers", "initContainers"] {
+            for container in spec_value
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                for part in ["requests", "limits"] {
+                    if let Some(map) = container
+                        .pointer_mut(&format!("/resources/{part}"))
+                        .and_then(Value::as_object_mut)
+                    {
+                        for value in map.values_mut() {
+                            if value.is_number() {
+                                *value = Value::String(value.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
         let Ok(mut spec) =
             serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(spec_value.clone())
         else {
@@ -1415,7 +1438,6 @@ impl Facade {
                 classes.push(self.sim.claims[id].class.clone());
             }
         }
-        let mut changed = false;
         for guard in &self.guards {
             if guard.mutate
                 && crate::sim::load::guard_matches(&guard.matches, namespace, &labels, &classes)
@@ -1424,10 +1446,9 @@ impl Facade {
                 if guard.unlabelled_term {
                     crate::sim::load::add_unlabelled_term(&mut spec);
                 }
-                changed = true;
             }
         }
-        if changed && let Ok(value) = serde_json::to_value(&spec) {
+        if let Ok(value) = serde_json::to_value(&spec) {
             object["spec"]["template"]["spec"] = value;
         }
     }

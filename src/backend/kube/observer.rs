@@ -647,7 +647,11 @@ impl Observer {
             let namespace = binding.pod.split('/').next().unwrap_or_default().to_owned();
             let pod_name = binding.pod.split_once('/').map_or("", |(_, n)| n);
             let mut names = pod.claims.clone();
-            if let Some(templates) = pod.workload.as_ref().and_then(|w| self.claim_templates.get(w)) {
+            if let Some(templates) = pod
+                .workload
+                .as_ref()
+                .and_then(|w| self.claim_templates.get(w))
+            {
                 for template in templates {
                     let claim = format!("{template}-{pod_name}");
                     if !names.contains(&claim) {
