@@ -98,6 +98,12 @@ pub enum KubeError {
         #[source]
         source: super::served::BenchApiError,
     },
+    /// The stable endpoint's proxy could not start.
+    #[error("cannot start the stable endpoint in front of the API servers")]
+    Endpoint(#[source] crate::endpoint::EndpointError),
+    /// The API server's URL through the proxy is not a URL.
+    #[error("cannot address the API server through the stable endpoint: {0}")]
+    Url(String),
     /// A watch fell behind or ended.
     #[error("the watches did not catch up with the cluster: {0}")]
     Watch(String),
@@ -233,6 +239,10 @@ pub struct KubeBackend {
     control_planes_before: Option<BTreeSet<String>>,
     /// The served simulator's bench endpoints, when the cluster is one.
     served: Option<BenchApi>,
+    /// The control planes' API servers behind the proxy, by node.
+    api_servers: Vec<(String, std::net::SocketAddr)>,
+    /// The stable endpoint the bench holds, if it holds one.
+    proxy: Option<crate::endpoint::Proxy>,
 }
 
 impl KubeBackend {
@@ -253,10 +263,29 @@ impl KubeBackend {
             .map_err(KubeError::Runtime)?;
         let mut guard = guard;
         let (path, context) = guard.machines().kubeconfig();
-        let client = runtime.block_on(client_for(&path, context.as_deref()))?;
-        let server = runtime
-            .block_on(server_of(&path, context.as_deref()))
-            .unwrap_or_default();
+        // The bench holds the stable endpoint when the machines are its
+        // own: every request and probe goes through the failover proxy, so
+        // availability and "no credential refresh" are measured there.
+        let api_servers = guard.machines().api_servers();
+        let proxy = if api_servers.is_empty() {
+            None
+        } else {
+            let config =
+                crate::endpoint::ProxyConfig::new(api_servers.iter().map(|(_, addr)| *addr));
+            Some(
+                runtime
+                    .block_on(crate::endpoint::Proxy::start(config))
+                    .map_err(KubeError::Endpoint)?,
+            )
+        };
+        let through = proxy.as_ref().map(crate::endpoint::Proxy::local_addr);
+        let client = runtime.block_on(client_for(&path, context.as_deref(), through))?;
+        let server = match through {
+            Some(addr) => format!("stable endpoint {addr}"),
+            None => runtime
+                .block_on(server_of(&path, context.as_deref()))
+                .unwrap_or_default(),
+        };
         let served = super::served::loopback_http_addr(&server)
             .and_then(BenchApi::detect)
             .map(|(api, _)| api);
@@ -317,6 +346,8 @@ impl KubeBackend {
             etcd_answered: false,
             control_planes_before: None,
             served,
+            api_servers,
+            proxy,
         };
         backend
             .observer
@@ -839,6 +870,7 @@ fn gone(kind: &str, key: &str) -> Object {
 async fn client_for(
     path: &std::path::Path,
     context: Option<&str>,
+    through: Option<std::net::SocketAddr>,
 ) -> Result<kube::Client, KubeError> {
     let kubeconfig =
         kube::config::Kubeconfig::read_from(path).map_err(|source| KubeError::Kubeconfig {
@@ -857,6 +889,21 @@ async fn client_for(
         })?;
     // A drain must see each 429 itself to retry on its own schedule.
     config.default_retry = false;
+    if let Some(addr) = through {
+        // Same scheme and credentials, the proxy's address; the server
+        // certificate is still checked against the name it was issued for.
+        let original = config.cluster_url.clone();
+        if config.tls_server_name.is_none()
+            && let Some(host) = original.host()
+            && host.parse::<std::net::IpAddr>().is_err()
+        {
+            config.tls_server_name = Some(host.to_owned());
+        }
+        let scheme = original.scheme_str().unwrap_or("https");
+        config.cluster_url = format!("{scheme}://{addr}")
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| KubeError::Url(e.to_string()))?;
+    }
     kube::Client::try_from(config).map_err(KubeError::Client)
 }
 
@@ -902,7 +949,7 @@ pub fn read_run_label(
         .build()
         .map_err(KubeError::Runtime)?;
     runtime.block_on(async {
-        let client = client_for(path, context).await?;
+        let client = client_for(path, context, None).await?;
         access::run_label(&client)
             .await
             .map_err(|source| KubeError::Api {
@@ -1035,6 +1082,14 @@ impl Backend for KubeBackend {
     }
 
     fn endpoint_holder(&self) -> Option<String> {
+        if let Some(proxy) = &self.proxy {
+            let holder = proxy.holder();
+            return self
+                .api_servers
+                .iter()
+                .find(|(_, addr)| *addr == holder)
+                .map(|(node, _)| node.clone());
+        }
         self.served_now()?
             .get("endpointHolder")
             .and_then(Value::as_str)
