@@ -292,3 +292,107 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
     );
     server.stop();
 }
+
+/// The served simulator's machines, with its one address named as the API
+/// server of the control plane holding the endpoint: the bench then holds
+/// the stable endpoint itself, and every request goes through its proxy.
+struct BehindProxy {
+    machines: drillbench::backend::served::ServedSimMachines,
+    api_server: (String, std::net::SocketAddr),
+}
+
+impl drillbench::backend::machines::Machines for BehindProxy {
+    fn name(&self) -> &'static str {
+        self.machines.name()
+    }
+    fn capabilities(&self) -> drillbench::backend::Capabilities {
+        self.machines.capabilities()
+    }
+    fn kubeconfig(&self) -> (PathBuf, Option<String>) {
+        self.machines.kubeconfig()
+    }
+    fn api_servers(&self) -> Vec<(String, std::net::SocketAddr)> {
+        vec![self.api_server.clone()]
+    }
+    fn crash(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.crash(node)
+    }
+    fn remove(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.remove(node)
+    }
+    fn replace(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.replace(node)
+    }
+    fn recreate_control_plane(
+        &mut self,
+        node: &str,
+    ) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.recreate_control_plane(node)
+    }
+    fn etcd_members(&mut self) -> Option<(u32, u32)> {
+        self.machines.etcd_members()
+    }
+    fn teardown(&mut self) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.teardown()
+    }
+}
+
+#[test]
+fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdicts() {
+    use drillbench::backend::kube::{KubeBackend, KubeOptions};
+    use drillbench::backend::machines::Machines;
+    use drillbench::backend::served::{BenchApi, ServedSimMachines};
+
+    let path = common::root().join("scenarios/cp-recreate.yaml");
+    let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, kubeconfig) = serve(&path, dir.path());
+    let api = BenchApi::new(server.addr());
+    let holder = api.get("/bench/v1/now").expect("now")["endpointHolder"]
+        .as_str()
+        .expect("a holder")
+        .to_owned();
+    let provision = |drill: &Drill, seed: u64| {
+        let machines = ServedSimMachines::new(api.clone(), kubeconfig.clone(), None);
+        machines.reset(drill, seed)?;
+        let machines = BehindProxy {
+            machines,
+            api_server: (holder.clone(), server.addr()),
+        };
+        assert_eq!(machines.api_servers().len(), 1);
+        let backend = KubeBackend::connect(
+            drill,
+            seed,
+            Box::new(machines),
+            KubeOptions {
+                name: "kubeconfig",
+                run_id: drillbench::backend::kube::run_id(drill, seed),
+                read_only: false,
+            },
+        )
+        .map_err(drillbench::backend::BackendError::from)?;
+        Ok(Box::new(backend) as Box<dyn drillbench::backend::Backend>)
+    };
+    let kube = drillbench::run::run_drill(&drill, SEED, &provision).expect("the drill runs");
+    let sim = drillbench::run::run_drill(&drill, SEED, &drillbench::backend::sim::provision)
+        .expect("the drill runs");
+    let url = server.url();
+    server.stop();
+    assert_eq!(verdicts(&kube), verdicts(&sim));
+    // The API was probed through the proxy: one address, the proxy's.
+    let judged = kube
+        .assertions
+        .iter()
+        .find(|a| a.name == "no-credential-refresh")
+        .expect("assertion");
+    assert!(
+        judged.measured.contains("stable endpoint 127.0.0.1:"),
+        "{}",
+        judged.measured
+    );
+    assert_ne!(
+        judged.measured,
+        format!("1 address(es): {url}"),
+        "not the server's own address"
+    );
+}

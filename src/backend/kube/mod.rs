@@ -35,6 +35,7 @@ use futures::stream::{BoxStream, SelectAll};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, DynamicObject, EvictParams, Patch, PatchParams};
 use kube::runtime::watcher;
 use rand_chacha::ChaCha8Rng;
@@ -210,7 +211,7 @@ where
 }
 
 /// The kinds watched.
-const WATCHED: [&str; 7] = [
+const WATCHED: [&str; 8] = [
     "Node",
     "Pod",
     "PersistentVolumeClaim",
@@ -218,6 +219,7 @@ const WATCHED: [&str; 7] = [
     "StatefulSet",
     "DaemonSet",
     "Job",
+    "PodDisruptionBudget",
 ];
 
 /// A real cluster (or a served simulator) as a [`Backend`].
@@ -280,13 +282,16 @@ impl KubeBackend {
         };
         let through = proxy.as_ref().map(crate::endpoint::Proxy::local_addr);
         let client = runtime.block_on(client_for(&path, context.as_deref(), through))?;
+        let kubeconfig_server = runtime
+            .block_on(server_of(&path, context.as_deref()))
+            .unwrap_or_default();
         let server = match through {
             Some(addr) => format!("stable endpoint {addr}"),
-            None => runtime
-                .block_on(server_of(&path, context.as_deref()))
-                .unwrap_or_default(),
+            None => kubeconfig_server.clone(),
         };
-        let served = super::served::loopback_http_addr(&server)
+        // Whether the cluster is a served simulator is a property of the
+        // cluster, not of the way to it.
+        let served = super::served::loopback_http_addr(&kubeconfig_server)
             .and_then(BenchApi::detect)
             .map(|(api, _)| api);
         let mut capabilities = guard.machines().capabilities();
@@ -389,6 +394,11 @@ impl KubeBackend {
         backend
             .streams
             .push(watch::<Job>(&client, "Job", |o| Object::Job(Box::new(o))));
+        backend.streams.push(watch::<PodDisruptionBudget>(
+            &client,
+            "PodDisruptionBudget",
+            |o| Object::Budget(Box::new(o)),
+        ));
         backend.sync()?;
         Ok(backend)
     }
@@ -1014,8 +1024,18 @@ impl DrainOps for Drainer<'_> {
                 });
             }
         };
+        let labels = self.backend.observer.pod_labels(&pod.namespace, &pod.name);
         // What the eviction changed, seen before the next decision.
         self.backend.sync()?;
+        if outcome == Evicted::Accepted {
+            let at = self.backend.now();
+            self.backend.observer.check_budgets_after_eviction(
+                at,
+                &pod.namespace,
+                &pod.name,
+                &labels.unwrap_or_default(),
+            );
+        }
         Ok(outcome)
     }
 

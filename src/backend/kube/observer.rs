@@ -14,10 +14,12 @@ use std::rc::Rc;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
+use kube::core::{Selector, SelectorExt};
 
 use crate::k8s::quantity::{ParsedQuantity, pod_requests};
-use crate::observe::{Observation, Placement, Stranding, Time};
+use crate::observe::{BudgetBreach, Observation, Placement, Stranding, Time};
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::AttachModel;
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
@@ -43,6 +45,8 @@ pub enum Object {
     DaemonSet(Box<DaemonSet>),
     /// A Job.
     Job(Box<Job>),
+    /// A PodDisruptionBudget.
+    Budget(Box<PodDisruptionBudget>),
 }
 
 impl Object {
@@ -56,6 +60,7 @@ impl Object {
             Object::StatefulSet(_) => "StatefulSet",
             Object::DaemonSet(_) => "DaemonSet",
             Object::Job(_) => "Job",
+            Object::Budget(_) => "PodDisruptionBudget",
         }
     }
 
@@ -69,6 +74,7 @@ impl Object {
             Object::StatefulSet(o) => o.resource_version(),
             Object::DaemonSet(o) => o.resource_version(),
             Object::Job(o) => o.resource_version(),
+            Object::Budget(o) => o.resource_version(),
         };
         rv.and_then(|rv| rv.parse().ok())
     }
@@ -140,6 +146,8 @@ pub struct Observer {
     /// Claim template names of each StatefulSet: its pods mount
     /// `TEMPLATE-POD` claims whether or not their spec lists the volumes.
     claim_templates: BTreeMap<String, Vec<String>>,
+    /// Budgets by `namespace/name`: their selector and healthy counts.
+    budgets: BTreeMap<String, (Option<Selector>, i32, i32)>,
     bindings: Vec<Binding>,
     /// The observation.
     pub obs: Observation,
@@ -238,6 +246,7 @@ impl Observer {
             workloads: BTreeMap::new(),
             jobs: BTreeMap::new(),
             claim_templates: BTreeMap::new(),
+            budgets: BTreeMap::new(),
             bindings: Vec::new(),
             obs: Observation::default(),
         }
@@ -337,6 +346,29 @@ impl Observer {
                     .unwrap_or(0)
                     .max(0) as u32;
                 self.jobs.insert(key, (completions, succeeded));
+            }
+            Change::Applied(Object::Budget(b)) => {
+                let key = format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());
+                let selector = b
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.selector.clone())
+                    .and_then(|s| Selector::try_from(s).ok());
+                let status = b.status.clone().unwrap_or_default();
+                self.budgets
+                    // A status not yet computed says nothing about health.
+                    .insert(
+                        key,
+                        (
+                            selector,
+                            status.current_healthy.unwrap_or(i32::MAX),
+                            status.desired_healthy.unwrap_or(0),
+                        ),
+                    );
+            }
+            Change::Deleted(Object::Budget(b)) => {
+                let key = format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());
+                self.budgets.remove(&key);
             }
             Change::Deleted(
                 Object::Deployment(_)
@@ -809,6 +841,39 @@ impl Observer {
             .map(|(_, name)| name.clone())
     }
 
+    /// After an eviction the bench made was accepted and its effects were
+    /// seen: every budget selecting the pod must still have the healthy
+    /// pods it wants, else the eviction broke it (the Eviction API must
+    /// never let that happen).
+    pub fn check_budgets_after_eviction(
+        &mut self,
+        at: Time,
+        namespace: &str,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) {
+        for (key, (selector, healthy, desired)) in &self.budgets {
+            let in_namespace = key.split('/').next() == Some(namespace);
+            let selects = selector.as_ref().is_some_and(|s| s.matches(labels));
+            if in_namespace && selects && healthy < desired {
+                self.obs.budget_breaches.push(BudgetBreach {
+                    at,
+                    pdb: key.clone(),
+                    pod: format!("{namespace}/{name}"),
+                    healthy: *healthy,
+                    desired: *desired,
+                });
+            }
+        }
+    }
+
+    /// A pod's labels, while it is known.
+    pub fn pod_labels(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
+        self.pods
+            .get(&format!("{namespace}/{name}"))
+            .map(|p| p.labels.clone())
+    }
+
     /// Whether a node exists.
     pub fn has_node(&self, name: &str) -> bool {
         self.nodes.contains_key(name)
@@ -1016,6 +1081,47 @@ mod tests {
         assert!(observer.workload_ready("apps/Deployment/api"));
         assert!(!observer.workload_ready("apps/Deployment/nope"));
         assert!(observer.all_workloads_ready());
+    }
+
+    #[test]
+    fn an_accepted_eviction_that_leaves_a_budget_short_is_a_breach() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        let budget = |healthy: i32| {
+            Change::Applied(Object::Budget(Box::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": "db", "namespace": "apps"},
+                    "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
+                    "status": {"currentHealthy": healthy, "desiredHealthy": 2, "disruptionsAllowed": 0, "expectedPods": 3},
+                }))
+                .expect("budget"),
+            )))
+        };
+        let labels = BTreeMap::from([("app".to_owned(), "db".to_owned())]);
+        observer.apply(0, budget(2));
+        observer.check_budgets_after_eviction(10, "apps", "db-0", &labels);
+        assert!(
+            observer.obs.budget_breaches.is_empty(),
+            "at the budget is within it"
+        );
+        observer.check_budgets_after_eviction(10, "other", "db-0", &labels);
+        observer.apply(20, budget(1));
+        observer.check_budgets_after_eviction(20, "apps", "db-1", &BTreeMap::new());
+        assert!(
+            observer.obs.budget_breaches.is_empty(),
+            "a pod the budget does not select"
+        );
+        observer.check_budgets_after_eviction(20, "apps", "db-1", &labels);
+        assert_eq!(
+            observer.obs.budget_breaches,
+            [BudgetBreach {
+                at: 20,
+                pdb: "apps/db".to_owned(),
+                pod: "apps/db-1".to_owned(),
+                healthy: 1,
+                desired: 2
+            }]
+        );
     }
 
     #[test]
