@@ -202,6 +202,14 @@ fn run_steps(
         }
     }
     let mut obs = backend.finish();
+    // A backend that lost its cluster mid-drill (a real one: watches that
+    // stopped, an API gone) says so in the observation; what it saw after
+    // that is not evidence, so the drill is aborted, never green.
+    if outcome == StepsOutcome::Completed
+        && let Some(reason) = &obs.aborted
+    {
+        outcome = StepsOutcome::Aborted(reason.clone());
+    }
     if let StepsOutcome::Aborted(reason) = &outcome {
         obs.aborted = Some(reason.clone());
     }

@@ -396,3 +396,94 @@ fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdict
         "not the server's own address"
     );
 }
+
+/// Machines whose cluster vanishes right after a control plane is
+/// recreated: the served simulator stops at the next look at etcd.
+struct VanishesAfterRecreate {
+    machines: drillbench::backend::served::ServedSimMachines,
+    server: std::sync::Arc<std::sync::Mutex<Option<Server>>>,
+    armed: bool,
+}
+
+impl drillbench::backend::machines::Machines for VanishesAfterRecreate {
+    fn name(&self) -> &'static str {
+        self.machines.name()
+    }
+    fn capabilities(&self) -> drillbench::backend::Capabilities {
+        self.machines.capabilities()
+    }
+    fn kubeconfig(&self) -> (PathBuf, Option<String>) {
+        self.machines.kubeconfig()
+    }
+    fn api_servers(&self) -> Vec<(String, std::net::SocketAddr)> {
+        Vec::new()
+    }
+    fn crash(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.crash(node)
+    }
+    fn remove(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.remove(node)
+    }
+    fn replace(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.replace(node)
+    }
+    fn recreate_control_plane(
+        &mut self,
+        node: &str,
+    ) -> Result<(), drillbench::backend::BackendError> {
+        self.armed = true;
+        self.machines.recreate_control_plane(node)
+    }
+    fn etcd_members(&mut self) -> Option<(u32, u32)> {
+        let members = self.machines.etcd_members();
+        if self.armed
+            && let Some(server) = self.server.lock().expect("lock").take()
+        {
+            server.stop();
+        }
+        members
+    }
+    fn teardown(&mut self) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.teardown()
+    }
+}
+
+#[test]
+fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
+    use drillbench::backend::kube::{KubeBackend, KubeOptions};
+    use drillbench::backend::served::{BenchApi, ServedSimMachines};
+
+    let path = common::root().join("scenarios/cp-recreate.yaml");
+    let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, kubeconfig) = serve(&path, dir.path());
+    let api = BenchApi::new(server.addr());
+    let server = std::sync::Arc::new(std::sync::Mutex::new(Some(server)));
+    let provision = |drill: &Drill, seed: u64| {
+        let machines = ServedSimMachines::new(api.clone(), kubeconfig.clone(), None);
+        machines.reset(drill, seed)?;
+        let backend = KubeBackend::connect(
+            drill,
+            seed,
+            Box::new(VanishesAfterRecreate {
+                machines,
+                server: server.clone(),
+                armed: false,
+            }),
+            KubeOptions {
+                name: "kubeconfig",
+                run_id: drillbench::backend::kube::run_id(drill, seed),
+                read_only: false,
+            },
+        )
+        .map_err(drillbench::backend::BackendError::from)?;
+        Ok(Box::new(backend) as Box<dyn drillbench::backend::Backend>)
+    };
+    let report = drillbench::run::run_drill(&drill, SEED, &provision).expect("the drill ends");
+    assert_eq!(report.outcome, drillbench::report::Outcome::Aborted);
+    assert!(!report.passed());
+    assert!(
+        server.lock().expect("lock").is_none(),
+        "the cluster did vanish"
+    );
+}

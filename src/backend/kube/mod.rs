@@ -1062,12 +1062,24 @@ impl Backend for KubeBackend {
     }
 
     fn advance_to(&mut self, until: Time) {
+        // Once the cluster is lost, time no longer passes for the drill:
+        // the runner's waits end at once and the drill is aborted.
+        if self.observer.obs.aborted.is_some() {
+            return;
+        }
         if let Err(e) = self.try_advance_to(until) {
-            self.observer.obs.aborted = Some(BackendError::from(e).to_string());
+            self.observer.obs.aborted = Some(format!(
+                "the {} backend lost the cluster: {}",
+                self.options.name,
+                BackendError::from(e)
+            ));
         }
     }
 
     fn next_change(&self) -> Option<Time> {
+        if self.observer.obs.aborted.is_some() {
+            return None;
+        }
         match &self.clock {
             Clock::Stepped { origin, next, .. } => next.map(|n| n.saturating_sub(*origin)),
             Clock::Wall { .. } => Some(self.now() + POLL.as_millis() as Time),
