@@ -177,7 +177,11 @@ enum Clock {
         latest: BTreeMap<String, u64>,
     },
     /// The wall clock.
-    Wall { started: Instant },
+    Wall {
+        started: Instant,
+        /// The wall time of the drill's time zero.
+        origin: jiff::Timestamp,
+    },
 }
 
 type Watched = (&'static str, Result<watcher::Event<Object>, watcher::Error>);
@@ -245,6 +249,8 @@ pub struct KubeBackend {
     api_servers: Vec<(String, std::net::SocketAddr)>,
     /// The stable endpoint the bench holds, if it holds one.
     proxy: Option<crate::endpoint::Proxy>,
+    /// When the previous look at the cluster ended.
+    synced_at: Time,
 }
 
 impl KubeBackend {
@@ -327,11 +333,13 @@ impl KubeBackend {
                 } else {
                     Clock::Wall {
                         started: Instant::now(),
+                        origin: jiff::Timestamp::now(),
                     }
                 }
             }
             None => Clock::Wall {
                 started: Instant::now(),
+                origin: jiff::Timestamp::now(),
             },
         };
         let mut backend = KubeBackend {
@@ -353,6 +361,7 @@ impl KubeBackend {
             served,
             api_servers,
             proxy,
+            synced_at: 0,
         };
         backend
             .observer
@@ -529,7 +538,9 @@ impl KubeBackend {
                     }
                 }
             }
-            Clock::Wall { .. } => {
+            Clock::Wall { origin, .. } => {
+                let origin = *origin;
+                let floor = self.synced_at;
                 // What arrived so far, then whatever comes within the poll.
                 let deadline = tokio::time::Instant::now() + POLL;
                 loop {
@@ -539,7 +550,15 @@ impl KubeBackend {
                     });
                     match next {
                         Ok(Some((kind, event))) => {
-                            let at = self.now();
+                            let stamp = match &event {
+                                Ok(
+                                    watcher::Event::Apply(o)
+                                    | watcher::Event::Delete(o)
+                                    | watcher::Event::InitApply(o),
+                                ) => o.newest_timestamp(),
+                                _ => None,
+                            };
+                            let at = observer::drill_time(stamp, origin, floor, self.now());
                             self.take(at, kind, event, &BTreeMap::new());
                         }
                         Ok(None) => return Err(KubeError::Watch("the watches ended".to_owned())),
@@ -550,6 +569,7 @@ impl KubeBackend {
         }
         self.observer.settle(at);
         self.probe(at);
+        self.synced_at = self.now();
         Ok(())
     }
 
@@ -1057,7 +1077,7 @@ impl Backend for KubeBackend {
     fn now(&self) -> Time {
         match &self.clock {
             Clock::Stepped { origin, now, .. } => now.saturating_sub(*origin),
-            Clock::Wall { started } => started.elapsed().as_millis() as Time,
+            Clock::Wall { started, .. } => started.elapsed().as_millis() as Time,
         }
     }
 

@@ -80,6 +80,69 @@ impl Object {
     }
 }
 
+impl Object {
+    /// The newest timestamp the object carries (its conditions'
+    /// `lastTransitionTime`, its creation and deletion): on a real cluster
+    /// the best account of when its latest change happened, to the second.
+    pub fn newest_timestamp(&self) -> Option<jiff::Timestamp> {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time as MetaTime;
+        let meta = match self {
+            Object::Node(o) => &o.metadata,
+            Object::Pod(o) => &o.metadata,
+            Object::Claim(o) => &o.metadata,
+            Object::Deployment(o) => &o.metadata,
+            Object::StatefulSet(o) => &o.metadata,
+            Object::DaemonSet(o) => &o.metadata,
+            Object::Job(o) => &o.metadata,
+            Object::Budget(o) => &o.metadata,
+        };
+        let conditions: Vec<Option<&MetaTime>> = match self {
+            Object::Node(o) => o
+                .status
+                .iter()
+                .flat_map(|s| s.conditions.iter().flatten())
+                .map(|c| c.last_transition_time.as_ref())
+                .collect(),
+            Object::Pod(o) => o
+                .status
+                .iter()
+                .flat_map(|s| s.conditions.iter().flatten())
+                .map(|c| c.last_transition_time.as_ref())
+                .collect(),
+            _ => Vec::new(),
+        };
+        conditions
+            .into_iter()
+            .chain([
+                meta.creation_timestamp.as_ref(),
+                meta.deletion_timestamp.as_ref(),
+            ])
+            .flatten()
+            .map(|t| t.0)
+            .max()
+    }
+}
+
+/// The drill time of a change seen on a wall-clock cluster: the object's
+/// own timestamp when it falls between the previous look (`floor`) and now
+/// (timestamps have whole seconds and clocks may be skewed, so anything
+/// outside is clamped), else the moment it was seen.
+pub fn drill_time(
+    timestamp: Option<jiff::Timestamp>,
+    origin: jiff::Timestamp,
+    floor: Time,
+    now: Time,
+) -> Time {
+    let Some(timestamp) = timestamp else {
+        return now;
+    };
+    let ms = timestamp.as_millisecond() - origin.as_millisecond();
+    if ms < 0 {
+        return floor.min(now);
+    }
+    (ms as Time).clamp(floor.min(now), now)
+}
+
 /// What a watch said about an object.
 #[derive(Debug, Clone)]
 pub enum Change {
@@ -1121,6 +1184,31 @@ mod tests {
                 healthy: 1,
                 desired: 2
             }]
+        );
+    }
+
+    #[test]
+    fn a_wall_clock_change_takes_the_objects_own_time_within_the_window_it_was_seen_in() {
+        let origin = jiff::Timestamp::from_second(1_000).expect("time");
+        let at = |s: i64| Some(jiff::Timestamp::from_second(1_000 + s).expect("time"));
+        // Seen between 10 s and 14.5 s, stamped at 12 s: 12 s.
+        assert_eq!(drill_time(at(12), origin, 10_000, 14_500), 12_000);
+        // Stamped before the previous look (an old condition): the look.
+        assert_eq!(drill_time(at(3), origin, 10_000, 14_500), 10_000);
+        // Stamped in the future (skew): now.
+        assert_eq!(drill_time(at(30), origin, 10_000, 14_500), 14_500);
+        assert_eq!(drill_time(at(-5), origin, 10_000, 14_500), 10_000);
+        assert_eq!(drill_time(None, origin, 10_000, 14_500), 14_500);
+        let node: Object = Object::Node(Box::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "n", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:05:00Z"}]},
+            }))
+            .expect("node"),
+        ));
+        assert_eq!(
+            node.newest_timestamp().map(|t| t.to_string()),
+            Some("2026-01-01T00:05:00Z".to_owned())
         );
     }
 
