@@ -113,6 +113,13 @@ pub struct RunOptions {
     pub runs: u64,
     /// Output folder.
     pub out: Option<PathBuf>,
+    /// The kubeconfig of `--backend kubeconfig`.
+    pub kubeconfig: Option<PathBuf>,
+    /// Its context (default: the current one).
+    pub context: Option<String>,
+    /// The context the user allows the drill to change though the bench
+    /// did not create its cluster.
+    pub allow_destructive: Option<String>,
 }
 
 /// `bench run`: resolve and validate the drill before anything else, so bad
@@ -138,6 +145,7 @@ pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
                 Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
             Ok(Box::new(SimBackend::new(sim)) as Box<dyn crate::backend::Backend>)
         },
+        Backend::Kubeconfig => return run_kubeconfig(&drill, options, io),
         other => {
             let _ = writeln!(
                 io.err,
@@ -151,6 +159,18 @@ pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
     if options.runs > 1 {
         return sweep(&drill, options, io);
     }
+    run_and_report(&drill, options, provision, io)
+}
+
+/// Runs one seed of a drill on a provisioned backend and writes its
+/// reports.
+fn run_and_report(
+    drill: &Drill,
+    options: &RunOptions,
+    provision: &Provision<'_>,
+    io: &mut Io<'_>,
+) -> Exit {
+    let drill = drill.clone();
     let report = match run_drill(&drill, options.seed, provision) {
         Ok(report) => report,
         Err(e) => {
@@ -188,6 +208,141 @@ pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
     } else {
         Exit::AssertionFailed
     }
+}
+
+/// `bench run --backend kubeconfig`: an existing cluster, or one the
+/// bench created (its run label), or a served simulator. Whether the drill
+/// may change the cluster is decided from reads only, before anything
+/// runs: a drill with faults or scaling on a cluster the bench did not
+/// create, without `--allow-destructive CTX`, is bad input (exit 2: the
+/// flags do not allow what the drill asks; nothing ran).
+fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    use crate::backend::kube::{self, KubeBackend, KubeOptions, access};
+    use crate::backend::machines::{Machines, NoMachines};
+    use crate::backend::served::{self, BenchApi, ServedSimMachines};
+
+    let Some(path) = options.kubeconfig.clone() else {
+        let _ = writeln!(
+            io.err,
+            "error: --backend kubeconfig needs --kubeconfig FILE"
+        );
+        return Exit::BadInput;
+    };
+    if options.runs > 1 {
+        let _ = writeln!(
+            io.err,
+            "error: --runs sweeps seeds of the simulator; a real cluster runs one drill at a time"
+        );
+        return Exit::BadInput;
+    }
+    let Some(context) = kube::context_name(&path, options.context.as_deref()) else {
+        let _ = writeln!(
+            io.err,
+            "error: {} names no context to use; pass --context CTX",
+            path.display()
+        );
+        return Exit::BadInput;
+    };
+    let label = match kube::read_run_label(&path, options.context.as_deref()) {
+        Ok(label) => label,
+        Err(e) => {
+            let _ = writeln!(
+                io.err,
+                "error: {}; nothing ran",
+                crate::backend::BackendError::from(e)
+            );
+            return Exit::Infrastructure;
+        }
+    };
+    let access = access::decide(
+        label.as_deref(),
+        &context,
+        options.allow_destructive.as_deref(),
+    );
+    let read_only = access == access::Access::ReadOnly;
+    let changing = access::changing_steps(drill);
+    if read_only && !changing.is_empty() {
+        let _ = writeln!(
+            io.err,
+            "error: drill `{}` changes the cluster ({}), but context `{context}` was not created by the bench (no {} label on kube-system or on a node); pass --allow-destructive {context} to let it; nothing ran",
+            drill.name(),
+            changing.join(", "),
+            crate::serve::state::RUN_LABEL,
+        );
+        return Exit::BadInput;
+    }
+    let server = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| rt.block_on(kube::server_of(&path, options.context.as_deref())))
+        .unwrap_or_default();
+    let served =
+        served::loopback_http_addr(&server).and_then(|addr| BenchApi::detect(addr).map(|d| d.0));
+    let machines = || -> Box<dyn Machines> {
+        match &served {
+            Some(api) => Box::new(ServedSimMachines::new(
+                api.clone(),
+                path.clone(),
+                options.context.clone(),
+            )),
+            None => Box::new(NoMachines {
+                kubeconfig: path.clone(),
+                context: options.context.clone(),
+            }),
+        }
+    };
+    if let Err(e) = crate::run::refuse_unsupported(drill, "kubeconfig", {
+        let caps = machines().capabilities();
+        if read_only {
+            crate::backend::Capabilities {
+                recreate_control_planes: false,
+                crash_nodes: false,
+                delete_nodes: false,
+                autoscaler: false,
+            }
+        } else {
+            caps
+        }
+    }) {
+        let _ = writeln!(io.err, "error: {e}; nothing ran");
+        return Exit::Infrastructure;
+    }
+    let provisioned = std::cell::Cell::new(0u32);
+    let provision = |drill: &Drill,
+                     seed: u64|
+     -> Result<Box<dyn crate::backend::Backend>, RunError> {
+        let count = provisioned.get();
+        provisioned.set(count + 1);
+        match &served {
+            // A served simulator the bench may change is provisioned
+            // afresh for every run, a negative control's re-run included.
+            Some(api) if !read_only => {
+                ServedSimMachines::new(api.clone(), path.clone(), options.context.clone())
+                    .reset(drill, seed)
+                    .map_err(|e| RunError::Provision(e.to_string()))?;
+            }
+            _ if count > 0 => {
+                return Err(RunError::NoReprovision(format!(
+                    "context `{context}` is an existing cluster the bench cannot build again with a guard weakened"
+                )));
+            }
+            _ => {}
+        }
+        let backend = KubeBackend::connect(
+            drill,
+            seed,
+            machines(),
+            KubeOptions {
+                name: "kubeconfig",
+                run_id: kube::run_id(drill, seed),
+                read_only,
+            },
+        )
+        .map_err(|e| RunError::Provision(crate::backend::BackendError::from(e).to_string()))?;
+        Ok(Box::new(backend) as Box<dyn crate::backend::Backend>)
+    };
+    run_and_report(drill, options, &provision, io)
 }
 
 /// The ten-second summary of a run.

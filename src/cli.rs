@@ -99,6 +99,17 @@ struct RunArgs {
     /// Output folder of the reports (default: reports/DRILL-seedSEED/).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The kubeconfig of an existing cluster (`--backend kubeconfig`).
+    #[arg(long, value_name = "FILE", required_if_eq("backend", "kubeconfig"))]
+    kubeconfig: Option<PathBuf>,
+    /// The context in the kubeconfig (default: its current context).
+    #[arg(long, value_name = "CTX", requires = "kubeconfig")]
+    context: Option<String>,
+    /// Lets the drill change this context's cluster (faults, scaling) though
+    /// the bench did not create it; name the context to be sure it is the
+    /// one meant.
+    #[arg(long, value_name = "CTX", requires = "kubeconfig")]
+    allow_destructive: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -329,6 +340,9 @@ impl RunArgs {
             seed: self.seed,
             runs: self.runs,
             out: self.out,
+            kubeconfig: self.kubeconfig,
+            context: self.context,
+            allow_destructive: self.allow_destructive,
         }
     }
 }

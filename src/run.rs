@@ -34,6 +34,10 @@ pub enum RunError {
     /// The cluster could not be built.
     #[error("cannot provision the cluster: {0}")]
     Provision(String),
+    /// The backend cannot provision the cluster again (an existing
+    /// cluster): a negative control's re-run is reported as not run.
+    #[error("cannot provision the cluster again: {0}")]
+    NoReprovision(String),
 }
 
 /// Builds a fresh backend for a drill and seed (a negative control needs a
@@ -126,7 +130,16 @@ pub fn display_path(path: &std::path::Path) -> String {
 /// Refuses, before anything runs, a drill that asks the backend for more
 /// than it can do.
 fn check_capabilities(drill: &Drill, backend: &dyn Backend) -> Result<(), RunError> {
-    let caps = backend.capabilities();
+    refuse_unsupported(drill, backend.name(), backend.capabilities())
+}
+
+/// Refuses a drill that asks a backend of these capabilities for more than
+/// it can do; usable before the backend is provisioned.
+pub fn refuse_unsupported(
+    drill: &Drill,
+    backend: &str,
+    caps: crate::backend::Capabilities,
+) -> Result<(), RunError> {
     for step in &drill.spec.steps {
         let Some(fault) = &step.fault else { continue };
         let missing = match &fault.value {
@@ -139,8 +152,7 @@ fn check_capabilities(drill: &Drill, backend: &dyn Backend) -> Result<(), RunErr
         };
         if let Some(what) = missing {
             return Err(RunError::Unsupported(format!(
-                "the {} backend cannot {what}; use --backend talos or sim",
-                backend.name()
+                "the {backend} backend cannot {what}; use --backend talos or sim"
             )));
         }
     }
@@ -209,6 +221,14 @@ fn run_steps(
         }
     }
     let mut obs = backend.finish();
+    // A backend that lost its cluster mid-drill (a real one: watches that
+    // stopped, an API gone) says so in the observation; what it saw after
+    // that is not evidence, so the drill is aborted, never green.
+    if outcome == StepsOutcome::Completed
+        && let Some(reason) = &obs.aborted
+    {
+        outcome = StepsOutcome::Aborted(reason.clone());
+    }
     if let StepsOutcome::Aborted(reason) = &outcome {
         obs.aborted = Some(reason.clone());
     }
@@ -443,7 +463,20 @@ fn negative_control(
         ));
     };
     let weakened = ablate(drill, ablation);
-    let backend = provision(&weakened, seed)?;
+    let backend = match provision(&weakened, seed) {
+        Ok(backend) => backend,
+        // Never green: a control that could not run proves nothing.
+        Err(RunError::NoReprovision(why)) => {
+            let mut judged = no_teeth(
+                spec,
+                format!("the negative control was not run: {why}"),
+                Vec::new(),
+            );
+            judged.result.measured = "not run".to_owned();
+            return Ok(judged);
+        }
+        Err(e) => return Err(e),
+    };
     let (obs, _) = run_steps(&weakened, backend)?;
     let mut evidence = Vec::new();
     let mut still_green = Vec::new();

@@ -87,7 +87,21 @@ fn run_validates_first_and_never_pretends_a_drill_ran() {
         run.stderr
     );
 
-    for backend in ["kind", "talos", "kubeconfig"] {
+    // The kubeconfig backend is built: without its kubeconfig the flags
+    // are incomplete, which is bad input and runs nothing.
+    let run = bench(&[
+        "run",
+        "cp-recreate",
+        "--backend",
+        "kubeconfig",
+        "--out",
+        out_arg,
+    ]);
+    assert_eq!(run.code, 2, "kubeconfig: {}", run.stderr);
+    assert!(run.stderr.contains("--kubeconfig <FILE>"), "{}", run.stderr);
+    assert!(!out_dir.exists(), "kubeconfig: no report without a cluster");
+
+    for backend in ["kind", "talos"] {
         let run = bench(&["run", "cp-recreate", "--backend", backend, "--out", out_arg]);
         assert_eq!(run.code, 3, "{backend}: {}", run.stderr);
         assert!(run.stderr.contains(&format!(

@@ -9,8 +9,10 @@
 pub mod clean;
 pub mod docker;
 pub mod kind;
+pub mod kube;
 pub mod machines;
 pub mod provision;
+pub mod served;
 pub mod sim;
 pub mod talos;
 pub mod tool;

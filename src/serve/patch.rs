@@ -42,8 +42,55 @@ pub fn apply(target: &mut Value, content_type: &str, body: &[u8]) -> Result<(), 
             strategic_merge(target, &patch);
             Ok(())
         }
+        // Server-side apply: the applied configuration merges into the
+        // object as a strategic merge does; fields the simulator does not
+        // model are pruned by the caller ([`prune_to`]). Field ownership is
+        // not tracked: the simulator has one writer at a time.
+        "application/apply-patch+yaml" => {
+            let patch: Value =
+                serde_json::from_slice(body).map_err(|e| PatchError::Json(e.to_string()))?;
+            strategic_merge(target, &patch);
+            Ok(())
+        }
         other => Err(PatchError::Unsupported(other.to_owned())),
     }
+}
+
+/// Whether a `Content-Type` is server-side apply.
+pub fn is_apply(content_type: &str) -> bool {
+    content_type.split(';').next().unwrap_or_default().trim() == "application/apply-patch+yaml"
+}
+
+/// `wanted` restricted to the fields `shown` has (recursively), except the
+/// metadata's labels and annotations, which are taken whole: an applied
+/// configuration may carry fields the façade's view does not model (a
+/// claim's requested size, a template's annotations), which are accepted
+/// and not kept, while a change to a field the view shows is still a
+/// change.
+pub fn prune_to(wanted: &Value, shown: &Value) -> Value {
+    fn prune(wanted: &Value, shown: &Value, path: &[&str]) -> Value {
+        match (wanted, shown) {
+            (Value::Object(w), Value::Object(s)) => {
+                let mut out = Map::new();
+                for (k, v) in w {
+                    let keep_whole = path == ["metadata"] && (k == "labels" || k == "annotations");
+                    if keep_whole {
+                        out.insert(k.clone(), v.clone());
+                    } else if let Some(sv) = s.get(k) {
+                        let mut deeper = path.to_vec();
+                        deeper.push(k);
+                        out.insert(k.clone(), prune(v, sv, &deeper));
+                    }
+                }
+                Value::Object(out)
+            }
+            (Value::Array(w), Value::Array(s)) if w.len() == s.len() => {
+                Value::Array(w.iter().zip(s).map(|(w, s)| prune(w, s, &["[]"])).collect())
+            }
+            _ => wanted.clone(),
+        }
+    }
+    prune(wanted, shown, &[])
 }
 
 /// The strategic merge subset described in the module documentation.

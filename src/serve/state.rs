@@ -179,20 +179,42 @@ pub struct Facade {
     /// so a change derived or made through the API is announced once.
     last: BTreeMap<Key, Value>,
     watchers: Vec<Watcher>,
+    /// The drill served, kept so `POST /bench/v1/reset` can provision it
+    /// again with other guards (a negative control's re-run).
+    drill: Drill,
+    /// The resourceVersion of the newest change of each kind, so a client
+    /// stepping the clock knows when its watch of a kind has caught up.
+    latest: BTreeMap<&'static str, u64>,
 }
+
+/// The label the bench puts on what it creates; a served simulator carries
+/// it on `kube-system`, so the cluster counts as one the bench created.
+pub const RUN_LABEL: &str = "drillbench.dev/run";
 
 const WATCH_TYPES: [&str; 3] = ["ADDED", "MODIFIED", "DELETED"];
 
 impl Facade {
     /// Serves a drill's cluster, provisioned with the seed.
     pub fn new(drill: &Drill, sim: Simulation, clock: Clock, window: usize) -> Facade {
+        Self::with_first_rv(drill, sim, clock, window, 0)
+    }
+
+    /// Like [`Facade::new`], with resourceVersions continuing after `rv`
+    /// (a reset must never reuse a version a client has seen).
+    fn with_first_rv(
+        drill: &Drill,
+        sim: Simulation,
+        clock: Clock,
+        window: usize,
+        rv: u64,
+    ) -> Facade {
         let mut facade = Facade {
             sim,
             guards: drill.spec.guards.iter().map(|g| g.value.clone()).collect(),
             clock,
             history: VecDeque::new(),
             window,
-            rv: 0,
+            rv,
             seen_events: 0,
             known: BTreeSet::new(),
             object_rv: BTreeMap::new(),
@@ -200,7 +222,16 @@ impl Facade {
             created_namespaces: BTreeSet::new(),
             last: BTreeMap::new(),
             watchers: Vec::new(),
+            drill: drill.clone(),
+            latest: BTreeMap::new(),
         };
+        facade.metadata.insert(
+            ("Namespace", String::new(), "kube-system".to_owned()),
+            (
+                json!({ RUN_LABEL: format!("served-{}", drill.name()) }),
+                Value::Null,
+            ),
+        );
         for doc in &drill.workloads {
             let kind = doc.kind().unwrap_or_default();
             if let Some(resource) = resources::by_kind(kind) {
@@ -337,6 +368,7 @@ impl Facade {
     fn push(&mut self, key: Key, kind_type: &'static str, mut object: Value) {
         self.rv += 1;
         set_rv(&mut object, self.rv);
+        self.latest.insert(key.0, self.rv);
         if kind_type == "DELETED" {
             self.last.remove(&key);
             self.known.remove(&key);
@@ -551,6 +583,16 @@ impl Facade {
         let ok = |v: Value| Ok(Reply::Json(200, v));
         match segments.as_slice() {
             ["version"] => ok(resources::version()),
+            // Readiness follows the modelled API behind the stable
+            // endpoint (quorum and a healthy apiserver holding it), so a
+            // probe through the façade measures what the simulator models.
+            ["readyz"] if self.drill.topology.endpoint.is_some() && !self.sim.api_available() => {
+                Err(ApiError::new(
+                    503,
+                    "ServiceUnavailable",
+                    "the modelled API is unavailable: no quorum or no healthy apiserver holds the endpoint",
+                ))
+            }
             ["healthz"] | ["readyz"] | ["livez"] => ok(json!("ok")),
             ["api"] => ok(resources::core_versions()),
             ["apis"] => ok(resources::groups()),
@@ -646,8 +688,69 @@ impl Facade {
             }
             ("GET", ["now"]) => Ok(Reply::Json(
                 200,
-                json!({"nowMs": self.sim.now, "resourceVersion": self.rv.to_string()}),
+                json!({
+                    "nowMs": self.sim.now,
+                    "resourceVersion": self.rv.to_string(),
+                    "nextMs": self.sim.next_event_time(),
+                    "epochSeconds": crate::sim::EPOCH_SECONDS,
+                    "drill": self.drill.name(),
+                    "step": self.clock == Clock::Step,
+                    "latest": self.latest.iter().map(|(k, v)| (k.to_string(), json!(v.to_string()))).collect::<serde_json::Map<_, _>>(),
+                    "endpointHolder": self.sim.endpoint_holder(),
+                    "otherControlPlane": self.sim.other_control_plane(),
+                }),
             )),
+            ("POST", ["remove"]) => {
+                let name = query("node")?;
+                let node = self.node_of(&name)?;
+                // The server goes; the Node object is the caller's (the
+                // bench deletes it through the API after its drain).
+                self.sim.delete_node(node, false, Duration::ZERO);
+                self.sync();
+                Ok(Reply::Json(
+                    200,
+                    json!({"removed": name, "nowMs": self.sim.now}),
+                ))
+            }
+            ("POST", ["replace"]) => {
+                let name = query("node")?;
+                let node = self.node_of(&name)?;
+                self.sim.replace_node(node);
+                self.sync();
+                Ok(Reply::Json(
+                    200,
+                    json!({"replaced": name, "nowMs": self.sim.now}),
+                ))
+            }
+            ("POST", ["recreate-control-plane"]) => {
+                let name = query("node")?;
+                let node = self.node_of(&name)?;
+                self.sim.recreate_control_plane(node, None);
+                self.sync();
+                Ok(Reply::Json(
+                    200,
+                    json!({"recreated": name, "nowMs": self.sim.now}),
+                ))
+            }
+            // etcd's member list needs quorum, as `etcdctl member list` does.
+            ("GET", ["etcd"]) if !self.sim.cp.has_quorum() => Err(ApiError::new(
+                503,
+                "ServiceUnavailable",
+                "etcd has no quorum: the member list cannot be read",
+            )),
+            ("GET", ["etcd"]) => Ok(Reply::Json(
+                200,
+                json!({"voters": self.sim.cp.voters(), "learners": self.sim.cp.learners()}),
+            )),
+            ("GET", ["autoscaler-pick"]) => {
+                let pool = query("pool")?;
+                Ok(Reply::Json(
+                    200,
+                    json!({"node": self.sim.autoscaler_pick(&pool)}),
+                ))
+            }
+            ("GET", ["backups"]) => Ok(Reply::Json(200, self.velero_backups())),
+            ("POST", ["reset"]) => self.reset(request),
             ("GET", ["timeline"]) => Ok(Reply::Json(
                 200,
                 serde_json::to_value(&self.sim.obs.events).unwrap_or_default(),
@@ -655,9 +758,88 @@ impl Facade {
             _ => Err(ApiError::new(
                 404,
                 "NotFound",
-                "no such bench endpoint; see POST /bench/v1/advance, /crash, /fail-backup, GET /bench/v1/now, /timeline",
+                "no such bench endpoint; see POST /bench/v1/advance, /crash, /remove, /replace, /recreate-control-plane, /fail-backup, /reset, GET /bench/v1/now, /timeline, /etcd, /autoscaler-pick, /backups",
             )),
         }
+    }
+
+    fn node_of(&self, name: &str) -> Result<usize, ApiError> {
+        self.sim
+            .node_id(name)
+            .map_err(|e| ApiError::new(404, "NotFound", e.to_string()))
+    }
+
+    /// The simulator's backups as Velero lists them (`velero.io/v1`
+    /// Backups in namespace `velero`), for clients that judge a preflight.
+    fn velero_backups(&self) -> Value {
+        let stamp = |ms: i64| {
+            jiff::Timestamp::from_second(crate::sim::EPOCH_SECONDS + ms.div_euclid(1000))
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        };
+        let items: Vec<Value> = self
+            .sim
+            .backups
+            .iter()
+            .map(|b| {
+                json!({
+                    "apiVersion": "velero.io/v1", "kind": "Backup",
+                    "metadata": {"name": b.name, "namespace": "velero",
+                                 "labels": {"velero.io/schedule-name": b.schedule},
+                                 "creationTimestamp": stamp(b.started)},
+                    "status": {"phase": format!("{:?}", b.phase),
+                               "startTimestamp": stamp(b.started),
+                               "completionTimestamp": b.finished.map(stamp)},
+                })
+            })
+            .collect();
+        json!({"apiVersion": "velero.io/v1", "kind": "BackupList", "metadata": {}, "items": items})
+    }
+
+    /// `POST /bench/v1/reset?seed=N` with `{"guards": [...]}`: provisions the
+    /// served drill again from nothing with these guards and seed (a real
+    /// backend's re-provisioning for a negative control). Watches end; the
+    /// resourceVersions continue.
+    fn reset(&mut self, request: &Request) -> ApiResult {
+        let seed = request
+            .query
+            .get("seed")
+            .ok_or_else(|| ApiError::bad_request("missing query parameter `seed`"))?
+            .parse::<u64>()
+            .map_err(|e| ApiError::bad_request(format!("seed: {e}")))?;
+        let body: Value = if request.body.is_empty() {
+            json!({})
+        } else {
+            Self::body(request)?
+        };
+        let mut drill = self.drill.clone();
+        // The guards come as text: their positions make them YAML-shaped
+        // (JSON is YAML), and `unlabelledTerms` carries the one ablation
+        // their serialised form leaves out.
+        if let Some(text) = body.get("guards").and_then(Value::as_str) {
+            let guards: Vec<crate::scenario::Located<GuardSpec>> = serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("guards: {e}")))?;
+            let unlabelled: Vec<&str> = body
+                .get("unlabelledTerms")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            drill.spec.guards = guards
+                .into_iter()
+                .map(|mut g| {
+                    g.value.unlabelled_term = unlabelled.contains(&g.value.name.as_str());
+                    g
+                })
+                .collect();
+        }
+        let sim = Simulation::new(&drill, seed)
+            .map_err(|e| ApiError::invalid(format!("cannot provision the drill again: {e}")))?;
+        let rv = self.rv;
+        *self = Facade::with_first_rv(&drill, sim, self.clock, self.window, rv);
+        Ok(Reply::Json(
+            200,
+            json!({"reset": drill.name(), "seed": seed, "resourceVersion": self.rv.to_string()}),
+        ))
     }
 
     fn resource(
@@ -1091,9 +1273,14 @@ impl Facade {
         name: &str,
         sub: Option<&str>,
     ) -> ApiResult {
-        let current = self
-            .view(resource.kind, namespace, name, false)
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        let apply = request.method == "PATCH" && patch::is_apply(&request.content_type);
+        let Some(current) = self.view(resource.kind, namespace, name, false) else {
+            // Server-side apply creates what does not exist yet.
+            if apply && sub.is_none() {
+                return self.create(request, resource, namespace.to_owned());
+            }
+            return Err(ApiError::not_found(resource, name));
+        };
         let base = if sub == Some("scale") {
             scale_of(&current)
         } else {
@@ -1109,7 +1296,13 @@ impl Facade {
                     other => ApiError::invalid(other.to_string()),
                 },
             )?;
-            patched
+            if apply {
+                let mut pruned = patch::prune_to(&patched, &base);
+                self.readmit(namespace, &mut pruned);
+                pruned
+            } else {
+                patched
+            }
         } else {
             Self::body(request)?
         };
@@ -1183,6 +1376,81 @@ impl Facade {
                 ApiError::new(404, "NotFound", format!("no {kind} {namespace}/{name}"))
             })?;
         self.sim.set_replicas(w, replicas).map_err(from_op)
+    }
+
+    /// Runs the guards' mutation over an applied workload's pod template,
+    /// as admission does on every write: an apply of the manifest as
+    /// written must not read as removing what the guard added.
+    fn readmit(&self, namespace: &str, object: &mut Value) {
+        let Some(spec_value) = object.pointer_mut("/spec/template/spec") else {
+            return;
+        };
+        // A quantity written as a YAML number (`cpu: 1`) is the string
+        // "1" once admitted, as the API server reads it.
+        for list in ["containers", "initContainers"] {
+            for container in spec_value
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                for part in ["requests", "limits"] {
+                    if let Some(map) = container
+                        .pointer_mut(&format!("/resources/{part}"))
+                        .and_then(Value::as_object_mut)
+                    {
+                        for value in map.values_mut() {
+                            if value.is_number() {
+                                *value = Value::String(value.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let Ok(mut spec) =
+            serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(spec_value.clone())
+        else {
+            return;
+        };
+        let labels: BTreeMap<String, String> = object
+            .pointer("/spec/template/metadata/labels")
+            .and_then(|l| serde_json::from_value(l.clone()).ok())
+            .unwrap_or_default();
+        let mut classes: Vec<Option<String>> = object
+            .pointer("/spec/volumeClaimTemplates")
+            .and_then(Value::as_array)
+            .map(|templates| {
+                templates
+                    .iter()
+                    .map(|t| {
+                        t.pointer("/spec/storageClassName")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for volume in spec.volumes.iter().flatten() {
+            if let Some(claim) = &volume.persistent_volume_claim
+                && let Some(id) = self.sim.claim_id(namespace, &claim.claim_name)
+            {
+                classes.push(self.sim.claims[id].class.clone());
+            }
+        }
+        for guard in &self.guards {
+            if guard.mutate
+                && crate::sim::load::guard_matches(&guard.matches, namespace, &labels, &classes)
+            {
+                crate::sim::load::inject_requirement(&mut spec, &guard.require.node_affinity);
+                if guard.unlabelled_term {
+                    crate::sim::load::add_unlabelled_term(&mut spec);
+                }
+            }
+        }
+        if let Ok(value) = serde_json::to_value(&spec) {
+            object["spec"]["template"]["spec"] = value;
+        }
     }
 
     /// Applies what changed between the current and the wanted object,
@@ -1267,9 +1535,9 @@ impl Facade {
             }
             "Namespace" => {}
             _ => {
-                if changed("/spec") || changed("/metadata/labels") {
+                if changed("/spec") {
                     return Err(ApiError::invalid(format!(
-                        "{kind}: only annotations can change here; the simulator derives the rest"
+                        "{kind}: only labels and annotations can change here; the simulator derives the rest"
                     )));
                 }
             }

@@ -1,0 +1,1228 @@
+//! Watch events to an [`Observation`]: the same timeline events,
+//! placements, workload readiness series and strandings the simulator
+//! records for the same happenings, rebuilt from what a watch on the API
+//! server shows.
+//!
+//! Pure: the caller feeds each change with the drill time it happened at
+//! ([`Observer::apply`]) and closes each batch of one instant with
+//! [`Observer::settle`]; nothing here talks to a cluster, so the mapping is
+//! tested with plain objects.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::ResourceExt;
+use kube::core::{Selector, SelectorExt};
+
+use crate::k8s::quantity::{ParsedQuantity, pod_requests};
+use crate::observe::{BudgetBreach, Observation, Placement, Stranding, Time};
+use crate::report::{Event, EventKind, ObjectRef};
+use crate::scenario::spec::AttachModel;
+use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
+
+/// The annotation through which the served simulator shows a claim's
+/// attachment (a real cluster shows it as a VolumeAttachment).
+pub const ATTACHED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
+
+/// One watched object.
+#[derive(Debug, Clone)]
+pub enum Object {
+    /// A Node.
+    Node(Box<Node>),
+    /// A Pod.
+    Pod(Box<Pod>),
+    /// A PersistentVolumeClaim.
+    Claim(Box<PersistentVolumeClaim>),
+    /// A Deployment.
+    Deployment(Box<Deployment>),
+    /// A StatefulSet.
+    StatefulSet(Box<StatefulSet>),
+    /// A DaemonSet.
+    DaemonSet(Box<DaemonSet>),
+    /// A Job.
+    Job(Box<Job>),
+    /// A PodDisruptionBudget.
+    Budget(Box<PodDisruptionBudget>),
+}
+
+impl Object {
+    /// The kind, as the API names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Node(_) => "Node",
+            Object::Pod(_) => "Pod",
+            Object::Claim(_) => "PersistentVolumeClaim",
+            Object::Deployment(_) => "Deployment",
+            Object::StatefulSet(_) => "StatefulSet",
+            Object::DaemonSet(_) => "DaemonSet",
+            Object::Job(_) => "Job",
+            Object::Budget(_) => "PodDisruptionBudget",
+        }
+    }
+
+    /// The object's resourceVersion as a number, when it is one.
+    pub fn resource_version(&self) -> Option<u64> {
+        let rv = match self {
+            Object::Node(o) => o.resource_version(),
+            Object::Pod(o) => o.resource_version(),
+            Object::Claim(o) => o.resource_version(),
+            Object::Deployment(o) => o.resource_version(),
+            Object::StatefulSet(o) => o.resource_version(),
+            Object::DaemonSet(o) => o.resource_version(),
+            Object::Job(o) => o.resource_version(),
+            Object::Budget(o) => o.resource_version(),
+        };
+        rv.and_then(|rv| rv.parse().ok())
+    }
+}
+
+impl Object {
+    /// The newest timestamp the object carries (its conditions'
+    /// `lastTransitionTime`, its creation and deletion): on a real cluster
+    /// the best account of when its latest change happened, to the second.
+    pub fn newest_timestamp(&self) -> Option<jiff::Timestamp> {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time as MetaTime;
+        let meta = match self {
+            Object::Node(o) => &o.metadata,
+            Object::Pod(o) => &o.metadata,
+            Object::Claim(o) => &o.metadata,
+            Object::Deployment(o) => &o.metadata,
+            Object::StatefulSet(o) => &o.metadata,
+            Object::DaemonSet(o) => &o.metadata,
+            Object::Job(o) => &o.metadata,
+            Object::Budget(o) => &o.metadata,
+        };
+        let conditions: Vec<Option<&MetaTime>> = match self {
+            Object::Node(o) => o
+                .status
+                .iter()
+                .flat_map(|s| s.conditions.iter().flatten())
+                .map(|c| c.last_transition_time.as_ref())
+                .collect(),
+            Object::Pod(o) => o
+                .status
+                .iter()
+                .flat_map(|s| s.conditions.iter().flatten())
+                .map(|c| c.last_transition_time.as_ref())
+                .collect(),
+            _ => Vec::new(),
+        };
+        conditions
+            .into_iter()
+            .chain([
+                meta.creation_timestamp.as_ref(),
+                meta.deletion_timestamp.as_ref(),
+            ])
+            .flatten()
+            .map(|t| t.0)
+            .max()
+    }
+}
+
+/// The drill time of a change seen on a wall-clock cluster: the object's
+/// own timestamp when it falls between the previous look (`floor`) and now
+/// (timestamps have whole seconds and clocks may be skewed, so anything
+/// outside is clamped), else the moment it was seen.
+pub fn drill_time(
+    timestamp: Option<jiff::Timestamp>,
+    origin: jiff::Timestamp,
+    floor: Time,
+    now: Time,
+) -> Time {
+    let Some(timestamp) = timestamp else {
+        return now;
+    };
+    let ms = timestamp.as_millisecond() - origin.as_millisecond();
+    if ms < 0 {
+        return floor.min(now);
+    }
+    (ms as Time).clamp(floor.min(now), now)
+}
+
+/// What a watch said about an object.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Created or changed.
+    Applied(Object),
+    /// Deleted.
+    Deleted(Object),
+}
+
+#[derive(Debug, Clone)]
+struct NodeState {
+    labels: BTreeMap<String, String>,
+    pool: String,
+    ready: bool,
+    unschedulable: bool,
+    taints: BTreeSet<(String, String)>,
+    cpu_millis: i64,
+    memory: i64,
+}
+
+#[derive(Debug, Clone)]
+struct PodState {
+    labels: BTreeMap<String, String>,
+    node: Option<String>,
+    workload: Option<String>,
+    claims: Vec<String>,
+    ready: bool,
+    daemon: bool,
+    deleting: bool,
+    cpu_millis: i64,
+    memory: i64,
+}
+
+/// A pod bound in the current batch, placed once the batch is settled (so
+/// a claim or node announced later in the same instant is known).
+#[derive(Debug, Clone)]
+struct Binding {
+    at: Time,
+    pod: String,
+    node: String,
+}
+
+/// A pod the bench may evict from a node: `namespace`, `name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodOnNode {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// The cluster as the watches show it, and the observation built from it.
+#[derive(Debug)]
+pub struct Observer {
+    topology: Topology,
+    nodes: BTreeMap<String, NodeState>,
+    pods: BTreeMap<String, PodState>,
+    /// Every claim's storage class ever seen: a placement names its claims'
+    /// classes even when the claim is gone by the time it is judged.
+    claim_classes: BTreeMap<String, Option<String>>,
+    claim_attached: BTreeMap<String, String>,
+    workloads: BTreeMap<String, (u32, u32)>,
+    jobs: BTreeMap<String, (u32, u32)>,
+    /// Claim template names of each StatefulSet: its pods mount
+    /// `TEMPLATE-POD` claims whether or not their spec lists the volumes.
+    claim_templates: BTreeMap<String, Vec<String>>,
+    /// Budgets by `namespace/name`: their selector and healthy counts.
+    budgets: BTreeMap<String, (Option<Selector>, i32, i32)>,
+    bindings: Vec<Binding>,
+    /// The observation.
+    pub obs: Observation,
+}
+
+fn node_ref(name: &str) -> ObjectRef {
+    ObjectRef {
+        kind: "Node".to_owned(),
+        namespace: String::new(),
+        name: name.to_owned(),
+    }
+}
+
+fn pod_ref(key: &str) -> ObjectRef {
+    let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+    ObjectRef {
+        kind: "Pod".to_owned(),
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+/// The pool a node belongs to: control planes by their role label, other
+/// nodes by their pool's name pattern (`{n}` an ordinal, `{hex12}` twelve
+/// hex digits), then by the pool's labels; `""` when none matches.
+pub fn pool_of(topology: &Topology, name: &str, labels: &BTreeMap<String, String>) -> String {
+    if labels.contains_key(CONTROL_PLANE_LABEL) {
+        return CONTROL_PLANE_POOL.to_owned();
+    }
+    if let Some(pool) = topology
+        .pools
+        .iter()
+        .find(|p| pattern_matches(&p.name_pattern, name))
+    {
+        return pool.name.clone();
+    }
+    topology
+        .pools
+        .iter()
+        .find(|p| !p.labels.is_empty() && p.labels.iter().all(|(k, v)| labels.get(k) == Some(v)))
+        .map(|p| p.name.clone())
+        .unwrap_or_default()
+}
+
+fn pattern_matches(pattern: &str, name: &str) -> bool {
+    let mut rest = name;
+    let mut pattern = pattern;
+    loop {
+        match pattern.find('{') {
+            None => return rest == pattern,
+            Some(open) => {
+                let (literal, tail) = pattern.split_at(open);
+                let Some(r) = rest.strip_prefix(literal) else {
+                    return false;
+                };
+                let Some(close) = tail.find('}') else {
+                    return false;
+                };
+                let placeholder = &tail[1..close];
+                pattern = &tail[close + 1..];
+                let taken = match placeholder {
+                    "n" => r.bytes().take_while(u8::is_ascii_digit).count(),
+                    "hex12" => {
+                        let hex = r.bytes().take_while(u8::is_ascii_hexdigit).count();
+                        if hex < 12 {
+                            return false;
+                        }
+                        12
+                    }
+                    _ => return false,
+                };
+                if taken == 0 {
+                    return false;
+                }
+                rest = &r[taken..];
+            }
+        }
+    }
+}
+
+fn quantity(
+    q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+) -> Option<ParsedQuantity> {
+    q.and_then(|q| ParsedQuantity::from_quantity(q).ok())
+}
+
+impl Observer {
+    /// An observer for a drill's topology.
+    pub fn new(topology: Topology) -> Self {
+        Observer {
+            topology,
+            nodes: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            claim_classes: BTreeMap::new(),
+            claim_attached: BTreeMap::new(),
+            workloads: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            claim_templates: BTreeMap::new(),
+            budgets: BTreeMap::new(),
+            bindings: Vec::new(),
+            obs: Observation::default(),
+        }
+    }
+
+    fn event(
+        &mut self,
+        at: Time,
+        kind: EventKind,
+        object: ObjectRef,
+        node: Option<&str>,
+        message: String,
+    ) {
+        let pool = node.and_then(|n| self.nodes.get(n)).map(|n| n.pool.clone());
+        self.obs.events.push(Event {
+            at_ms: at,
+            kind,
+            object,
+            node: node.map(str::to_owned),
+            pool,
+            message,
+        });
+    }
+
+    /// Takes in one change, seen at drill time `at`.
+    pub fn apply(&mut self, at: Time, change: Change) {
+        match change {
+            Change::Applied(Object::Node(node)) => self.node_applied(at, &node),
+            Change::Deleted(Object::Node(node)) => self.node_deleted(at, &node.name_any()),
+            Change::Applied(Object::Pod(pod)) => self.pod_applied(at, &pod),
+            Change::Deleted(Object::Pod(pod)) => self.pod_deleted(at, &pod),
+            Change::Applied(Object::Claim(claim)) => self.claim_applied(at, &claim),
+            Change::Deleted(Object::Claim(_)) => {}
+            Change::Applied(Object::Deployment(d)) => {
+                let key = workload_key(
+                    "Deployment",
+                    &d.namespace().unwrap_or_default(),
+                    &d.name_any(),
+                );
+                let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                let ready = d
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.ready_replicas)
+                    .unwrap_or(0);
+                self.workload_point(at, key, ready, desired);
+            }
+            Change::Applied(Object::StatefulSet(s)) => {
+                let key = workload_key(
+                    "StatefulSet",
+                    &s.namespace().unwrap_or_default(),
+                    &s.name_any(),
+                );
+                let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                let ready = s
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.ready_replicas)
+                    .unwrap_or(0);
+                let templates = s
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.volume_claim_templates.as_ref())
+                    .map(|t| t.iter().map(|c| c.name_any()).collect())
+                    .unwrap_or_default();
+                self.claim_templates.insert(key.clone(), templates);
+                self.workload_point(at, key, ready, desired);
+            }
+            Change::Applied(Object::DaemonSet(d)) => {
+                let key = workload_key(
+                    "DaemonSet",
+                    &d.namespace().unwrap_or_default(),
+                    &d.name_any(),
+                );
+                let status = d.status.clone().unwrap_or_default();
+                self.workload_point(
+                    at,
+                    key,
+                    status.number_ready,
+                    status.desired_number_scheduled,
+                );
+            }
+            Change::Applied(Object::Job(j)) => {
+                // A Job is whole once it completed; until then its ready
+                // pods count (settled from the pods, as the simulator does).
+                let key = workload_key("Job", &j.namespace().unwrap_or_default(), &j.name_any());
+                let completions = j
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.completions)
+                    .unwrap_or(1)
+                    .max(0) as u32;
+                let succeeded = j
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.succeeded)
+                    .unwrap_or(0)
+                    .max(0) as u32;
+                self.jobs.insert(key, (completions, succeeded));
+            }
+            Change::Applied(Object::Budget(b)) => {
+                let key = format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());
+                let selector = b
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.selector.clone())
+                    .and_then(|s| Selector::try_from(s).ok());
+                let status = b.status.clone().unwrap_or_default();
+                self.budgets
+                    // A status not yet computed says nothing about health.
+                    .insert(
+                        key,
+                        (
+                            selector,
+                            status.current_healthy.unwrap_or(i32::MAX),
+                            status.desired_healthy.unwrap_or(0),
+                        ),
+                    );
+            }
+            Change::Deleted(Object::Budget(b)) => {
+                let key = format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());
+                self.budgets.remove(&key);
+            }
+            Change::Deleted(
+                Object::Deployment(_)
+                | Object::StatefulSet(_)
+                | Object::DaemonSet(_)
+                | Object::Job(_),
+            ) => {}
+        }
+    }
+
+    fn workload_point(&mut self, at: Time, key: String, ready: i32, desired: i32) {
+        let value = (ready.max(0) as u32, desired.max(0) as u32);
+        if self.workloads.get(&key) == Some(&value) {
+            return;
+        }
+        self.workloads.insert(key.clone(), value);
+        self.obs
+            .workloads
+            .entry(key)
+            .or_default()
+            .points
+            .push((at, value.0, value.1));
+    }
+
+    fn node_applied(&mut self, at: Time, node: &Node) {
+        let name = node.name_any();
+        let labels = node.labels().clone();
+        let ready = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .is_some_and(|c| c.status == "True");
+        let spec = node.spec.clone().unwrap_or_default();
+        let unschedulable = spec.unschedulable.unwrap_or(false);
+        let taints: BTreeSet<(String, String)> = spec
+            .taints
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| (t.key, t.effect))
+            .collect();
+        let allocatable = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.clone())
+            .unwrap_or_default();
+        let state = NodeState {
+            pool: pool_of(&self.topology, &name, &labels),
+            labels,
+            ready,
+            unschedulable,
+            taints: taints.clone(),
+            cpu_millis: quantity(allocatable.get("cpu")).map_or(0, |q| q.milli_value()),
+            memory: quantity(allocatable.get("memory")).map_or(0, |q| q.value()),
+        };
+        let before = self.nodes.insert(name.clone(), state);
+        let r = node_ref(&name);
+        match before {
+            None => {
+                self.event(
+                    at,
+                    EventKind::NodeAdded,
+                    r.clone(),
+                    Some(&name),
+                    "node created".to_owned(),
+                );
+                if ready {
+                    self.event(at, EventKind::NodeReady, r, Some(&name), "Ready".to_owned());
+                }
+            }
+            Some(before) => {
+                if ready != before.ready {
+                    let kind = if ready {
+                        EventKind::NodeReady
+                    } else {
+                        EventKind::NodeNotReady
+                    };
+                    self.event(
+                        at,
+                        kind,
+                        r.clone(),
+                        Some(&name),
+                        if ready { "Ready" } else { "not Ready" }.to_owned(),
+                    );
+                }
+                if unschedulable != before.unschedulable {
+                    let kind = if unschedulable {
+                        EventKind::NodeCordoned
+                    } else {
+                        EventKind::NodeUncordoned
+                    };
+                    self.event(at, kind, r.clone(), Some(&name), String::new());
+                }
+                for (key, effect) in taints.difference(&before.taints) {
+                    self.event(
+                        at,
+                        EventKind::NodeTainted,
+                        r.clone(),
+                        Some(&name),
+                        format!("{key}:{effect}"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn node_deleted(&mut self, at: Time, name: &str) {
+        if !self.nodes.contains_key(name) {
+            return;
+        }
+        // A single-attach volume still attached to a departed node is
+        // stranded until its attachment is released.
+        let attached: Vec<String> = self
+            .claim_attached
+            .iter()
+            .filter(|(_, n)| n.as_str() == name)
+            .map(|(c, _)| c.clone())
+            .collect();
+        for claim in attached {
+            if self.single_attach(&claim) {
+                self.obs.strandings.push(Stranding {
+                    claim,
+                    node: name.to_owned(),
+                    since: at,
+                    released: None,
+                });
+            }
+        }
+        self.event(
+            at,
+            EventKind::NodeDeleted,
+            node_ref(name),
+            Some(name),
+            "the Node was deleted".to_owned(),
+        );
+        self.nodes.remove(name);
+    }
+
+    fn single_attach(&self, claim: &str) -> bool {
+        let class = self.claim_classes.get(claim).cloned().flatten();
+        let class = class.or_else(|| {
+            self.topology
+                .storage_classes
+                .iter()
+                .find(|c| c.default)
+                .map(|c| c.name.clone())
+        });
+        class.is_some_and(|class| {
+            self.topology
+                .storage_classes
+                .iter()
+                .any(|c| c.name == class && c.attach == AttachModel::SingleNode)
+        })
+    }
+
+    fn claim_applied(&mut self, at: Time, claim: &PersistentVolumeClaim) {
+        let key = format!(
+            "{}/{}",
+            claim.namespace().unwrap_or_default(),
+            claim.name_any()
+        );
+        let class = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.storage_class_name.clone());
+        self.claim_classes.insert(key.clone(), class);
+        let attached = claim.annotations().get(ATTACHED_NODE_ANNOTATION).cloned();
+        let before = match attached {
+            Some(node) => self.claim_attached.insert(key.clone(), node),
+            None => self.claim_attached.remove(&key),
+        };
+        if let Some(before) = before
+            && self.claim_attached.get(&key) != Some(&before)
+        {
+            for s in self
+                .obs
+                .strandings
+                .iter_mut()
+                .filter(|s| s.claim == key && s.node == before && s.released.is_none())
+            {
+                s.released = Some(at);
+            }
+        }
+    }
+
+    fn pod_workload(&self, pod: &Pod) -> Option<String> {
+        let namespace = pod.namespace().unwrap_or_default();
+        let owner = pod
+            .owner_references()
+            .iter()
+            .find(|o| o.controller == Some(true))?;
+        let kind = match owner.kind.as_str() {
+            // A Deployment's pods belong to its ReplicaSet, named after it
+            // with a template hash (the simulator folds the two into one
+            // and keeps the Deployment's name).
+            "ReplicaSet" => {
+                let exact = workload_key("Deployment", &namespace, &owner.name);
+                if self.workloads.contains_key(&exact) {
+                    return Some(exact);
+                }
+                if let Some((trimmed, _)) = owner.name.rsplit_once('-') {
+                    let trimmed = workload_key("Deployment", &namespace, trimmed);
+                    if self.workloads.contains_key(&trimmed) {
+                        return Some(trimmed);
+                    }
+                }
+                return Some(exact);
+            }
+            other => other,
+        };
+        Some(workload_key(kind, &namespace, &owner.name))
+    }
+
+    fn pod_applied(&mut self, at: Time, pod: &Pod) {
+        let key = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
+        let spec = pod.spec.clone().unwrap_or_default();
+        let ready = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .is_some_and(|c| c.status == "True");
+        let requests = pod_requests(&spec).ok();
+        let claims = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter_map(|v| v.persistent_volume_claim.as_ref())
+            .map(|c| c.claim_name.clone())
+            .collect();
+        let state = PodState {
+            labels: pod.labels().clone(),
+            node: spec.node_name.clone(),
+            workload: self.pod_workload(pod),
+            claims,
+            ready,
+            daemon: pod.owner_references().iter().any(|o| o.kind == "DaemonSet"),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
+            cpu_millis: requests.as_ref().map_or(0, |r| r.cpu_millis()),
+            memory: requests.as_ref().map_or(0, |r| r.memory_bytes()),
+        };
+        let before = self.pods.insert(key.clone(), state.clone());
+        let r = pod_ref(&key);
+        let node = state.node.as_deref();
+        if before.is_none() {
+            self.event(
+                at,
+                EventKind::PodCreated,
+                r.clone(),
+                None,
+                "pod created".to_owned(),
+            );
+        }
+        let bound_before = before.as_ref().and_then(|b| b.node.clone());
+        if let Some(n) = &state.node
+            && bound_before.as_ref() != Some(n)
+        {
+            self.event(
+                at,
+                EventKind::PodScheduled,
+                r.clone(),
+                Some(n),
+                format!("bound to {n}"),
+            );
+            self.bindings.push(Binding {
+                at,
+                pod: key.clone(),
+                node: n.clone(),
+            });
+        }
+        let was_ready = before.as_ref().is_some_and(|b| b.ready);
+        if ready != was_ready && (ready || before.is_some()) {
+            let kind = if ready {
+                EventKind::PodReady
+            } else {
+                EventKind::PodNotReady
+            };
+            self.event(at, kind, r, node, String::new());
+        }
+    }
+
+    fn pod_deleted(&mut self, at: Time, pod: &Pod) {
+        let key = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
+        if let Some(state) = self.pods.remove(&key) {
+            self.event(
+                at,
+                EventKind::PodDeleted,
+                pod_ref(&key),
+                state.node.as_deref(),
+                "pod deleted".to_owned(),
+            );
+        }
+    }
+
+    /// Closes the changes of one instant: places the pods bound in it with
+    /// their node's labels and their claims' classes as they stand now, and
+    /// updates the series derived from several objects.
+    pub fn settle(&mut self, at: Time) {
+        for binding in std::mem::take(&mut self.bindings) {
+            let Some(pod) = self.pods.get(&binding.pod) else {
+                continue;
+            };
+            let (labels, pool) = self
+                .nodes
+                .get(&binding.node)
+                .map(|n| (n.labels.clone(), n.pool.clone()))
+                .unwrap_or_default();
+            let namespace = binding.pod.split('/').next().unwrap_or_default().to_owned();
+            let pod_name = binding.pod.split_once('/').map_or("", |(_, n)| n);
+            let mut names = pod.claims.clone();
+            if let Some(templates) = pod
+                .workload
+                .as_ref()
+                .and_then(|w| self.claim_templates.get(w))
+            {
+                for template in templates {
+                    let claim = format!("{template}-{pod_name}");
+                    if !names.contains(&claim) {
+                        names.push(claim);
+                    }
+                }
+            }
+            let claims = names
+                .iter()
+                .map(|c| {
+                    let class = self
+                        .claim_classes
+                        .get(&format!("{namespace}/{c}"))
+                        .cloned()
+                        .flatten();
+                    (c.clone(), class)
+                })
+                .collect();
+            let autoscaled = self.topology.pool(&pool).is_some_and(|p| p.is_autoscaled());
+            self.obs.placements.push(Placement {
+                at: binding.at,
+                pod: binding.pod.clone(),
+                namespace,
+                pod_labels: Rc::new(pod.labels.clone()),
+                workload: pod.workload.clone(),
+                node: binding.node.clone(),
+                pool,
+                autoscaled,
+                node_labels: Rc::new(labels),
+                claims,
+            });
+        }
+        let jobs: Vec<(String, (u32, u32))> =
+            self.jobs.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        for (key, (completions, succeeded)) in jobs {
+            let ready = if succeeded >= completions {
+                completions
+            } else {
+                (self
+                    .pods
+                    .values()
+                    .filter(|p| p.ready && p.workload.as_deref() == Some(key.as_str()))
+                    .count() as u32)
+                    .min(completions)
+            };
+            self.workload_point(at, key, ready as i32, completions as i32);
+        }
+        let ready = self
+            .nodes
+            .values()
+            .filter(|n| n.pool == CONTROL_PLANE_POOL && n.ready)
+            .count() as u32;
+        if self.obs.control_planes_ready.last().map(|(_, r)| *r) != Some(ready) {
+            self.obs.control_planes_ready.push((at, ready));
+        }
+    }
+
+    /// Live nodes of a pool, by name.
+    pub fn pool_nodes(&self, pool: &str) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|(_, n)| n.pool == pool)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Ready nodes of a pool.
+    pub fn ready_nodes(&self, pool: &str) -> u32 {
+        self.nodes
+            .values()
+            .filter(|n| n.pool == pool && n.ready)
+            .count() as u32
+    }
+
+    /// Nodes and whether they are Ready, with whether each is a control
+    /// plane.
+    pub fn node_readiness(&self) -> Vec<(String, bool, bool)> {
+        self.nodes
+            .iter()
+            .map(|(name, n)| (name.clone(), n.pool == CONTROL_PLANE_POOL, n.ready))
+            .collect()
+    }
+
+    /// Whether every workload seen has all its replicas ready.
+    pub fn all_workloads_ready(&self) -> bool {
+        self.obs
+            .workloads
+            .values()
+            .all(|s| s.points.last().is_none_or(|(_, r, d)| r >= d))
+    }
+
+    /// Whether one workload has all its replicas ready (an unknown one is
+    /// not).
+    pub fn workload_ready(&self, key: &str) -> bool {
+        self.obs
+            .workloads
+            .get(key)
+            .and_then(|s| s.points.last())
+            .is_some_and(|(_, r, d)| r >= d)
+    }
+
+    /// The pods a drain must evict from a node: every pod bound to it but
+    /// DaemonSet pods, as `kubectl drain --ignore-daemonsets` does.
+    pub fn pods_to_evict(&self, node: &str) -> Vec<PodOnNode> {
+        self.pods
+            .iter()
+            .filter(|(_, p)| p.node.as_deref() == Some(node) && !p.daemon)
+            .map(|(key, _)| {
+                let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+                PodOnNode {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a pod is being deleted (its termination is under way).
+    pub fn pod_deleting(&self, namespace: &str, name: &str) -> bool {
+        self.pods
+            .get(&format!("{namespace}/{name}"))
+            .is_some_and(|p| p.deleting)
+    }
+
+    /// The node the cluster autoscaler would remove next from a pool, as it
+    /// computes it on the observed state: the least utilised Ready,
+    /// schedulable node (utilisation is the larger of the requested CPU and
+    /// memory shares), the first by name among equals — the simulator's
+    /// rule ([`crate::sim::Simulation::autoscaler_pick`]).
+    pub fn autoscaler_pick(&self, pool: &str) -> Option<String> {
+        let utilisation = |name: &str, n: &NodeState| {
+            let (cpu, memory) = self
+                .pods
+                .values()
+                .filter(|p| p.node.as_deref() == Some(name))
+                .fold((0, 0), |(c, m), p| (c + p.cpu_millis, m + p.memory));
+            let share = |used: i64, total: i64| {
+                if total > 0 {
+                    used as f64 / total as f64
+                } else {
+                    1.0
+                }
+            };
+            share(cpu, n.cpu_millis).max(share(memory, n.memory))
+        };
+        self.nodes
+            .iter()
+            .filter(|(_, n)| n.pool == pool && n.ready && !n.unschedulable)
+            .map(|(name, n)| (utilisation(name, n), name))
+            .min_by(|a, b| {
+                a.0.partial_cmp(&b.0)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| a.1.cmp(b.1))
+            })
+            .map(|(_, name)| name.clone())
+    }
+
+    /// After an eviction the bench made was accepted and its effects were
+    /// seen: every budget selecting the pod must still have the healthy
+    /// pods it wants, else the eviction broke it (the Eviction API must
+    /// never let that happen).
+    pub fn check_budgets_after_eviction(
+        &mut self,
+        at: Time,
+        namespace: &str,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) {
+        for (key, (selector, healthy, desired)) in &self.budgets {
+            let in_namespace = key.split('/').next() == Some(namespace);
+            let selects = selector.as_ref().is_some_and(|s| s.matches(labels));
+            if in_namespace && selects && healthy < desired {
+                self.obs.budget_breaches.push(BudgetBreach {
+                    at,
+                    pdb: key.clone(),
+                    pod: format!("{namespace}/{name}"),
+                    healthy: *healthy,
+                    desired: *desired,
+                });
+            }
+        }
+    }
+
+    /// A pod's labels, while it is known.
+    pub fn pod_labels(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
+        self.pods
+            .get(&format!("{namespace}/{name}"))
+            .map(|p| p.labels.clone())
+    }
+
+    /// Whether a node exists.
+    pub fn has_node(&self, name: &str) -> bool {
+        self.nodes.contains_key(name)
+    }
+
+    /// Names of every pod and node known, to reconcile after a re-list.
+    pub fn known(&self, kind: &str) -> Vec<String> {
+        match kind {
+            "Node" => self.nodes.keys().cloned().collect(),
+            "Pod" => self.pods.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// `namespace/Kind/name`, the key workloads go by in drills and reports.
+pub fn workload_key(kind: &str, namespace: &str, name: &str) -> String {
+    format!("{namespace}/{kind}/{name}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn drill() -> crate::drill::Drill {
+        crate::drill::Drill::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/node-loss.yaml"),
+        )
+        .unwrap_or_else(|d| panic!("{}", d.render(false)))
+    }
+
+    fn node(name: &str, ready: bool, labels: serde_json::Value) -> Change {
+        Change::Applied(Object::Node(Box::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": labels},
+                "spec": {},
+                "status": {"conditions": [{"type": "Ready", "status": if ready {"True"} else {"Unknown"}}],
+                           "allocatable": {"cpu": "4", "memory": "8Gi"}},
+            }))
+            .expect("node"),
+        )))
+    }
+
+    fn pod(name: &str, node: Option<&str>, ready: bool, claim: Option<&str>) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "apps", "labels": {"app": "db"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "u", "controller": true}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                     "volumes": claim.map(|c| json!([{"name": "data", "persistentVolumeClaim": {"claimName": c}}]))},
+            "status": {"conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]},
+        }))
+        .expect("pod")
+    }
+
+    fn claim(name: &str, attached: Option<&str>) -> Change {
+        let annotations = attached.map(|n| json!({ATTACHED_NODE_ANNOTATION: n}));
+        Change::Applied(Object::Claim(Box::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "apps", "annotations": annotations},
+                "spec": {"storageClassName": "hcloud"},
+            }))
+            .expect("claim"),
+        )))
+    }
+
+    fn kinds(observer: &Observer) -> Vec<(Time, EventKind, String)> {
+        observer
+            .obs
+            .events
+            .iter()
+            .map(|e| (e.at_ms, e.kind, e.object.name.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_binding_is_placed_with_the_nodes_labels_and_the_claims_class_settled_in_its_instant() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        observer.apply(
+            0,
+            node(
+                "prod-worker-1",
+                true,
+                json!({"platform.devantler.tech/baseline-worker": "true"}),
+            ),
+        );
+        observer.settle(0);
+        // The pod is announced before its claim in the same instant.
+        observer.apply(
+            5_000,
+            Change::Applied(Object::Pod(Box::new(pod(
+                "db-0",
+                Some("prod-worker-1"),
+                false,
+                Some("data-db-0"),
+            )))),
+        );
+        observer.apply(5_000, claim("data-db-0", Some("prod-worker-1")));
+        observer.settle(5_000);
+        observer.apply(
+            9_000,
+            Change::Applied(Object::Pod(Box::new(pod(
+                "db-0",
+                Some("prod-worker-1"),
+                true,
+                Some("data-db-0"),
+            )))),
+        );
+        observer.settle(9_000);
+
+        let [placement] = observer.obs.placements.as_slice() else {
+            panic!("one placement: {:?}", observer.obs.placements);
+        };
+        assert_eq!(placement.at, 5_000);
+        assert_eq!(placement.pod, "apps/db-0");
+        assert_eq!(placement.workload.as_deref(), Some("apps/StatefulSet/db"));
+        assert_eq!(placement.pool, "baseline");
+        assert!(!placement.autoscaled);
+        assert_eq!(
+            placement.claims,
+            [("data-db-0".to_owned(), Some("hcloud".to_owned()))]
+        );
+        assert_eq!(
+            placement
+                .node_labels
+                .get("platform.devantler.tech/baseline-worker")
+                .map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(
+            kinds(&observer),
+            [
+                (0, EventKind::NodeAdded, "prod-worker-1".to_owned()),
+                (0, EventKind::NodeReady, "prod-worker-1".to_owned()),
+                (5_000, EventKind::PodCreated, "db-0".to_owned()),
+                (5_000, EventKind::PodScheduled, "db-0".to_owned()),
+                (9_000, EventKind::PodReady, "db-0".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_node_deleted_with_a_single_attach_volume_strands_it_until_released() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        observer.apply(0, node("prod-worker-1", true, json!({})));
+        observer.apply(0, claim("data-db-0", Some("prod-worker-1")));
+        observer.settle(0);
+        observer.apply(60_000, node("prod-worker-1", false, json!({})));
+        observer.apply(
+            70_000,
+            Change::Deleted(Object::Node(Box::new(Node {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("prod-worker-1".to_owned()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }))),
+        );
+        assert_eq!(
+            observer.obs.strandings,
+            [Stranding {
+                claim: "apps/data-db-0".to_owned(),
+                node: "prod-worker-1".to_owned(),
+                since: 70_000,
+                released: None
+            }]
+        );
+        observer.apply(90_000, claim("data-db-0", None));
+        assert_eq!(observer.obs.strandings[0].released, Some(90_000));
+        assert!(kinds(&observer).contains(&(
+            60_000,
+            EventKind::NodeNotReady,
+            "prod-worker-1".to_owned()
+        )));
+        assert!(kinds(&observer).contains(&(
+            70_000,
+            EventKind::NodeDeleted,
+            "prod-worker-1".to_owned()
+        )));
+    }
+
+    #[test]
+    fn workload_series_change_only_when_the_counts_do() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        let deployment = |ready: i32, replicas: i32| {
+            Change::Applied(Object::Deployment(Box::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": "api", "namespace": "apps"},
+                    "spec": {"replicas": replicas, "selector": {}, "template": {}},
+                    "status": {"readyReplicas": ready},
+                }))
+                .expect("deployment"),
+            )))
+        };
+        observer.apply(0, deployment(0, 3));
+        observer.apply(10, deployment(0, 3));
+        observer.apply(20, deployment(3, 3));
+        assert_eq!(
+            observer.obs.workloads["apps/Deployment/api"].points,
+            [(0, 0, 3), (20, 3, 3)]
+        );
+        assert!(observer.workload_ready("apps/Deployment/api"));
+        assert!(!observer.workload_ready("apps/Deployment/nope"));
+        assert!(observer.all_workloads_ready());
+    }
+
+    #[test]
+    fn an_accepted_eviction_that_leaves_a_budget_short_is_a_breach() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        let budget = |healthy: i32| {
+            Change::Applied(Object::Budget(Box::new(
+                serde_json::from_value(json!({
+                    "metadata": {"name": "db", "namespace": "apps"},
+                    "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
+                    "status": {"currentHealthy": healthy, "desiredHealthy": 2, "disruptionsAllowed": 0, "expectedPods": 3},
+                }))
+                .expect("budget"),
+            )))
+        };
+        let labels = BTreeMap::from([("app".to_owned(), "db".to_owned())]);
+        observer.apply(0, budget(2));
+        observer.check_budgets_after_eviction(10, "apps", "db-0", &labels);
+        assert!(
+            observer.obs.budget_breaches.is_empty(),
+            "at the budget is within it"
+        );
+        observer.check_budgets_after_eviction(10, "other", "db-0", &labels);
+        observer.apply(20, budget(1));
+        observer.check_budgets_after_eviction(20, "apps", "db-1", &BTreeMap::new());
+        assert!(
+            observer.obs.budget_breaches.is_empty(),
+            "a pod the budget does not select"
+        );
+        observer.check_budgets_after_eviction(20, "apps", "db-1", &labels);
+        assert_eq!(
+            observer.obs.budget_breaches,
+            [BudgetBreach {
+                at: 20,
+                pdb: "apps/db".to_owned(),
+                pod: "apps/db-1".to_owned(),
+                healthy: 1,
+                desired: 2
+            }]
+        );
+    }
+
+    #[test]
+    fn a_wall_clock_change_takes_the_objects_own_time_within_the_window_it_was_seen_in() {
+        let origin = jiff::Timestamp::from_second(1_000).expect("time");
+        let at = |s: i64| Some(jiff::Timestamp::from_second(1_000 + s).expect("time"));
+        // Seen between 10 s and 14.5 s, stamped at 12 s: 12 s.
+        assert_eq!(drill_time(at(12), origin, 10_000, 14_500), 12_000);
+        // Stamped before the previous look (an old condition): the look.
+        assert_eq!(drill_time(at(3), origin, 10_000, 14_500), 10_000);
+        // Stamped in the future (skew): now.
+        assert_eq!(drill_time(at(30), origin, 10_000, 14_500), 14_500);
+        assert_eq!(drill_time(at(-5), origin, 10_000, 14_500), 10_000);
+        assert_eq!(drill_time(None, origin, 10_000, 14_500), 14_500);
+        let node: Object = Object::Node(Box::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "n", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "status": {"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:05:00Z"}]},
+            }))
+            .expect("node"),
+        ));
+        assert_eq!(
+            node.newest_timestamp().map(|t| t.to_string()),
+            Some("2026-01-01T00:05:00Z".to_owned())
+        );
+    }
+
+    #[test]
+    fn node_names_map_to_pools_by_pattern_then_labels() {
+        let drill = drill();
+        let topology = &drill.topology;
+        let none = BTreeMap::new();
+        assert_eq!(pool_of(topology, "prod-worker-1", &none), "baseline");
+        let cp = BTreeMap::from([(CONTROL_PLANE_LABEL.to_owned(), String::new())]);
+        assert_eq!(pool_of(topology, "anything", &cp), CONTROL_PLANE_POOL);
+        assert!(pattern_matches("auto-{hex12}", "auto-0123456789ab"));
+        assert!(!pattern_matches("auto-{hex12}", "auto-0123"));
+        assert!(pattern_matches("w-{n}", "w-12"));
+        assert!(!pattern_matches("w-{n}", "w-"));
+    }
+}
