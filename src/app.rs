@@ -30,12 +30,32 @@ pub struct Io<'a> {
     pub terminal: bool,
 }
 
-/// `bench list`: the built-in drills, one line each.
-pub fn list(io: &mut Io<'_>) -> Exit {
+/// `bench list`: the built-in drills, one line each; with a real backend,
+/// only those it can run, each one left out said on stderr with why (the
+/// nightly job runs what this prints).
+pub fn list(backend: Option<Backend>, io: &mut Io<'_>) -> Exit {
+    let capabilities = match backend {
+        Some(Backend::Kind) => Some(("kind", crate::backend::kind::CAPABILITIES)),
+        Some(Backend::Talos) => Some(("talos", crate::backend::talos::CAPABILITIES)),
+        Some(Backend::Kubeconfig) => Some(("kubeconfig", crate::backend::Capabilities::NONE)),
+        Some(Backend::Sim) | None => None,
+    };
     match catalog::list() {
         Ok(entries) => {
             let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
             for entry in entries {
+                if let Some((name, caps)) = capabilities {
+                    let refusal = Drill::load(&entry.path)
+                        .map_err(|d| d.render(false))
+                        .and_then(|drill| {
+                            crate::run::refuse_unsupported(&drill, name, caps)
+                                .map_err(|e| e.to_string())
+                        });
+                    if let Err(why) = refusal {
+                        let _ = writeln!(io.err, "left out {}: {}", entry.name, why.trim_end());
+                        continue;
+                    }
+                }
                 let _ = writeln!(io.out, "{:width$}  {}", entry.name, entry.summary);
             }
             Exit::Success
@@ -146,15 +166,7 @@ pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
             Ok(Box::new(SimBackend::new(sim)) as Box<dyn crate::backend::Backend>)
         },
         Backend::Kubeconfig => return run_kubeconfig(&drill, options, io),
-        other => {
-            let _ = writeln!(
-                io.err,
-                "error: drill `{}` is valid, but the {} backend is not built yet; nothing ran",
-                drill.name(),
-                other.name()
-            );
-            return Exit::Infrastructure;
-        }
+        Backend::Kind | Backend::Talos => return run_in_docker(&drill, options, io),
     };
     if options.runs > 1 {
         return sweep(&drill, options, io);
@@ -300,6 +312,8 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
                 crash_nodes: false,
                 delete_nodes: false,
                 autoscaler: false,
+                replace_nodes: false,
+                whole_cluster_faults: false,
             }
         } else {
             caps
@@ -343,6 +357,109 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
         Ok(Box::new(backend) as Box<dyn crate::backend::Backend>)
     };
     run_and_report(drill, options, &provision, io)
+}
+
+/// `bench run --backend kind|talos`: a cluster of the bench's own, built
+/// in Docker for this run (and again for each negative control's re-run)
+/// and torn down at its end. What the backend cannot do is refused before
+/// anything is created.
+fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    use crate::backend::clean::Registry;
+    use crate::backend::docker::RunId;
+    use crate::backend::kube::{KubeBackend, KubeOptions};
+    use crate::backend::machines::Machines;
+    use crate::backend::{kind, talos};
+
+    let (name, capabilities) = match options.backend {
+        Backend::Talos => ("talos", talos::CAPABILITIES),
+        _ => ("kind", kind::CAPABILITIES),
+    };
+    if options.runs > 1 {
+        let _ = writeln!(
+            io.err,
+            "error: --runs sweeps seeds of the simulator; a real cluster runs one drill at a time"
+        );
+        return Exit::BadInput;
+    }
+    if let Err(e) = crate::run::refuse_unsupported(drill, name, capabilities) {
+        let _ = writeln!(io.err, "error: {e}; nothing ran");
+        return Exit::Infrastructure;
+    }
+    let registry = match Registry::from_env() {
+        Ok(registry) => registry,
+        Err(e) => {
+            let _ = writeln!(io.err, "error: {e}; nothing ran");
+            return Exit::Infrastructure;
+        }
+    };
+    let provision =
+        |drill: &Drill, seed: u64| -> Result<Box<dyn crate::backend::Backend>, RunError> {
+            let run = RunId::new(docker_run_id(drill.name()))
+                .map_err(|e| RunError::Provision(e.to_string()))?;
+            let machines: Box<dyn Machines> = match options.backend {
+                Backend::Talos => Box::new(
+                    talos::provision(
+                        drill,
+                        &talos::TalosOptions::new(run.clone(), registry.clone()),
+                    )
+                    .map_err(|e| RunError::Provision(e.to_string()))?,
+                ),
+                _ => Box::new(
+                    kind::provision(
+                        drill,
+                        &kind::KindOptions::new(run.clone(), registry.clone()),
+                    )
+                    .map_err(|e| RunError::Provision(e.to_string()))?,
+                ),
+            };
+            let backend = KubeBackend::connect(
+                drill,
+                seed,
+                machines,
+                KubeOptions {
+                    name,
+                    run_id: run.as_str().to_owned(),
+                    read_only: false,
+                },
+            )
+            .map_err(|e| RunError::Provision(crate::backend::BackendError::from(e).to_string()))?;
+            Ok(Box::new(backend) as Box<dyn crate::backend::Backend>)
+        };
+    run_and_report(drill, options, &provision, io)
+}
+
+/// A run id that fits in a kind or Talos cluster name (24 characters of
+/// `[a-z0-9-]`): the drill's name cut short, the second it started and
+/// the process, so two runs of one drill never share a cluster.
+fn docker_run_id(drill: &str) -> String {
+    let name: String = drill
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9') => c,
+            _ => '-',
+        })
+        .take(10)
+        .collect();
+    let name = name.trim_matches('-');
+    let stamp = jiff::Timestamp::now().as_second().unsigned_abs();
+    format!(
+        "{}-{}-{}",
+        if name.is_empty() { "drill" } else { name },
+        base36(stamp % 36u64.pow(6)),
+        base36(u64::from(std::process::id()) % 36u64.pow(4))
+    )
+}
+
+fn base36(mut n: u64) -> String {
+    let mut digits = Vec::new();
+    loop {
+        digits.push(char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.iter().rev().collect()
 }
 
 /// The ten-second summary of a run.

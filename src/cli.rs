@@ -23,7 +23,12 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List the built-in drills, one line each.
-    List,
+    List {
+        /// Only the drills this backend can run (the others are named on
+        /// stderr, with why).
+        #[arg(long, value_enum)]
+        backend: Option<BackendArg>,
+    },
     /// Check drill files for syntax and meaning without running anything.
     Validate {
         /// Drill files to check.
@@ -118,6 +123,17 @@ enum BackendArg {
     Kind,
     Talos,
     Kubeconfig,
+}
+
+impl BackendArg {
+    fn backend(self) -> Backend {
+        match self {
+            BackendArg::Sim => Backend::Sim,
+            BackendArg::Kind => Backend::Kind,
+            BackendArg::Talos => Backend::Talos,
+            BackendArg::Kubeconfig => Backend::Kubeconfig,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -289,7 +305,7 @@ pub fn main() -> ExitCode {
         terminal,
     };
     let exit = match cli.command {
-        Command::List => app::list(&mut io),
+        Command::List { backend } => app::list(backend.map(BackendArg::backend), &mut io),
         Command::Validate { files } => app::validate(&files, &mut io),
         Command::Run(args) => app::run(&args.into_options(), &mut io),
         Command::Preflight(PreflightCommand::CpRecreate(args)) => {
@@ -331,12 +347,7 @@ impl RunArgs {
     fn into_options(self) -> RunOptions {
         RunOptions {
             drill: self.drill,
-            backend: match self.backend {
-                BackendArg::Sim => Backend::Sim,
-                BackendArg::Kind => Backend::Kind,
-                BackendArg::Talos => Backend::Talos,
-                BackendArg::Kubeconfig => Backend::Kubeconfig,
-            },
+            backend: self.backend.backend(),
             seed: self.seed,
             runs: self.runs,
             out: self.out,

@@ -140,19 +140,36 @@ pub fn refuse_unsupported(
     backend: &str,
     caps: crate::backend::Capabilities,
 ) -> Result<(), RunError> {
+    type Can = fn(&crate::backend::Capabilities) -> bool;
     for step in &drill.spec.steps {
         let Some(fault) = &step.fault else { continue };
-        let missing = match &fault.value {
-            Fault::RecreateControlPlane(_) if !caps.recreate_control_planes => {
-                Some("recreate control-plane nodes")
-            }
-            Fault::CrashNode(_) if !caps.crash_nodes => Some("crash nodes"),
-            Fault::DeleteNode(_) if !caps.delete_nodes => Some("delete nodes"),
-            _ => None,
+        let (what, can): (&str, Can) = match &fault.value {
+            Fault::RecreateControlPlane(_) => ("recreate control-plane nodes", |c| {
+                c.recreate_control_planes
+            }),
+            Fault::CrashNode(_) => ("crash nodes", |c| c.crash_nodes),
+            Fault::DeleteNode(_) => ("delete nodes", |c| c.delete_nodes),
+            Fault::ReplaceNode(_) => ("replace lost nodes", |c| c.replace_nodes),
+            Fault::RollingUpgrade(_) => ("run a rolling upgrade", |c| c.whole_cluster_faults),
+            Fault::FullRebuild(_) => ("rebuild the cluster from nothing", |c| {
+                c.whole_cluster_faults
+            }),
+            Fault::RemovePool(_) => ("remove a pool from the autoscaler's configuration", |c| {
+                c.whole_cluster_faults
+            }),
         };
-        if let Some(what) = missing {
+        if !can(&caps) {
+            let able: Vec<&str> = [
+                ("talos", crate::backend::talos::CAPABILITIES),
+                ("sim", crate::backend::sim::CAPABILITIES),
+            ]
+            .into_iter()
+            .filter(|(_, c)| can(c))
+            .map(|(name, _)| name)
+            .collect();
             return Err(RunError::Unsupported(format!(
-                "the {backend} backend cannot {what}; use --backend talos or sim"
+                "the {backend} backend cannot {what}; use --backend {}",
+                able.join(" or ")
             )));
         }
     }

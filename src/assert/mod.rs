@@ -65,7 +65,19 @@ fn fact(at: Time, rule: &str, detail: String) -> Evidence {
 pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Judged {
     let mut figures = BTreeMap::new();
     let name = spec.name.value.clone();
-    let result = if let Some(q) = &spec.quorum {
+    let result = if spec.quorum.is_some() && obs.quorum.is_empty() {
+        // A backend that cannot read etcd membership (an existing cluster
+        // without its machines) must not report quorum kept on no evidence.
+        result(
+            spec,
+            false,
+            "never lost".to_owned(),
+            "not observed".to_owned(),
+            "etcd quorum was never observed on this backend, so it cannot be said to have held"
+                .to_owned(),
+            Vec::new(),
+        )
+    } else if let Some(q) = &spec.quorum {
         let lost = time_false(&obs.quorum, obs.start, obs.end);
         let allowed = q.max_loss.unwrap_or(Duration::ZERO).as_millis();
         figures.insert(format!("quorum-lost.{name}"), ms(lost));
@@ -763,6 +775,27 @@ mod tests {
         assert_eq!(recovery(&series, 100, 1000), Some(400));
         assert_eq!(recovery(&series, 50, 350), None, "broken at the end");
         assert_eq!(recovery(&[(0, true)], 100, 1000), Some(100), "never broke");
+    }
+
+    #[test]
+    fn quorum_never_observed_is_not_quorum_kept() {
+        let spec: AssertionSpec =
+            serde_saphyr::from_str("name: quorum-kept\nquorum: {}\n").expect("spec");
+        let drill = crate::drill::Drill::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/cp-recreate.yaml"
+        )))
+        .expect("a built-in drill");
+        let topology = drill.topology;
+        let mut obs = Observation {
+            end: 60_000,
+            ..Observation::default()
+        };
+        let unseen = judge(&spec, &obs, &topology).result;
+        assert_eq!(unseen.verdict, Verdict::Fail, "{unseen:?}");
+        assert_eq!(unseen.measured, "not observed");
+        obs.quorum.push((0, true));
+        assert_eq!(judge(&spec, &obs, &topology).result.verdict, Verdict::Pass);
     }
 
     #[test]

@@ -340,18 +340,24 @@ impl KindMachines {
     }
 }
 
+/// What a kind cluster can do: no control-plane recreate (kind cannot add
+/// or recreate nodes); the autoscaler is emulated on standby nodes.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    recreate_control_planes: false,
+    crash_nodes: true,
+    delete_nodes: true,
+    autoscaler: true,
+    replace_nodes: false,
+    whole_cluster_faults: false,
+};
+
 impl Machines for KindMachines {
     fn name(&self) -> &'static str {
         "kind"
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            recreate_control_planes: false,
-            crash_nodes: true,
-            delete_nodes: true,
-            autoscaler: true,
-        }
+        CAPABILITIES
     }
 
     fn kubeconfig(&self) -> (PathBuf, Option<String>) {

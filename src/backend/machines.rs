@@ -96,6 +96,8 @@ impl Machines for NoMachines {
             crash_nodes: false,
             delete_nodes: false,
             autoscaler: false,
+            replace_nodes: false,
+            whole_cluster_faults: false,
         }
     }
 
@@ -155,6 +157,8 @@ mod tests {
                 crash_nodes: false,
                 delete_nodes: false,
                 autoscaler: false,
+                replace_nodes: false,
+                whole_cluster_faults: false,
             }
         );
         for result in [

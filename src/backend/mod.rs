@@ -33,6 +33,24 @@ pub struct Capabilities {
     pub delete_nodes: bool,
     /// Run (or emulate) the cluster autoscaler.
     pub autoscaler: bool,
+    /// Provision a lost static node again under its name.
+    pub replace_nodes: bool,
+    /// Rolling upgrades, full rebuilds and pool removal: faults the bench
+    /// plays out as whole-cluster runbooks.
+    pub whole_cluster_faults: bool,
+}
+
+impl Capabilities {
+    /// A backend that may change nothing (an existing cluster the bench did
+    /// not create and the user did not name).
+    pub const NONE: Capabilities = Capabilities {
+        recreate_control_planes: false,
+        crash_nodes: false,
+        delete_nodes: false,
+        autoscaler: false,
+        replace_nodes: false,
+        whole_cluster_faults: false,
+    };
 }
 
 /// Why a backend could not do what was asked.

@@ -25,6 +25,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     delete_nodes: true,
     // The served simulator runs its own cluster autoscaler.
     autoscaler: true,
+    replace_nodes: true,
+    whole_cluster_faults: false,
 };
 
 /// Why a bench endpoint could not be used.

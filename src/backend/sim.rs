@@ -48,6 +48,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     crash_nodes: true,
     delete_nodes: true,
     autoscaler: true,
+    replace_nodes: true,
+    whole_cluster_faults: true,
 };
 
 fn timestamp(drill_ms: i64) -> jiff::Timestamp {

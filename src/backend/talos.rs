@@ -572,18 +572,24 @@ impl TalosMachines {
     }
 }
 
+/// What a Talos-in-Docker cluster can do: everything, the autoscaler
+/// emulated on standby nodes.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    recreate_control_planes: true,
+    crash_nodes: true,
+    delete_nodes: true,
+    autoscaler: true,
+    replace_nodes: true,
+    whole_cluster_faults: false,
+};
+
 impl Machines for TalosMachines {
     fn name(&self) -> &'static str {
         "talos"
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            recreate_control_planes: true,
-            crash_nodes: true,
-            delete_nodes: true,
-            autoscaler: true,
-        }
+        CAPABILITIES
     }
 
     fn kubeconfig(&self) -> (PathBuf, Option<String>) {

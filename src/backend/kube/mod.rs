@@ -307,6 +307,8 @@ impl KubeBackend {
                 crash_nodes: false,
                 delete_nodes: false,
                 autoscaler: false,
+                replace_nodes: false,
+                whole_cluster_faults: false,
             };
         }
         let clock = match &served {
