@@ -11,7 +11,9 @@
 //!   `PreferNoSchedule` score, `NoExecute` eviction timing and the default
 //!   tolerations the apiserver adds;
 //! - [`disruption`]: PodDisruptionBudget arithmetic as the disruption
-//!   controller computes it, and the eviction API's decision.
+//!   controller computes it, and the eviction API's decision;
+//! - [`rollout`]: a Deployment's `maxSurge`/`maxUnavailable`, validated and
+//!   resolved as the Deployment controller does.
 //!
 //! One rule is written once here so that the simulator, which enforces it, and
 //! the assertions and audits, which judge a timeline by it, cannot disagree.
@@ -27,4 +29,5 @@
 pub mod disruption;
 pub mod node_selector;
 pub mod quantity;
+pub mod rollout;
 pub mod taints;

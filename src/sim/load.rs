@@ -19,6 +19,7 @@ use super::world::{Resources, Template, WorkloadKind};
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use crate::k8s::quantity::pod_requests;
+use crate::k8s::rollout::Strategy;
 use crate::k8s::taints::add_default_tolerations;
 use crate::manifest::Document;
 use crate::report::ObjectRef;
@@ -68,6 +69,8 @@ pub struct LoadedWorkload {
     pub template: Rc<Template>,
     /// `Kind` as written.
     pub kind_name: &'static str,
+    /// A Deployment's update strategy (the default for other kinds).
+    pub strategy: Strategy,
 }
 
 /// A standalone claim as loaded.
@@ -173,7 +176,9 @@ pub fn load(
             "Deployment" if core_or("apps/v1") => {
                 let d: Deployment = decode(doc)?;
                 let spec = d.spec.unwrap_or_default();
-                let w = workload(
+                let strategy = Strategy::from_spec(spec.strategy.as_ref())
+                    .map_err(|e| invalid(e.to_string()))?;
+                let mut w = workload(
                     &d.metadata,
                     "Deployment",
                     WorkloadKind::Deployment,
@@ -183,6 +188,7 @@ pub fn load(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
+                w.strategy = strategy;
                 loaded.workloads.push(w);
             }
             "ReplicaSet" if core_or("apps/v1") => {
@@ -435,6 +441,7 @@ fn workload(
         kind,
         replicas: replicas.max(0) as u32,
         kind_name,
+        strategy: Strategy::default(),
         template: Rc::new(Template {
             labels,
             annotations,
@@ -454,7 +461,8 @@ fn workload(
             start_delay,
             safe_to_evict,
             refused_by,
-            class_fit: Default::default(),
+            class_views: Default::default(),
+            shared_labels: Default::default(),
         }),
     })
 }

@@ -36,7 +36,7 @@ use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use crate::observe::{AdmissionDecision, Observation, Placement, Stranding};
 use crate::report::{Event, EventKind, ObjectRef};
-use crate::scenario::spec::{AttachModel, BackupPhase, Release, TaintEffect};
+use crate::scenario::spec::{AttachModel, BackupPhase, BindingMode, Release, TaintEffect};
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
 
 /// Upstream defaults of the behaviour the simulator models.
@@ -94,6 +94,9 @@ pub enum SimError {
     /// A primitive named something that does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// A primitive the simulator does not model for that object.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Things that happen later.
@@ -180,6 +183,17 @@ pub struct Simulation {
     pub backups: Vec<Backup>,
     default_class: Option<String>,
     sched_cursor: usize,
+    /// The scheduler's compact per-node state (see [`scheduler`]).
+    hot: Vec<scheduler::HotNode>,
+    /// Per node: the pod requests its capacity score was computed for, and
+    /// that score; valid until the node's requests change.
+    capacity_scores: Vec<(Resources, i64)>,
+    /// Buffers the scheduler reuses from pod to pod.
+    feasible_buf: Vec<NodeId>,
+    best_buf: Vec<NodeId>,
+    class_score_buf: Vec<i64>,
+    /// Per node: its labels as last shared with placements.
+    placement_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
     next_cp_ordinal: u32,
     /// What happened.
     pub obs: Observation,
@@ -227,6 +241,12 @@ impl Simulation {
             backups: Vec::new(),
             default_class,
             sched_cursor: 0,
+            hot: Vec::new(),
+            capacity_scores: Vec::new(),
+            feasible_buf: Vec::new(),
+            best_buf: Vec::new(),
+            class_score_buf: Vec::new(),
+            placement_labels: Vec::new(),
             next_cp_ordinal: 0,
             obs: Observation::default(),
             ready_counts: BTreeMap::new(),
@@ -449,6 +469,7 @@ impl Simulation {
                 pods: Vec::new(),
                 next_suffix: 0,
                 succeeded: 0,
+                strategy: w.strategy,
             });
             self.workload_index.insert(key, id);
             self.dirty.insert(id);
@@ -470,6 +491,10 @@ impl Simulation {
             .map_or((AttachModel::Replicated, Release::Immediately), |s| {
                 (s.attach, s.release_on_node_loss)
             });
+        // A claim without a known class binds at once, as a pre-provisioned
+        // volume would, and goes anywhere.
+        let binding = storage.map_or(BindingMode::Immediate, |s| s.binding_mode);
+        let topology_key = storage.and_then(|s| s.topology_key.clone());
         let id = self.claims.len();
         self.claims.push(Claim {
             namespace: namespace.to_owned(),
@@ -477,12 +502,54 @@ impl Simulation {
             class,
             attach,
             release,
+            binding,
+            topology_key,
             bound: false,
+            pv_topology: None,
             attached: None,
             release_at: None,
         });
         self.claim_index.insert(key, id);
+        if binding == BindingMode::Immediate {
+            self.bind_claim_now(id);
+        }
         id
+    }
+
+    /// `Immediate` binding: the volume is provisioned when the claim is
+    /// created, before any consumer is known, in a topology domain the
+    /// provisioner picks (seeded: any domain a Ready node is in). Pods using
+    /// the claim are then confined to that domain, whether or not a node
+    /// there can take them.
+    fn bind_claim_now(&mut self, claim: ClaimId) {
+        self.claims[claim].bound = true;
+        let Some(key) = self.claims[claim].topology_key.clone() else {
+            return;
+        };
+        let domains: BTreeSet<&String> = self
+            .nodes
+            .iter()
+            .filter(|n| n.is_ready())
+            .filter_map(|n| n.labels().get(&key))
+            .collect();
+        if domains.is_empty() {
+            return;
+        }
+        let domains: Vec<String> = domains.into_iter().cloned().collect();
+        let pick = domains[self.rng.index(domains.len())].clone();
+        self.claims[claim].pv_topology = Some(pick);
+    }
+
+    /// `WaitForFirstConsumer` binding: the volume is provisioned where its
+    /// first consumer was scheduled, so it carries that node's domain.
+    fn bind_claim_for(&mut self, claim: ClaimId, node: NodeId) {
+        if self.claims[claim].bound {
+            return;
+        }
+        self.claims[claim].bound = true;
+        if let Some(key) = &self.claims[claim].topology_key {
+            self.claims[claim].pv_topology = self.nodes[node].labels().get(key).cloned();
+        }
     }
 
     // ----- recording -----
@@ -1112,7 +1179,7 @@ impl Simulation {
         );
         self.record_placement(pod, node);
         for claim in self.pods[pod].claims.clone() {
-            self.claims[claim].bound = true;
+            self.bind_claim_for(claim, node);
         }
         self.try_start(pod);
     }
@@ -1128,16 +1195,35 @@ impl Simulation {
             .topology
             .pool(&n.pool)
             .is_some_and(|pool| pool.is_autoscaled());
+        // Labels are shared between placements rather than copied into
+        // each: a template's labels never change, and a node's are reused
+        // for as long as they stay the same.
+        let pod_labels = p
+            .template
+            .shared_labels
+            .get_or_init(|| Rc::new(p.template.labels.clone()))
+            .clone();
+        if self.placement_labels.len() <= node {
+            self.placement_labels.resize(node + 1, None);
+        }
+        let node_labels = match &self.placement_labels[node] {
+            Some(shared) if **shared == *n.labels() => shared.clone(),
+            _ => {
+                let shared = Rc::new(n.labels().clone());
+                self.placement_labels[node] = Some(shared.clone());
+                shared
+            }
+        };
         let placement = Placement {
             at: self.now,
             pod: p.key(),
             namespace: p.namespace.clone(),
-            pod_labels: Rc::new(p.template.labels.clone()),
+            pod_labels,
             workload,
             node: n.name.clone(),
             pool: n.pool.clone(),
             autoscaled,
-            node_labels: Rc::new(n.labels().clone()),
+            node_labels,
             claims: p
                 .claims
                 .iter()
@@ -1312,9 +1398,8 @@ impl Simulation {
                 continue;
             }
             changed |= match self.workloads[w].kind.clone() {
-                WorkloadKind::Deployment | WorkloadKind::ReplicaSet | WorkloadKind::Pod => {
-                    self.reconcile_replicas(w)
-                }
+                WorkloadKind::Deployment => self.reconcile_deployment(w),
+                WorkloadKind::ReplicaSet | WorkloadKind::Pod => self.reconcile_replicas(w),
                 WorkloadKind::StatefulSet { .. } => self.reconcile_statefulset(w),
                 WorkloadKind::DaemonSet => self.reconcile_daemonset(w),
                 WorkloadKind::Job { completions, .. } => self.reconcile_job(w, completions),
@@ -1350,24 +1435,117 @@ impl Simulation {
             return true;
         }
         if active.len() > want {
-            // Scale down the way the ReplicaSet controller ranks pods:
-            // unscheduled first, then not ready, then the newest.
-            let mut ranked = active;
-            ranked.sort_by_key(|&p| {
-                let pod = &self.pods[p];
-                (
-                    pod.node.is_some(),
-                    pod.phase == PodPhase::Ready,
-                    std::cmp::Reverse(pod.created_at),
-                    std::cmp::Reverse(p),
-                )
-            });
+            let ranked = self.scale_down_order(active);
             for &pod in ranked.iter().take(ranked.len() - want) {
                 self.delete_pod(pod);
             }
             return true;
         }
         false
+    }
+
+    /// A Deployment: its pods made from an older template (the old
+    /// ReplicaSets) are replaced by pods of the current one as its strategy
+    /// allows; without old pods it is a ReplicaSet.
+    fn reconcile_deployment(&mut self, w: WorkloadId) -> bool {
+        let current = self.workloads[w].template.clone();
+        let is_old = |p: &SimPod| !Rc::ptr_eq(&p.template, &current);
+        let (old, new): (Vec<PodId>, Vec<PodId>) = self
+            .active_pods(w)
+            .into_iter()
+            .partition(|&p| is_old(&self.pods[p]));
+        let replicas = self.workloads[w].replicas;
+        let Some((surge, unavailable)) = self.workloads[w].strategy.fenceposts(replicas) else {
+            // Recreate: every old pod goes, and new ones come only once
+            // none is left, not even terminating.
+            if !old.is_empty() {
+                for pod in old {
+                    self.delete_pod(pod);
+                }
+                return true;
+            }
+            let lingering = self.workloads[w]
+                .pods
+                .iter()
+                .any(|&p| self.pods[p].phase != PodPhase::Gone && is_old(&self.pods[p]));
+            return !lingering && self.reconcile_replicas(w);
+        };
+        if old.is_empty() {
+            return self.reconcile_replicas(w);
+        }
+        let mut changed = false;
+        // The new ReplicaSet grows while the total stays within
+        // replicas + maxSurge (NewRSNewReplicas), or shrinks to replicas.
+        let all = old.len() + new.len();
+        let max_total = (replicas + surge) as usize;
+        let mut new_count = new.len();
+        if new_count < replicas as usize && all < max_total {
+            let add = (max_total - all).min(replicas as usize - new_count);
+            for _ in 0..add {
+                self.create_pod(w, None, None);
+            }
+            new_count += add;
+            changed = true;
+        } else if new_count > replicas as usize {
+            for &pod in self
+                .scale_down_order(new)
+                .iter()
+                .take(new_count - replicas as usize)
+            {
+                self.delete_pod(pod);
+            }
+            new_count = replicas as usize;
+            changed = true;
+        }
+        // Old pods go while at least replicas - maxUnavailable stay
+        // available (reconcileOldReplicaSets): first those that are not
+        // Ready (they cost no availability), then Ready ones.
+        let min_available = replicas.saturating_sub(unavailable) as i64;
+        let new_ready = self.workloads[w]
+            .pods
+            .iter()
+            .filter(|&&p| self.pods[p].phase == PodPhase::Ready && !is_old(&self.pods[p]))
+            .count() as i64;
+        let all = (old.len() + new_count) as i64;
+        let new_unavailable = new_count as i64 - new_ready;
+        let mut max_scaled_down = all - min_available - new_unavailable;
+        if max_scaled_down <= 0 {
+            return changed;
+        }
+        let ranked = self.scale_down_order(old);
+        let (unhealthy, healthy): (Vec<PodId>, Vec<PodId>) = ranked
+            .into_iter()
+            .partition(|&p| self.pods[p].phase != PodPhase::Ready);
+        for &pod in &unhealthy {
+            if max_scaled_down == 0 {
+                break;
+            }
+            self.delete_pod(pod);
+            max_scaled_down -= 1;
+            changed = true;
+        }
+        let available = healthy.len() as i64 + new_ready;
+        let scale_down = (available - min_available).min(healthy.len() as i64);
+        for &pod in healthy.iter().take(scale_down.max(0) as usize) {
+            self.delete_pod(pod);
+            changed = true;
+        }
+        changed
+    }
+
+    /// Pods in the order the ReplicaSet controller deletes them:
+    /// unscheduled first, then not Ready, then the newest.
+    fn scale_down_order(&self, mut pods: Vec<PodId>) -> Vec<PodId> {
+        pods.sort_by_key(|&p| {
+            let pod = &self.pods[p];
+            (
+                pod.node.is_some(),
+                pod.phase == PodPhase::Ready,
+                std::cmp::Reverse(pod.created_at),
+                std::cmp::Reverse(p),
+            )
+        });
+        pods
     }
 
     /// One pod per ordinal, at most: an ordinal whose pod still exists (even

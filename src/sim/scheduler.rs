@@ -4,7 +4,8 @@
 //! Filters: the node is Ready and not being deleted; cordon (unless
 //! tolerated); taints with NoSchedule/NoExecute; `nodeSelector` and required
 //! node affinity; requests against allocatable (CPU, memory, pod count);
-//! required pod affinity and anti-affinity by topology key. Scores, with the
+//! the node affinity of the pod's bound volumes (VolumeBinding); required
+//! pod affinity and anti-affinity by topology key. Scores, with the
 //! default plugin weights: NodeResourcesFit least-allocated (1), NodeAffinity
 //! preferred terms normalised to 0–100 (2), TaintToleration
 //! PreferNoSchedule (3), NodeResourcesBalancedAllocation (1). Ties are
@@ -13,15 +14,21 @@
 //! Like kube-scheduler, it stops filtering once it has found enough
 //! feasible nodes (`percentageOfNodesToScore`, adaptive: 50 % minus one
 //! per 125 nodes, at least 5 %, at least 100 nodes), starting where the
-//! previous pod stopped. Node affinity and taints are judged once per node
-//! class (nodes that differ only by name) and cached on the pod template.
+//! previous pod stopped. Node affinity, taints and the preferred-affinity
+//! and PreferNoSchedule standing are judged once per (pod template, node
+//! class) and cached on the template; the scan itself reads a compact
+//! per-node array ([`HotNode`]: free CPU and memory, pod room, class, one
+//! flag) instead of the full node structs, and only the capacity part of
+//! the score is computed per node (and kept until that node's requests
+//! change). Every shortcut decides exactly what the full filters decide:
+//! a node the flag does not vouch for goes through them.
 //!
 //! Not modelled: PodTopologySpread (including the default constraints),
 //! preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use super::Simulation;
-use super::world::{NodeId, PodId, PodPhase, SimNode, Template};
+use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
 use crate::k8s::taints::{cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker};
 use crate::report::EventKind;
 
@@ -45,6 +52,7 @@ enum Misfit {
     Taint,
     Affinity,
     Resources,
+    VolumeAffinity,
     PodAffinity,
 }
 
@@ -56,6 +64,7 @@ impl Misfit {
             Misfit::Taint => "node(s) had untolerated taint(s)",
             Misfit::Affinity => "node(s) didn't match Pod's node affinity/selector",
             Misfit::Resources => "Insufficient cpu, memory or pods",
+            Misfit::VolumeAffinity => "node(s) had volume node affinity conflict",
             Misfit::PodAffinity => "node(s) didn't satisfy pod (anti-)affinity rules",
         }
     }
@@ -64,7 +73,13 @@ impl Misfit {
 impl Simulation {
     /// Binds pending pods in creation order; true if any was bound.
     pub(super) fn schedule_pending(&mut self) -> bool {
+        if self.pending.is_empty() {
+            return false;
+        }
         let pending: Vec<PodId> = self.pending.iter().map(|&(_, p)| p).collect();
+        // Nodes may have changed in any way since the last pass; within the
+        // pass only bindings change them, and each binding refreshes its node.
+        self.refresh_hot();
         let mut bound = false;
         for pod in pending {
             if self.pods[pod].phase != PodPhase::Pending {
@@ -73,6 +88,8 @@ impl Simulation {
             match self.pick_node(pod) {
                 Ok(node) => {
                     self.bind(pod, node);
+                    self.hot[node] = self.hot_node(node);
+                    self.capacity_scores[node].0 = NOT_SCORED;
                     bound = true;
                 }
                 Err(reason) => {
@@ -95,40 +112,90 @@ impl Simulation {
         }
     }
 
+    /// The compact state of every node, rebuilt from the nodes.
+    fn refresh_hot(&mut self) {
+        let hot: Vec<HotNode> = (0..self.nodes.len()).map(|n| self.hot_node(n)).collect();
+        self.hot = hot;
+        self.capacity_scores.clear();
+        self.capacity_scores
+            .resize(self.nodes.len(), (NOT_SCORED, 0));
+    }
+
+    /// One node's compact state.
+    fn hot_node(&self, node: NodeId) -> HotNode {
+        let n = &self.nodes[node];
+        let class_taints = self.class_objects[n.class]
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[]);
+        HotNode {
+            free: n.allocatable.minus(n.requested),
+            room: n.max_pods.saturating_sub(n.pods.len() as u32),
+            class: n.class as u32,
+            plain: n.is_ready()
+                && n.server_up
+                && !n.draining
+                && !n.unschedulable()
+                && n.taints() == class_taints,
+        }
+    }
+
     /// The node kube-scheduler would pick, or why none fits.
     fn pick_node(&mut self, pod: PodId) -> Result<NodeId, String> {
         let template = self.pods[pod].template.clone();
-        let classes = self.class_view(&template);
+        self.fill_class_views(&template);
+        let views = template.class_views.borrow();
         let all = self.nodes.len();
         let wanted = feasible_nodes_to_find(all);
-        let mut feasible: Vec<NodeId> = Vec::with_capacity(wanted.min(all));
-        let mut misfits: [usize; 6] = [0; 6];
+        let mut feasible = std::mem::take(&mut self.feasible_buf);
+        feasible.clear();
         let start = self.sched_cursor % all.max(1);
+        let requests = template.requests;
+        // Templates whose required rules name single nodes, or that carry
+        // pod (anti-)affinity, need more than the compact state.
+        let node_level = template.per_node
+            || self.pods[pod]
+                .claims
+                .iter()
+                .any(|&c| self.claims[c].pv_topology.is_some());
+        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
         let mut examined = 0;
-        for offset in 0..all {
-            let node = (start + offset) % all;
+        let mut node = start;
+        for _ in 0..all {
             examined += 1;
+            let h = self.hot[node];
+            let view = views[h.class as usize].unwrap_or_default();
             // A node of a class the pod's affinity refuses fails whatever
             // else holds; counting why exactly only matters when nothing
             // fits, and then the pass below recounts in filter order.
-            if !classes[self.nodes[node].class].fits {
-                continue;
-            }
-            match self.misfit(&template, &classes, pod, node) {
-                None => {
+            if view.fits {
+                let fits = if h.plain && view.tolerated && !node_level {
+                    requests.cpu <= h.free.cpu
+                        && requests.memory <= h.free.memory
+                        && h.room > 0
+                        && (!pod_level || self.pod_affinity_ok(&template, pod, &self.nodes[node]))
+                } else {
+                    self.misfit(&template, &views, pod, node).is_none()
+                };
+                if fits {
                     feasible.push(node);
                     if feasible.len() >= wanted {
                         break;
                     }
                 }
-                Some(m) => misfits[m as usize] += 1,
+            }
+            node += 1;
+            if node == all {
+                node = 0;
             }
         }
         self.sched_cursor = (start + examined) % all.max(1);
         if feasible.is_empty() {
-            misfits = [0; 6];
+            self.feasible_buf = feasible;
+            let mut misfits: [usize; 7] = [0; 7];
             for node in 0..all {
-                if let Some(m) = self.misfit(&template, &classes, pod, node) {
+                if let Some(m) = self.misfit(&template, &views, pod, node) {
                     misfits[m as usize] += 1;
                 }
             }
@@ -138,6 +205,7 @@ impl Simulation {
                 Misfit::Taint,
                 Misfit::Affinity,
                 Misfit::Resources,
+                Misfit::VolumeAffinity,
                 Misfit::PodAffinity,
             ]
             .iter()
@@ -153,42 +221,47 @@ impl Simulation {
                 reasons.join(", ")
             ));
         }
-        Ok(self.best(&template, &classes, &feasible))
+        let best = self.best(&template, &views, &feasible);
+        self.feasible_buf = feasible;
+        Ok(best)
     }
 
     /// What a template makes of each node class: whether the class's labels
-    /// and taints admit it, and the class's preferred-affinity and
-    /// PreferNoSchedule standing. Judged once per pod rather than per node,
-    /// since a class's nodes differ only by name.
-    fn class_view(&self, template: &Template) -> Vec<ClassView> {
-        let mut cache = template.class_fit.borrow_mut();
-        if cache.len() < self.classes.len() {
-            cache.resize(self.classes.len(), None);
+    /// admit it and its taints are tolerated, and the class's
+    /// preferred-affinity and PreferNoSchedule standing. Judged once per
+    /// (template, class) and kept on the template, since a class's nodes
+    /// differ only by name and a class never changes (a relabelled node
+    /// moves to another class).
+    fn fill_class_views(&self, template: &Template) {
+        let mut cache = template.class_views.borrow_mut();
+        if cache.len() >= self.class_objects.len() && cache.iter().all(Option::is_some) {
+            return;
         }
-        self.class_objects
-            .iter()
-            .enumerate()
-            .map(|(class, object)| {
-                let fits = template.per_node
-                    || *cache[class].get_or_insert_with(|| template.required.matches(object));
-                let taints = object
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.taints.as_deref())
-                    .unwrap_or(&[]);
-                ClassView {
-                    fits,
-                    preferred: template.preferences.score(object),
-                    intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
-                }
-            })
-            .collect()
+        if cache.len() < self.class_objects.len() {
+            cache.resize(self.class_objects.len(), None);
+        }
+        for (class, object) in self.class_objects.iter().enumerate() {
+            if cache[class].is_some() {
+                continue;
+            }
+            let taints = object
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or(&[]);
+            cache[class] = Some(ClassView {
+                fits: template.per_node || template.required.matches(object),
+                tolerated: scheduling_blocker(taints, &template.tolerations).is_none(),
+                preferred: template.preferences.score(object),
+                intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
+            });
+        }
     }
 
     fn misfit(
         &self,
         template: &Template,
-        classes: &[ClassView],
+        classes: &[Option<ClassView>],
         pod: PodId,
         node: NodeId,
     ) -> Option<Misfit> {
@@ -204,17 +277,33 @@ impl Simulation {
         if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
             return Some(Misfit::Taint);
         }
-        if !classes[n.class].fits || (template.per_node && !template.required.matches(&n.object)) {
+        let fits = classes[n.class].is_some_and(|c| c.fits);
+        if !fits || (template.per_node && !template.required.matches(&n.object)) {
             return Some(Misfit::Affinity);
         }
         let requests = template.requests;
         if !n.requested.plus(requests).fits_in(n.allocatable) || n.pods.len() as u32 >= n.max_pods {
             return Some(Misfit::Resources);
         }
+        if !self.volume_topology_ok(pod, n) {
+            return Some(Misfit::VolumeAffinity);
+        }
         if !self.pod_affinity_ok(template, pod, n) {
             return Some(Misfit::PodAffinity);
         }
         None
+    }
+
+    /// VolumeBinding for bound volumes: the node is in the topology domain
+    /// each of the pod's volumes was provisioned in (its PV node affinity).
+    fn volume_topology_ok(&self, pod: PodId, n: &SimNode) -> bool {
+        self.pods[pod].claims.iter().all(|&c| {
+            let claim = &self.claims[c];
+            match (&claim.topology_key, &claim.pv_topology) {
+                (Some(key), Some(value)) => n.labels().get(key) == Some(value),
+                _ => true,
+            }
+        })
     }
 
     fn pod_affinity_ok(&self, template: &Template, pod: PodId, n: &SimNode) -> bool {
@@ -270,31 +359,56 @@ impl Simulation {
     }
 
     /// The highest-scoring feasible node; ties broken by the seeded generator.
-    fn best(&mut self, template: &Template, classes: &[ClassView], feasible: &[NodeId]) -> NodeId {
-        let preferred = |n: NodeId| classes[self.nodes[n].class].preferred;
-        let intolerable = |n: NodeId| classes[self.nodes[n].class].intolerable;
-        let max_preferred = feasible.iter().map(|&n| preferred(n)).max().unwrap_or(0);
-        let max_intolerable = feasible.iter().map(|&n| intolerable(n)).max().unwrap_or(0);
-        let mut best_score = i64::MIN;
-        let mut best: Vec<NodeId> = Vec::new();
-        for &node in feasible {
-            let n = &self.nodes[node];
-            let after = n.requested.plus(template.requests);
-            let least = (free_share(n.allocatable.cpu, after.cpu)
-                + free_share(n.allocatable.memory, after.memory))
-                / 2;
-            let balanced = balanced_allocation(n.allocatable, after);
+    fn best(
+        &mut self,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        feasible: &[NodeId],
+    ) -> NodeId {
+        let view = |n: NodeId| classes[self.hot[n].class as usize].unwrap_or_default();
+        let max_preferred = feasible
+            .iter()
+            .map(|&n| view(n).preferred)
+            .max()
+            .unwrap_or(0);
+        let max_intolerable = feasible
+            .iter()
+            .map(|&n| view(n).intolerable)
+            .max()
+            .unwrap_or(0);
+        // The node-affinity and taint parts depend only on the class once
+        // the maxima are known.
+        let mut class_part = std::mem::take(&mut self.class_score_buf);
+        class_part.clear();
+        class_part.extend(classes.iter().map(|c| {
+            let c = c.unwrap_or_default();
             let affinity = if max_preferred > 0 {
-                preferred(node) * 100 / max_preferred
+                c.preferred * 100 / max_preferred
             } else {
                 0
             };
             let taint = if max_intolerable > 0 {
-                100 - (intolerable(node) as i64) * 100 / (max_intolerable as i64)
+                100 - (c.intolerable as i64) * 100 / (max_intolerable as i64)
             } else {
                 100
             };
-            let score = least + 2 * affinity + 3 * taint + balanced;
+            2 * affinity + 3 * taint
+        }));
+        let requests = template.requests;
+        let mut best_score = i64::MIN;
+        let mut best = std::mem::take(&mut self.best_buf);
+        best.clear();
+        for &node in feasible {
+            let (scored_for, cached) = self.capacity_scores[node];
+            let capacity = if scored_for == requests {
+                cached
+            } else {
+                let n = &self.nodes[node];
+                let score = capacity_score(n.allocatable, n.requested.plus(requests));
+                self.capacity_scores[node] = (requests, score);
+                score
+            };
+            let score = capacity + class_part[self.hot[node].class as usize];
             if score > best_score {
                 best_score = score;
                 best.clear();
@@ -303,15 +417,53 @@ impl Simulation {
                 best.push(node);
             }
         }
-        best[self.rng.index(best.len())]
+        let picked = best[self.rng.index(best.len())];
+        self.best_buf = best;
+        self.class_score_buf = class_part;
+        picked
     }
+}
+
+/// A capacity score that was never computed (no pod requests -1 CPU).
+pub(super) const NOT_SCORED: Resources = Resources {
+    cpu: -1,
+    memory: -1,
+};
+
+/// What the scheduler's scan reads of a node: kept compact so that the
+/// scan over thousands of nodes stays in cache. Rebuilt at the start of
+/// every scheduling pass and refreshed for each node a pod is bound to.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct HotNode {
+    /// Allocatable minus requested.
+    free: Resources,
+    /// Pods it can still take.
+    room: u32,
+    /// Its scheduling class.
+    class: u32,
+    /// Ready, running, not draining, not cordoned, and tainted exactly as
+    /// its class: the class's verdict on taints holds for it.
+    plain: bool,
+}
+
+/// NodeResourcesFit least-allocated plus BalancedAllocation, for a node
+/// with `after` requested.
+fn capacity_score(allocatable: Resources, after: Resources) -> i64 {
+    let least =
+        (free_share(allocatable.cpu, after.cpu) + free_share(allocatable.memory, after.memory)) / 2;
+    least + balanced_allocation(allocatable, after)
 }
 
 /// What one pod template makes of one node class.
 #[derive(Debug, Clone, Copy, Default)]
-struct ClassView {
+pub(crate) struct ClassView {
+    /// The class's labels pass nodeSelector and required node affinity.
     fits: bool,
+    /// The class's own taints are tolerated (NoSchedule, NoExecute).
+    tolerated: bool,
+    /// Sum of the weights of the preferred terms the class matches.
     preferred: i64,
+    /// Untolerated PreferNoSchedule taints of the class.
     intolerable: usize,
 }
 
