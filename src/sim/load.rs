@@ -343,6 +343,11 @@ pub fn load(
     Ok(loaded)
 }
 
+/// The pod-template annotation that makes a workload a writer: it
+/// acknowledges one write per this interval while one of its pods is Ready,
+/// so a restore measures the acknowledged writes it lost.
+pub const WRITER_ANNOTATION: &str = "drillbench.dev/writes-every";
+
 /// How long a Job's pod runs before it succeeds, when nothing says.
 pub const JOB_RUN_MS: u64 = 60_000;
 /// How long a pod takes from binding to Ready when it has no readiness probe.
@@ -435,6 +440,17 @@ fn workload(
     let safe_to_evict = annotations
         .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
         .map(|v| v == "true");
+    let writes_every = match annotations.get(WRITER_ANNOTATION) {
+        None => None,
+        Some(v) => match v.parse::<crate::duration::Duration>() {
+            Ok(d) if d.as_millis() > 0 => Some(d.as_millis()),
+            _ => {
+                return Err(format!(
+                    "annotation {WRITER_ANNOTATION}: `{v}` is not a positive duration such as `10s`"
+                ));
+            }
+        },
+    };
     Ok(LoadedWorkload {
         namespace,
         name,
@@ -461,6 +477,7 @@ fn workload(
             start_delay,
             safe_to_evict,
             refused_by,
+            writes_every,
             class_views: Default::default(),
             shared_labels: Default::default(),
         }),

@@ -34,7 +34,7 @@ use crate::drill::Drill;
 use crate::duration::Duration;
 use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
-use crate::observe::{AdmissionDecision, Observation, Placement, Stranding};
+use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::{AttachModel, BackupPhase, BindingMode, Release, TaintEffect};
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
@@ -192,6 +192,9 @@ pub struct Simulation {
     feasible_buf: Vec<NodeId>,
     best_buf: Vec<NodeId>,
     class_score_buf: Vec<i64>,
+    /// Per writer workload: the spans (start, end) during which one of its
+    /// pods was Ready and acknowledging writes; the last may be open.
+    writes: BTreeMap<WorkloadId, Vec<(Time, Option<Time>)>>,
     /// Per node: its labels as last shared with placements.
     placement_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
     next_cp_ordinal: u32,
@@ -247,6 +250,7 @@ impl Simulation {
             best_buf: Vec::new(),
             class_score_buf: Vec::new(),
             placement_labels: Vec::new(),
+            writes: BTreeMap::new(),
             next_cp_ordinal: 0,
             obs: Observation::default(),
             ready_counts: BTreeMap::new(),
@@ -676,6 +680,18 @@ impl Simulation {
             } else {
                 ready
             };
+            if self.workloads[id].template.writes_every.is_some() {
+                let spans = self.writes.entry(id).or_default();
+                let open = spans.last().is_some_and(|(_, end)| end.is_none());
+                if ready > 0 && !open {
+                    spans.push((self.now, None));
+                } else if ready == 0
+                    && open
+                    && let Some(last) = spans.last_mut()
+                {
+                    last.1 = Some(self.now);
+                }
+            }
             if self.ready_counts.get(&id) != Some(&(ready, desired)) {
                 self.ready_counts.insert(id, (ready, desired));
                 let key = self.workloads[id].key.clone();
@@ -687,6 +703,51 @@ impl Simulation {
                     .push((self.now, ready, desired));
             }
         }
+    }
+
+    /// What each writer loses when its data, lost at `lost_at`, is restored
+    /// to `captured`: the writes it acknowledged after the capture point.
+    /// A writer acknowledges a write every interval from the moment one of
+    /// its pods is Ready (the first one interval later) until none is.
+    pub(super) fn data_lost(&self, lost_at: Time, captured: i64, schedule: &str) -> Vec<DataLoss> {
+        let lost = lost_at as i64;
+        self.writes
+            .iter()
+            .filter_map(|(&w, spans)| {
+                let every = self.workloads[w].template.writes_every? as i64;
+                let mut last_lost_ack = None;
+                let mut lost_writes = 0u64;
+                for &(start, end) in spans {
+                    let start = start as i64;
+                    // A write due as the writer stops is not acknowledged.
+                    let limit = match end {
+                        Some(end) if (end as i64) <= lost => end as i64 - 1,
+                        _ => lost,
+                    };
+                    if limit < start + every {
+                        continue;
+                    }
+                    let last = (limit - start) / every;
+                    let first = if captured < start {
+                        1
+                    } else {
+                        (captured - start) / every + 1
+                    };
+                    if last >= first {
+                        lost_writes += (last - first + 1) as u64;
+                        last_lost_ack = Some(start + last * every);
+                    }
+                }
+                Some(DataLoss {
+                    lost_at,
+                    schedule: schedule.to_owned(),
+                    writer: self.workloads[w].key.clone(),
+                    captured,
+                    last_lost_ack,
+                    lost_writes,
+                })
+            })
+            .collect()
     }
 
     fn desired_replicas(&self, id: WorkloadId) -> u32 {

@@ -174,6 +174,9 @@ pub struct Template {
     pub safe_to_evict: Option<bool>,
     /// Which guard refused the template, if one did (`Enforce`).
     pub refused_by: Option<String>,
+    /// A writer acknowledges one write this often (ms) while one of its
+    /// pods is Ready (annotation `drillbench.dev/writes-every`).
+    pub writes_every: Option<u64>,
     /// `labels`, shared by the placements of the pods made from it.
     pub(crate) shared_labels: std::cell::OnceCell<Rc<BTreeMap<String, String>>>,
     /// Per node class: what the class's labels and taints make of this
@@ -203,6 +206,7 @@ impl Template {
             start_delay: self.start_delay,
             safe_to_evict: self.safe_to_evict,
             refused_by: self.refused_by.clone(),
+            writes_every: self.writes_every,
             shared_labels: Default::default(),
             class_views: Default::default(),
         }
