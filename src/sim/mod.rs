@@ -185,6 +185,8 @@ pub struct Simulation {
     sched_cursor: usize,
     /// The scheduler's compact per-node state (see [`scheduler`]).
     hot: Vec<scheduler::HotNode>,
+    /// Per node: the index after its run of consecutive same-class nodes.
+    run_end: Vec<u32>,
     /// Per node: the pod requests its capacity score was computed for, and
     /// that score; valid until the node's requests change.
     capacity_scores: Vec<(Resources, i64)>,
@@ -195,7 +197,8 @@ pub struct Simulation {
     /// Per writer workload: the spans (start, end) during which one of its
     /// pods was Ready and acknowledging writes; the last may be open.
     writes: BTreeMap<WorkloadId, Vec<(Time, Option<Time>)>>,
-    /// Per node: its labels as last shared with placements.
+    /// Per node: its labels as shared with placements; cleared whenever its
+    /// labels change.
     placement_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
     next_cp_ordinal: u32,
     /// What happened.
@@ -245,6 +248,7 @@ impl Simulation {
             default_class,
             sched_cursor: 0,
             hot: Vec::new(),
+            run_end: Vec::new(),
             capacity_scores: Vec::new(),
             feasible_buf: Vec::new(),
             best_buf: Vec::new(),
@@ -1258,7 +1262,7 @@ impl Simulation {
             .is_some_and(|pool| pool.is_autoscaled());
         // Labels are shared between placements rather than copied into
         // each: a template's labels never change, and a node's are reused
-        // for as long as they stay the same.
+        // until they change (`set_node_metadata` forgets them).
         let pod_labels = p
             .template
             .shared_labels
@@ -1268,8 +1272,8 @@ impl Simulation {
             self.placement_labels.resize(node + 1, None);
         }
         let node_labels = match &self.placement_labels[node] {
-            Some(shared) if **shared == *n.labels() => shared.clone(),
-            _ => {
+            Some(shared) => shared.clone(),
+            None => {
                 let shared = Rc::new(n.labels().clone());
                 self.placement_labels[node] = Some(shared.clone());
                 shared

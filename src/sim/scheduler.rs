@@ -88,8 +88,7 @@ impl Simulation {
             match self.pick_node(pod) {
                 Ok(node) => {
                     self.bind(pod, node);
-                    self.hot[node] = self.hot_node(node);
-                    self.capacity_scores[node].0 = NOT_SCORED;
+                    self.hot_after_bind(node);
                     bound = true;
                 }
                 Err(reason) => {
@@ -115,10 +114,30 @@ impl Simulation {
     /// The compact state of every node, rebuilt from the nodes.
     fn refresh_hot(&mut self) {
         let hot: Vec<HotNode> = (0..self.nodes.len()).map(|n| self.hot_node(n)).collect();
+        // Where each node's run of same-class neighbours ends.
+        let mut run_end = vec![0u32; hot.len()];
+        for n in (0..hot.len()).rev() {
+            run_end[n] = if n + 1 < hot.len() && hot[n + 1].class == hot[n].class {
+                run_end[n + 1]
+            } else {
+                (n + 1) as u32
+            };
+        }
         self.hot = hot;
+        self.run_end = run_end;
         self.capacity_scores.clear();
         self.capacity_scores
             .resize(self.nodes.len(), (NOT_SCORED, 0));
+    }
+
+    /// A node's compact state after a pod was bound to it: only its
+    /// requests and pod count changed.
+    fn hot_after_bind(&mut self, node: NodeId) {
+        let n = &self.nodes[node];
+        let h = &mut self.hot[node];
+        h.free = n.allocatable.minus(n.requested);
+        h.room = n.max_pods.saturating_sub(n.pods.len() as u32);
+        self.capacity_scores[node].0 = NOT_SCORED;
     }
 
     /// One node's compact state.
@@ -161,28 +180,45 @@ impl Simulation {
                 .any(|&c| self.claims[c].pv_topology.is_some());
         let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
         let mut examined = 0;
+        let mut remaining = all;
         let mut node = start;
-        for _ in 0..all {
-            examined += 1;
+        // The maxima the score normalises by, over the feasible nodes.
+        let mut max_preferred = 0;
+        let mut max_intolerable = 0;
+        while remaining > 0 {
             let h = self.hot[node];
             let view = views[h.class as usize].unwrap_or_default();
             // A node of a class the pod's affinity refuses fails whatever
-            // else holds; counting why exactly only matters when nothing
-            // fits, and then the pass below recounts in filter order.
-            if view.fits {
-                let fits = if h.plain && view.tolerated && !node_level {
-                    requests.cpu <= h.free.cpu
-                        && requests.memory <= h.free.memory
-                        && h.room > 0
-                        && (!pod_level || self.pod_affinity_ok(&template, pod, &self.nodes[node]))
-                } else {
-                    self.misfit(&template, &views, pod, node).is_none()
-                };
-                if fits {
-                    feasible.push(node);
-                    if feasible.len() >= wanted {
-                        break;
-                    }
+            // else holds, and so does every node of its run (the nodes after
+            // it of the same class): they are examined, infeasible, at once.
+            // Counting why exactly only matters when nothing fits, and then
+            // the pass below recounts in filter order.
+            if !view.fits {
+                let run = (self.run_end[node] as usize - node).min(remaining);
+                examined += run;
+                remaining -= run;
+                node += run;
+                if node == all {
+                    node = 0;
+                }
+                continue;
+            }
+            examined += 1;
+            remaining -= 1;
+            let fits = if h.plain && view.tolerated && !node_level {
+                requests.cpu <= h.free.cpu
+                    && requests.memory <= h.free.memory
+                    && h.room > 0
+                    && (!pod_level || self.pod_affinity_ok(&template, pod, &self.nodes[node]))
+            } else {
+                self.misfit(&template, &views, pod, node).is_none()
+            };
+            if fits {
+                feasible.push(node);
+                max_preferred = max_preferred.max(view.preferred);
+                max_intolerable = max_intolerable.max(view.intolerable);
+                if feasible.len() >= wanted {
+                    break;
                 }
             }
             node += 1;
@@ -221,7 +257,12 @@ impl Simulation {
                 reasons.join(", ")
             ));
         }
-        let best = self.best(&template, &views, &feasible);
+        let best = self.best(
+            &template,
+            &views,
+            &feasible,
+            (max_preferred, max_intolerable),
+        );
         self.feasible_buf = feasible;
         Ok(best)
     }
@@ -364,18 +405,8 @@ impl Simulation {
         template: &Template,
         classes: &[Option<ClassView>],
         feasible: &[NodeId],
+        (max_preferred, max_intolerable): (i64, usize),
     ) -> NodeId {
-        let view = |n: NodeId| classes[self.hot[n].class as usize].unwrap_or_default();
-        let max_preferred = feasible
-            .iter()
-            .map(|&n| view(n).preferred)
-            .max()
-            .unwrap_or(0);
-        let max_intolerable = feasible
-            .iter()
-            .map(|&n| view(n).intolerable)
-            .max()
-            .unwrap_or(0);
         // The node-affinity and taint parts depend only on the class once
         // the maxima are known.
         let mut class_part = std::mem::take(&mut self.class_score_buf);
