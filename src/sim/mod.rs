@@ -1515,6 +1515,15 @@ impl Simulation {
     fn reconcile_deployment(&mut self, w: WorkloadId) -> bool {
         let current = self.workloads[w].template.clone();
         let is_old = |p: &SimPod| !Rc::ptr_eq(&p.template, &current);
+        // The common case, no rollout under way, costs no more than a
+        // ReplicaSet's reconcile.
+        if !self.workloads[w]
+            .pods
+            .iter()
+            .any(|&p| self.pods[p].phase != PodPhase::Gone && is_old(&self.pods[p]))
+        {
+            return self.reconcile_replicas(w);
+        }
         let (old, new): (Vec<PodId>, Vec<PodId>) = self
             .active_pods(w)
             .into_iter()

@@ -113,9 +113,14 @@ impl Simulation {
 
     /// The compact state of every node, rebuilt from the nodes.
     fn refresh_hot(&mut self) {
-        let hot: Vec<HotNode> = (0..self.nodes.len()).map(|n| self.hot_node(n)).collect();
+        // The buffers are reused: small drills settle thousands of times.
+        let mut hot = std::mem::take(&mut self.hot);
+        hot.clear();
+        hot.extend((0..self.nodes.len()).map(|n| self.hot_node(n)));
         // Where each node's run of same-class neighbours ends.
-        let mut run_end = vec![0u32; hot.len()];
+        let mut run_end = std::mem::take(&mut self.run_end);
+        run_end.clear();
+        run_end.resize(hot.len(), 0);
         for n in (0..hot.len()).rev() {
             run_end[n] = if n + 1 < hot.len() && hot[n + 1].class == hot[n].class {
                 run_end[n + 1]
