@@ -175,15 +175,7 @@ impl Simulation {
         let mut feasible = std::mem::take(&mut self.feasible_buf);
         feasible.clear();
         let start = self.sched_cursor % all.max(1);
-        let requests = template.requests;
-        // Templates whose required rules name single nodes, or that carry
-        // pod (anti-)affinity, need more than the compact state.
-        let node_level = template.per_node
-            || self.pods[pod]
-                .claims
-                .iter()
-                .any(|&c| self.claims[c].pv_topology.is_some());
-        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
+        let (node_level, pod_level) = self.levels(&template, pod);
         let mut examined = 0;
         let mut remaining = all;
         let mut node = start;
@@ -210,15 +202,7 @@ impl Simulation {
             }
             examined += 1;
             remaining -= 1;
-            let fits = if h.plain && view.tolerated && !node_level {
-                requests.cpu <= h.free.cpu
-                    && requests.memory <= h.free.memory
-                    && h.room > 0
-                    && (!pod_level || self.pod_affinity_ok(&template, pod, &self.nodes[node]))
-            } else {
-                self.misfit(&template, &views, pod, node).is_none()
-            };
-            if fits {
+            if self.fits(&template, &views, pod, node, node_level, pod_level) {
                 feasible.push(node);
                 max_preferred = max_preferred.max(view.preferred);
                 max_intolerable = max_intolerable.max(view.intolerable);
@@ -270,6 +254,46 @@ impl Simulation {
         );
         self.feasible_buf = feasible;
         Ok(best)
+    }
+
+    /// Whether a pod needs more than the compact state: required rules
+    /// that name single nodes or bound volumes confined to a domain (node
+    /// level), or pod (anti-)affinity (pod level).
+    fn levels(&self, template: &Template, pod: PodId) -> (bool, bool) {
+        let node_level = template.per_node
+            || self.pods[pod]
+                .claims
+                .iter()
+                .any(|&c| self.claims[c].pv_topology.is_some());
+        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
+        (node_level, pod_level)
+    }
+
+    /// Whether the pod fits the node: from the compact state when the
+    /// node's flag and the class's verdicts vouch for everything but
+    /// capacity, through the full filters otherwise. Decides exactly what
+    /// `misfit(…).is_none()` decides (a test holds it to that).
+    #[inline]
+    fn fits(
+        &self,
+        template: &Template,
+        views: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+        node_level: bool,
+        pod_level: bool,
+    ) -> bool {
+        let h = self.hot[node];
+        let view = views[h.class as usize].unwrap_or_default();
+        if h.plain && view.fits && view.tolerated && !node_level {
+            let requests = template.requests;
+            requests.cpu <= h.free.cpu
+                && requests.memory <= h.free.memory
+                && h.room > 0
+                && (!pod_level || self.pod_affinity_ok(template, pod, &self.nodes[node]))
+        } else {
+            self.misfit(template, views, pod, node).is_none()
+        }
     }
 
     /// What a template makes of each node class: whether the class's labels
@@ -541,6 +565,117 @@ mod tests {
         assert_eq!(feasible_nodes_to_find(10_000), 500);
         // 1000 nodes: 42 % = 420.
         assert_eq!(feasible_nodes_to_find(1000), 420);
+    }
+
+    /// A cluster whose nodes are in every state the compact flag must not
+    /// vouch for: cordoned, draining, NotReady with the unreachable taints,
+    /// tainted beyond their class; and templates at node level (hostname
+    /// affinity), pod level (anti-affinity), tolerating everything, too big.
+    fn varied() -> Simulation {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let deployment = |name: &str, replicas: u32, memory: &str, spec: &str| {
+            format!(
+                "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: apps}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+{spec}      containers: [{{name: c, image: pause, resources: {{requests: {{cpu: 100m, memory: {memory}}}}}}}]
+---
+"
+            )
+        };
+        let manifests = [
+            deployment("plain", 6, "1Gi", "      nodeSelector: {tier: a}\n"),
+            deployment(
+                "spread",
+                3,
+                "1Gi",
+                "      tolerations: [{key: dedicated, operator: Equal, value: b, effect: NoSchedule}]\n      affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: spread}}, topologyKey: kubernetes.io/hostname}]}}\n",
+            ),
+            deployment(
+                "pinned",
+                1,
+                "1Gi",
+                "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [a-2, b-1]}]}]}}}\n",
+            ),
+            deployment("anywhere", 2, "1Gi", "      tolerations: [{operator: Exists}]\n"),
+            deployment("huge", 1, "30Gi", "      nodeSelector: {tier: a}\n"),
+        ]
+        .concat();
+        std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+        let text = "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: varied}
+cluster:
+  pools:
+    - {name: a, count: 5, serverType: cx43, namePattern: 'a-{n}', labels: {tier: a}}
+    - name: b
+      count: 4
+      serverType: cx43
+      namePattern: 'b-{n}'
+      labels: {tier: b}
+      taints: [{key: dedicated, value: b, effect: NoSchedule}]
+workloads: [{path: manifests.yaml}]
+";
+        let source =
+            crate::scenario::SourceFile::new(dir.path().join("drill.yaml"), text.to_owned());
+        let drill = crate::drill::Drill::from_source(source)
+            .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let mut sim = Simulation::new(&drill, 3).expect("provisions");
+        sim.advance_to(60_000);
+        let id = |sim: &Simulation, name: &str| sim.node_id(name).expect("node");
+        let cordoned = id(&sim, "a-2");
+        sim.cordon(cordoned);
+        let draining = id(&sim, "a-4");
+        sim.nodes[draining].draining = true;
+        let lost = id(&sim, "b-3");
+        sim.crash_node(lost);
+        let extra = id(&sim, "a-5");
+        sim.add_taint(extra, "example.com/maintenance", "NoSchedule");
+        let soft = id(&sim, "b-2");
+        sim.add_taint(soft, "example.com/slow", "PreferNoSchedule");
+        sim.advance_to(3 * 60_000);
+        sim
+    }
+
+    #[test]
+    fn the_compact_path_decides_what_the_full_filters_decide() {
+        let mut sim = varied();
+        sim.refresh_hot();
+        let lost = sim.node_id("b-3").expect("node");
+        assert!(!sim.nodes[lost].is_ready(), "the crashed node is NotReady");
+        let mut compared = 0;
+        let mut fitting = 0;
+        let mut vouched = 0;
+        for w in 0..sim.workloads.len() {
+            let template = sim.workloads[w].template.clone();
+            let Some(&pod) = sim.workloads[w].pods.first() else {
+                continue;
+            };
+            sim.fill_class_views(&template);
+            let views = template.class_views.borrow();
+            let (node_level, pod_level) = sim.levels(&template, pod);
+            for node in 0..sim.nodes.len() {
+                let full = sim.misfit(&template, &views, pod, node).is_none();
+                let fast = sim.fits(&template, &views, pod, node, node_level, pod_level);
+                assert_eq!(
+                    fast, full,
+                    "{} on {}",
+                    sim.workloads[w].key, sim.nodes[node].name
+                );
+                compared += 1;
+                fitting += usize::from(full);
+                vouched += usize::from(sim.hot[node].plain);
+            }
+        }
+        // The comparison covers both outcomes and both paths.
+        assert!(fitting > 0 && fitting < compared, "{fitting} of {compared}");
+        assert!(vouched > 0 && vouched < compared, "{vouched} of {compared}");
     }
 
     #[test]
