@@ -288,3 +288,57 @@ assertions:
         "maxUnavailable 0 keeps web fully available: {json}"
     );
 }
+
+/// A bound as the manifest writes it: pods or a percentage.
+fn bound_yaml(value: u32, percent: bool) -> String {
+    if percent {
+        format!("\"{value}%\"")
+    } else {
+        value.to_string()
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Over random sizes and bounds, a rolling update finishes and stays
+    /// within the bounds as the Kubernetes documentation resolves them:
+    /// surge percentages rounded up, unavailable ones down, both zero
+    /// after rounding meaning one unavailable.
+    #[test]
+    fn any_valid_rolling_update_stays_within_its_documented_bounds(
+        replicas in 1u32..=8,
+        surge in 0u32..=3,
+        surge_percent in proptest::bool::ANY,
+        unavailable in 0u32..=3,
+        unavailable_percent in proptest::bool::ANY,
+    ) {
+        let (surge, unavailable) = if surge_percent || unavailable_percent {
+            (surge * 25, unavailable * 25)
+        } else {
+            (surge, unavailable)
+        };
+        proptest::prop_assume!(surge > 0 || unavailable > 0);
+        let strategy = rolling(
+            &bound_yaml(surge, surge_percent),
+            &bound_yaml(unavailable.min(100), unavailable_percent),
+        );
+        let most_extra = if surge_percent { (replicas * surge).div_ceil(100) } else { surge };
+        let mut most_down = if unavailable_percent {
+            replicas * unavailable.min(100) / 100
+        } else {
+            unavailable
+        };
+        if most_extra == 0 && most_down == 0 {
+            most_down = 1;
+        }
+        let seen = roll(replicas, &strategy);
+        proptest::prop_assert!(seen.finished, "{:?}", seen);
+        proptest::prop_assert!(seen.max_active <= (replicas + most_extra) as usize, "{:?}", seen);
+        proptest::prop_assert!(
+            seen.min_ready >= replicas.saturating_sub(most_down) as usize,
+            "{:?}",
+            seen
+        );
+    }
+}
