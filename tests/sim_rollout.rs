@@ -287,6 +287,13 @@ assertions:
         drillbench::report::Outcome::Passed,
         "maxUnavailable 0 keeps web fully available: {json}"
     );
+    let again =
+        drillbench::run::run_drill(&good, 3, &drillbench::backend::sim::provision).expect("runs");
+    assert_eq!(
+        serde_json::to_string(&again).expect("serialises"),
+        json,
+        "the same seed replays the rollout byte for byte"
+    );
 }
 
 /// A bound as the manifest writes it: pods or a percentage.
