@@ -12,6 +12,7 @@
 //!   tolerations the apiserver adds;
 //! - [`disruption`]: PodDisruptionBudget arithmetic as the disruption
 //!   controller computes it, and the eviction API's decision;
+//! - [`cron`]: CronJob schedules, in UTC;
 //! - [`rollout`]: a Deployment's `maxSurge`/`maxUnavailable`, validated and
 //!   resolved as the Deployment controller does.
 //!
@@ -26,6 +27,7 @@
 //! The matching paths (`matches`, `score`, `tolerates`) do not allocate; the
 //! compiled forms do their parsing once, up front.
 
+pub mod cron;
 pub mod disruption;
 pub mod node_selector;
 pub mod quantity;
