@@ -15,7 +15,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::core::Selector;
 
-use super::world::{Resources, Template, WorkloadKind};
+use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
+use crate::k8s::cron::Schedule;
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use crate::k8s::quantity::pod_requests;
@@ -71,6 +72,8 @@ pub struct LoadedWorkload {
     pub kind_name: &'static str,
     /// A Deployment's update strategy (the default for other kinds).
     pub strategy: Strategy,
+    /// A CronJob's schedule and policies.
+    pub cron: Option<CronRun>,
 }
 
 /// A standalone claim as loaded.
@@ -272,9 +275,34 @@ pub fn load(
                 loaded.workloads.push(w);
             }
             "CronJob" if core_or("batch/v1") => {
-                // A CronJob is modelled by its job template, run once at the
-                // start: enough to judge where its pods may land.
+                // A CronJob runs its job template on its schedule, in UTC
+                // drill time; the first run is the first scheduled time after
+                // the drill starts, as for a CronJob created then.
                 let c: CronJob = decode(doc)?;
+                if let Some(zone) = c.spec.time_zone.as_deref()
+                    && !matches!(zone, "UTC" | "Etc/UTC")
+                {
+                    return Err(invalid(format!(
+                        "spec.timeZone `{zone}` is not modelled; the simulator runs schedules in UTC"
+                    )));
+                }
+                let schedule =
+                    Schedule::parse(&c.spec.schedule).map_err(|e| invalid(e.to_string()))?;
+                let concurrency = match c.spec.concurrency_policy.as_deref() {
+                    None | Some("Allow") => Concurrency::Allow,
+                    Some("Forbid") => Concurrency::Forbid,
+                    Some("Replace") => Concurrency::Replace,
+                    Some(other) => {
+                        return Err(invalid(format!(
+                            "spec.concurrencyPolicy must be Allow, Forbid or Replace, got `{other}`"
+                        )));
+                    }
+                };
+                let cron = CronRun {
+                    schedule,
+                    concurrency,
+                    suspend: c.spec.suspend.unwrap_or(false),
+                };
                 let job_spec = c.spec.job_template.spec.unwrap_or_default();
                 let completions = job_spec.completions.unwrap_or(1).max(0) as u32;
                 let kind = WorkloadKind::Job {
@@ -291,6 +319,8 @@ pub fn load(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
+                let mut w = w;
+                w.cron = Some(cron);
                 loaded.workloads.push(w);
             }
             "Pod" if core_or("v1") => {
@@ -458,6 +488,7 @@ fn workload(
         replicas: replicas.max(0) as u32,
         kind_name,
         strategy: Strategy::default(),
+        cron: None,
         template: Rc::new(Template {
             labels,
             annotations,

@@ -112,6 +112,7 @@ enum Action {
     Detach(ClaimId, NodeId),
     ReleaseVolume(ClaimId, NodeId),
     JobPodDone(PodId),
+    CronFire(WorkloadId),
     EndpointFailover,
     PromoteLearner(NodeId),
     JoinEtcd(NodeId),
@@ -478,9 +479,18 @@ impl Simulation {
                 next_suffix: 0,
                 succeeded: 0,
                 strategy: w.strategy,
+                cron: w.cron,
             });
             self.workload_index.insert(key, id);
             self.dirty.insert(id);
+            if let (Some(_), WorkloadKind::Job { completions, .. }) =
+                (w.cron, &self.workloads[id].kind)
+            {
+                // Nothing runs before the first scheduled time: the CronJob
+                // counts as whole until then.
+                self.workloads[id].succeeded = *completions;
+                self.schedule_cron(id);
+            }
         }
         self.obs.not_simulated = loaded.not_simulated;
     }
@@ -877,6 +887,7 @@ impl Simulation {
                     }
                 }
             }
+            Action::CronFire(w) => self.cron_fire(w),
             Action::EndpointFailover => self.endpoint_failover(),
             Action::PromoteLearner(node) => {
                 if let Some(m) = self.cp.member_on(node)
@@ -1691,6 +1702,43 @@ impl Simulation {
             return true;
         }
         false
+    }
+
+    /// Queues a CronJob's next run: the first scheduled time after now.
+    fn schedule_cron(&mut self, w: WorkloadId) {
+        let Some(cron) = self.workloads[w].cron else {
+            return;
+        };
+        let now = EPOCH_SECONDS + (self.now / 1000) as i64;
+        if let Some(next) = cron.schedule.next_after(now) {
+            self.schedule(((next - EPOCH_SECONDS) * 1000) as Time, Action::CronFire(w));
+        }
+    }
+
+    /// A CronJob's scheduled time: a new run of its Job starts, unless it
+    /// is suspended or its policy says otherwise while a run is active.
+    fn cron_fire(&mut self, w: WorkloadId) {
+        self.schedule_cron(w);
+        let Some(cron) = self.workloads[w].cron else {
+            return;
+        };
+        if cron.suspend {
+            return;
+        }
+        let active = self.active_pods(w);
+        if !active.is_empty() {
+            match cron.concurrency {
+                Concurrency::Allow => {}
+                Concurrency::Forbid => return,
+                Concurrency::Replace => {
+                    for pod in active {
+                        self.delete_pod(pod);
+                    }
+                }
+            }
+        }
+        self.workloads[w].succeeded = 0;
+        self.dirty.insert(w);
     }
 
     // ----- backups -----

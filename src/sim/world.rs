@@ -330,6 +330,31 @@ pub struct Workload {
     pub succeeded: u32,
     /// How a Deployment replaces pods made from an older template.
     pub strategy: Strategy,
+    /// A CronJob's schedule: its Job runs again at each scheduled time.
+    pub cron: Option<CronRun>,
+}
+
+/// A CronJob's schedule and the policies that decide each run.
+#[derive(Debug, Clone, Copy)]
+pub struct CronRun {
+    /// When runs are due (UTC).
+    pub schedule: crate::k8s::cron::Schedule,
+    /// What a run due while the previous one is still active does.
+    pub concurrency: Concurrency,
+    /// `spec.suspend`: due runs are skipped.
+    pub suspend: bool,
+}
+
+/// `spec.concurrencyPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    /// The run starts anyway. The simulator keeps one pod count per
+    /// CronJob, so overlapping runs share it rather than adding up.
+    Allow,
+    /// The run is skipped.
+    Forbid,
+    /// The active run's pods are deleted and the new run starts.
+    Replace,
 }
 
 /// A persistent volume claim and the state of its volume.
