@@ -284,6 +284,9 @@ fn check_references(
         if let Some(scale) = &step.scale {
             refs.workload(&scale.workload, checker);
         }
+        if let Some(rollout) = &step.rollout {
+            refs.workload(&rollout.workload, checker);
+        }
         if let Some(wait) = &step.wait
             && let Some(until) = &wait.until
         {

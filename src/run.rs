@@ -305,6 +305,14 @@ fn run_step(
         backend.scale(&scale.workload, scale.replicas)?;
         return Ok(None);
     }
+    if let Some(rollout) = &step.rollout {
+        backend.rollout(
+            &rollout.workload,
+            &rollout.image,
+            rollout.container.as_deref(),
+        )?;
+        return Ok(None);
+    }
     if let Some(wait) = &step.wait {
         if let Some(duration) = wait.duration {
             let until = backend.now() + duration.as_millis();

@@ -452,6 +452,48 @@ pub fn judge(spec: &AssertionSpec, obs: &Observation, topology: &Topology) -> Ju
             .iter()
             .find(|(_, _, s)| s == r.schedule.as_str())
         {
+            Some(&(lost_at, _, _))
+                if obs
+                    .data_loss
+                    .iter()
+                    .any(|d| d.schedule == r.schedule.as_str() && d.lost_at == lost_at) =>
+            {
+                // Writers measured what was lost: the window ends at the
+                // last acknowledged write the restore lost, not at the loss.
+                let losses: Vec<_> = obs
+                    .data_loss
+                    .iter()
+                    .filter(|d| d.schedule == r.schedule.as_str() && d.lost_at == lost_at)
+                    .collect();
+                let window = losses.iter().map(|d| d.window()).max().unwrap_or(0);
+                figures.insert(format!("rpo.{name}"), ms(window));
+                let lost: u64 = losses.iter().map(|d| d.lost_writes).sum();
+                result(
+                    spec,
+                    window <= within,
+                    format!("<= {}", format_ms(within)),
+                    format_ms(window),
+                    format!(
+                        "{lost} acknowledged write(s) lost; the newest was written {} after the capture point",
+                        format_ms(window)
+                    ),
+                    losses
+                        .iter()
+                        .map(|d| {
+                            fact(
+                                lost_at,
+                                "acknowledged writes lost in the restore",
+                                format!(
+                                    "{}: {} write(s) after the capture point, the last {} after it",
+                                    d.writer,
+                                    d.lost_writes,
+                                    format_ms(d.window())
+                                ),
+                            )
+                        })
+                        .collect(),
+                )
+            }
             Some(&(lost_at, captured, _)) => {
                 let window = (lost_at as i64).saturating_sub(captured).max(0) as u64;
                 figures.insert(format!("rpo.{name}"), ms(window));

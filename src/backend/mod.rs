@@ -163,6 +163,20 @@ pub trait Backend {
     }
     /// Sets a workload's replicas (`namespace/Kind/name`).
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError>;
+    /// Changes a Deployment's image (of one container, or of every one),
+    /// starting a rollout.
+    fn rollout(
+        &mut self,
+        workload: &str,
+        image: &str,
+        container: Option<&str>,
+    ) -> Result<(), BackendError> {
+        let _ = (image, container);
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: format!("roll out `{workload}`"),
+        })
+    }
 
     /// The facts the control-plane preflight judges, and "now" as epoch seconds.
     fn preflight_facts(&self) -> (Facts, i64);

@@ -175,6 +175,17 @@ impl Backend for SimBackend {
             .map_err(|e| BackendError::NotFound(e.to_string()))
     }
 
+    fn rollout(
+        &mut self,
+        workload: &str,
+        image: &str,
+        container: Option<&str>,
+    ) -> Result<(), BackendError> {
+        self.sim
+            .rollout_workload(workload, image, container)
+            .map_err(|e| BackendError::NotFound(e.to_string()))
+    }
+
     fn preflight_facts(&self) -> (Facts, i64) {
         let nodes = self
             .sim

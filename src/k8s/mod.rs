@@ -11,7 +11,10 @@
 //!   `PreferNoSchedule` score, `NoExecute` eviction timing and the default
 //!   tolerations the apiserver adds;
 //! - [`disruption`]: PodDisruptionBudget arithmetic as the disruption
-//!   controller computes it, and the eviction API's decision.
+//!   controller computes it, and the eviction API's decision;
+//! - [`cron`]: CronJob schedules, in UTC;
+//! - [`rollout`]: a Deployment's `maxSurge`/`maxUnavailable`, validated and
+//!   resolved as the Deployment controller does.
 //!
 //! One rule is written once here so that the simulator, which enforces it, and
 //! the assertions and audits, which judge a timeline by it, cannot disagree.
@@ -24,7 +27,9 @@
 //! The matching paths (`matches`, `score`, `tolerates`) do not allocate; the
 //! compiled forms do their parsing once, up front.
 
+pub mod cron;
 pub mod disruption;
 pub mod node_selector;
 pub mod quantity;
+pub mod rollout;
 pub mod taints;

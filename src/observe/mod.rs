@@ -37,6 +37,34 @@ pub struct Placement {
     pub claims: Vec<(String, Option<String>)>,
 }
 
+/// The acknowledged writes of one writer workload that a restore lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataLoss {
+    /// When the data was lost.
+    pub lost_at: Time,
+    /// The backup schedule restored from.
+    pub schedule: String,
+    /// The writer, as `namespace/Kind/name`.
+    pub writer: String,
+    /// The restore's capture point (signed: it may precede the drill).
+    pub captured: i64,
+    /// The last write acknowledged before the loss, if any came after the
+    /// capture point: the end of the data-loss window.
+    pub last_lost_ack: Option<i64>,
+    /// How many acknowledged writes came after the capture point (counted
+    /// from the drill's start; earlier writes are not modelled).
+    pub lost_writes: u64,
+}
+
+impl DataLoss {
+    /// The data-loss window: from the capture point to the last write the
+    /// restore lost; zero when it lost none.
+    pub fn window(&self) -> u64 {
+        self.last_lost_ack
+            .map_or(0, |ack| (ack - self.captured).max(0) as u64)
+    }
+}
+
 /// The readiness of one workload over time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WorkloadSeries {
@@ -192,6 +220,10 @@ pub struct Observation {
     /// Data written and lost: (time of loss, capture point of the restore,
     /// schedule). The capture point may precede the drill, so it is signed.
     pub restores: Vec<(Time, i64, String)>,
+    /// What each writer lost in each restore: its acknowledged writes after
+    /// the capture point, measured rather than inferred from the backup
+    /// timeline.
+    pub data_loss: Vec<DataLoss>,
     /// How long a recovery runbook took with its manual steps instant: the
     /// automated part of the recovery, when one ran.
     pub automated_recovery: Option<Time>,

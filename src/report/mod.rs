@@ -237,6 +237,8 @@ pub enum EventKind {
     // Workloads.
     /// A workload's desired replicas changed.
     WorkloadScaled,
+    /// A workload's pod template changed: a rollout started.
+    WorkloadRolledOut,
     // Control plane.
     /// An etcd member was removed.
     EtcdMemberRemoved,

@@ -365,6 +365,7 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) {
             step.preflight.is_some(),
             step.fault.is_some(),
             step.scale.is_some(),
+            step.rollout.is_some(),
             step.wait.is_some(),
         ]
         .iter()
@@ -374,7 +375,22 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) {
             checker.error(
                 step.at,
                 format!(
-                    "a step sets {set} actions; expected exactly one of preflight, fault, scale, wait"
+                    "a step sets {set} actions; expected exactly one of preflight, fault, scale, rollout, wait"
+                ),
+            );
+        }
+        if let Some(rollout) = &step.rollout
+            && rollout
+                .workload
+                .split('/')
+                .nth(1)
+                .is_some_and(|k| k != "Deployment")
+        {
+            checker.error(
+                rollout.workload.at,
+                format!(
+                    "workload `{}` is not a Deployment; rollouts are modelled for Deployments only",
+                    rollout.workload.value
                 ),
             );
         }

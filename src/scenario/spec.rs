@@ -258,6 +258,12 @@ pub struct StorageClassSpec {
     /// Whether claims without a class get this one.
     #[serde(default)]
     pub default: bool,
+    /// The node label a provisioned volume is confined to (its PV's node
+    /// affinity): `kubernetes.io/hostname` for node-local volumes,
+    /// `topology.kubernetes.io/zone` for zonal ones. Unset: any node can
+    /// use it.
+    #[serde(default)]
+    pub topology_key: Option<String>,
 }
 
 /// Volume binding modes, as Kubernetes spells them.
@@ -476,6 +482,10 @@ pub struct StepSpec {
     /// Change a workload's replica count (load arriving or leaving).
     #[serde(default)]
     pub scale: Option<ScaleStep>,
+    /// Change a Deployment's pod template (a new image): its pods are
+    /// replaced as its strategy (`maxSurge`, `maxUnavailable`) allows.
+    #[serde(default)]
+    pub rollout: Option<RolloutStep>,
     /// Let time pass, or wait for a condition.
     #[serde(default)]
     pub wait: Option<WaitStep>,
@@ -589,6 +599,19 @@ pub struct ScaleStep {
     pub workload: Located<String>,
     /// The new replica count.
     pub replicas: u32,
+}
+
+/// A change of a Deployment's pod template, as `kubectl set image` makes it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RolloutStep {
+    /// The Deployment, as `namespace/Deployment/name` (e.g. `apps/Deployment/web`).
+    pub workload: Located<String>,
+    /// The new image.
+    pub image: String,
+    /// The container whose image changes (every container when unset).
+    #[serde(default)]
+    pub container: Option<String>,
 }
 
 /// Time passing, or a wait for a condition.

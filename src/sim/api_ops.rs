@@ -75,6 +75,9 @@ impl Simulation {
             return;
         }
         n.object.metadata.labels = Some(labels);
+        if let Some(shared) = self.placement_labels.get_mut(node) {
+            *shared = None;
+        }
         self.reclassify(node);
         for w in 0..self.workloads.len() {
             if self.workloads[w].kind == WorkloadKind::DaemonSet {

@@ -371,6 +371,8 @@ impl Simulation {
                 self.obs
                     .restores
                     .push((lost_at, backup.started, schedule.to_owned()));
+                let lost = self.data_lost(lost_at, backup.started, schedule);
+                self.obs.data_loss.extend(lost);
                 let message = format!(
                     "restored from {} ({:?}), captured {} before the loss",
                     backup.name,

@@ -15,10 +15,12 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::core::Selector;
 
-use super::world::{Resources, Template, WorkloadKind};
+use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
+use crate::k8s::cron::Schedule;
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use crate::k8s::quantity::pod_requests;
+use crate::k8s::rollout::Strategy;
 use crate::k8s::taints::add_default_tolerations;
 use crate::manifest::Document;
 use crate::report::ObjectRef;
@@ -68,6 +70,10 @@ pub struct LoadedWorkload {
     pub template: Rc<Template>,
     /// `Kind` as written.
     pub kind_name: &'static str,
+    /// A Deployment's update strategy (the default for other kinds).
+    pub strategy: Strategy,
+    /// A CronJob's schedule and policies.
+    pub cron: Option<CronRun>,
 }
 
 /// A standalone claim as loaded.
@@ -173,7 +179,9 @@ pub fn load(
             "Deployment" if core_or("apps/v1") => {
                 let d: Deployment = decode(doc)?;
                 let spec = d.spec.unwrap_or_default();
-                let w = workload(
+                let strategy = Strategy::from_spec(spec.strategy.as_ref())
+                    .map_err(|e| invalid(e.to_string()))?;
+                let mut w = workload(
                     &d.metadata,
                     "Deployment",
                     WorkloadKind::Deployment,
@@ -183,6 +191,7 @@ pub fn load(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
+                w.strategy = strategy;
                 loaded.workloads.push(w);
             }
             "ReplicaSet" if core_or("apps/v1") => {
@@ -266,9 +275,34 @@ pub fn load(
                 loaded.workloads.push(w);
             }
             "CronJob" if core_or("batch/v1") => {
-                // A CronJob is modelled by its job template, run once at the
-                // start: enough to judge where its pods may land.
+                // A CronJob runs its job template on its schedule, in UTC
+                // drill time; the first run is the first scheduled time after
+                // the drill starts, as for a CronJob created then.
                 let c: CronJob = decode(doc)?;
+                if let Some(zone) = c.spec.time_zone.as_deref()
+                    && !matches!(zone, "UTC" | "Etc/UTC")
+                {
+                    return Err(invalid(format!(
+                        "spec.timeZone `{zone}` is not modelled; the simulator runs schedules in UTC"
+                    )));
+                }
+                let schedule =
+                    Schedule::parse(&c.spec.schedule).map_err(|e| invalid(e.to_string()))?;
+                let concurrency = match c.spec.concurrency_policy.as_deref() {
+                    None | Some("Allow") => Concurrency::Allow,
+                    Some("Forbid") => Concurrency::Forbid,
+                    Some("Replace") => Concurrency::Replace,
+                    Some(other) => {
+                        return Err(invalid(format!(
+                            "spec.concurrencyPolicy must be Allow, Forbid or Replace, got `{other}`"
+                        )));
+                    }
+                };
+                let cron = CronRun {
+                    schedule,
+                    concurrency,
+                    suspend: c.spec.suspend.unwrap_or(false),
+                };
                 let job_spec = c.spec.job_template.spec.unwrap_or_default();
                 let completions = job_spec.completions.unwrap_or(1).max(0) as u32;
                 let kind = WorkloadKind::Job {
@@ -285,6 +319,8 @@ pub fn load(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
+                let mut w = w;
+                w.cron = Some(cron);
                 loaded.workloads.push(w);
             }
             "Pod" if core_or("v1") => {
@@ -336,6 +372,11 @@ pub fn load(
     loaded.admissions = ctx.admissions;
     Ok(loaded)
 }
+
+/// The pod-template annotation that makes a workload a writer: it
+/// acknowledges one write per this interval while one of its pods is Ready,
+/// so a restore measures the acknowledged writes it lost.
+pub const WRITER_ANNOTATION: &str = "drillbench.dev/writes-every";
 
 /// How long a Job's pod runs before it succeeds, when nothing says.
 pub const JOB_RUN_MS: u64 = 60_000;
@@ -429,12 +470,25 @@ fn workload(
     let safe_to_evict = annotations
         .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
         .map(|v| v == "true");
+    let writes_every = match annotations.get(WRITER_ANNOTATION) {
+        None => None,
+        Some(v) => match v.parse::<crate::duration::Duration>() {
+            Ok(d) if d.as_millis() > 0 => Some(d.as_millis()),
+            _ => {
+                return Err(format!(
+                    "annotation {WRITER_ANNOTATION}: `{v}` is not a positive duration such as `10s`"
+                ));
+            }
+        },
+    };
     Ok(LoadedWorkload {
         namespace,
         name,
         kind,
         replicas: replicas.max(0) as u32,
         kind_name,
+        strategy: Strategy::default(),
+        cron: None,
         template: Rc::new(Template {
             labels,
             annotations,
@@ -454,7 +508,9 @@ fn workload(
             start_delay,
             safe_to_evict,
             refused_by,
-            class_fit: Default::default(),
+            writes_every,
+            class_views: Default::default(),
+            shared_labels: Default::default(),
         }),
     })
 }

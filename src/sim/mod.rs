@@ -34,9 +34,9 @@ use crate::drill::Drill;
 use crate::duration::Duration;
 use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
-use crate::observe::{AdmissionDecision, Observation, Placement, Stranding};
+use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
 use crate::report::{Event, EventKind, ObjectRef};
-use crate::scenario::spec::{AttachModel, BackupPhase, Release, TaintEffect};
+use crate::scenario::spec::{AttachModel, BackupPhase, BindingMode, Release, TaintEffect};
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
 
 /// Upstream defaults of the behaviour the simulator models.
@@ -94,6 +94,9 @@ pub enum SimError {
     /// A primitive named something that does not exist.
     #[error("{0}")]
     NotFound(String),
+    /// A primitive the simulator does not model for that object.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Things that happen later.
@@ -109,6 +112,7 @@ enum Action {
     Detach(ClaimId, NodeId),
     ReleaseVolume(ClaimId, NodeId),
     JobPodDone(PodId),
+    CronFire(WorkloadId),
     EndpointFailover,
     PromoteLearner(NodeId),
     JoinEtcd(NodeId),
@@ -180,6 +184,23 @@ pub struct Simulation {
     pub backups: Vec<Backup>,
     default_class: Option<String>,
     sched_cursor: usize,
+    /// The scheduler's compact per-node state (see [`scheduler`]).
+    hot: Vec<scheduler::HotNode>,
+    /// Per node: the index after its run of consecutive same-class nodes.
+    run_end: Vec<u32>,
+    /// Per node: the pod requests its capacity score was computed for, and
+    /// that score; valid until the node's requests change.
+    capacity_scores: Vec<(Resources, i64)>,
+    /// Buffers the scheduler reuses from pod to pod.
+    feasible_buf: Vec<NodeId>,
+    best_buf: Vec<NodeId>,
+    class_score_buf: Vec<i64>,
+    /// Per writer workload: the spans (start, end) during which one of its
+    /// pods was Ready and acknowledging writes; the last may be open.
+    writes: BTreeMap<WorkloadId, Vec<(Time, Option<Time>)>>,
+    /// Per node: its labels as shared with placements; cleared whenever its
+    /// labels change.
+    placement_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
     next_cp_ordinal: u32,
     /// What happened.
     pub obs: Observation,
@@ -227,6 +248,14 @@ impl Simulation {
             backups: Vec::new(),
             default_class,
             sched_cursor: 0,
+            hot: Vec::new(),
+            run_end: Vec::new(),
+            capacity_scores: Vec::new(),
+            feasible_buf: Vec::new(),
+            best_buf: Vec::new(),
+            class_score_buf: Vec::new(),
+            placement_labels: Vec::new(),
+            writes: BTreeMap::new(),
             next_cp_ordinal: 0,
             obs: Observation::default(),
             ready_counts: BTreeMap::new(),
@@ -449,9 +478,19 @@ impl Simulation {
                 pods: Vec::new(),
                 next_suffix: 0,
                 succeeded: 0,
+                strategy: w.strategy,
+                cron: w.cron,
             });
             self.workload_index.insert(key, id);
             self.dirty.insert(id);
+            if let (Some(_), WorkloadKind::Job { completions, .. }) =
+                (w.cron, &self.workloads[id].kind)
+            {
+                // Nothing runs before the first scheduled time: the CronJob
+                // counts as whole until then.
+                self.workloads[id].succeeded = *completions;
+                self.schedule_cron(id);
+            }
         }
         self.obs.not_simulated = loaded.not_simulated;
     }
@@ -470,6 +509,10 @@ impl Simulation {
             .map_or((AttachModel::Replicated, Release::Immediately), |s| {
                 (s.attach, s.release_on_node_loss)
             });
+        // A claim without a known class binds at once, as a pre-provisioned
+        // volume would, and goes anywhere.
+        let binding = storage.map_or(BindingMode::Immediate, |s| s.binding_mode);
+        let topology_key = storage.and_then(|s| s.topology_key.clone());
         let id = self.claims.len();
         self.claims.push(Claim {
             namespace: namespace.to_owned(),
@@ -477,12 +520,54 @@ impl Simulation {
             class,
             attach,
             release,
+            binding,
+            topology_key,
             bound: false,
+            pv_topology: None,
             attached: None,
             release_at: None,
         });
         self.claim_index.insert(key, id);
+        if binding == BindingMode::Immediate {
+            self.bind_claim_now(id);
+        }
         id
+    }
+
+    /// `Immediate` binding: the volume is provisioned when the claim is
+    /// created, before any consumer is known, in a topology domain the
+    /// provisioner picks (seeded: any domain a Ready node is in). Pods using
+    /// the claim are then confined to that domain, whether or not a node
+    /// there can take them.
+    fn bind_claim_now(&mut self, claim: ClaimId) {
+        self.claims[claim].bound = true;
+        let Some(key) = self.claims[claim].topology_key.clone() else {
+            return;
+        };
+        let domains: BTreeSet<&String> = self
+            .nodes
+            .iter()
+            .filter(|n| n.is_ready())
+            .filter_map(|n| n.labels().get(&key))
+            .collect();
+        if domains.is_empty() {
+            return;
+        }
+        let domains: Vec<String> = domains.into_iter().cloned().collect();
+        let pick = domains[self.rng.index(domains.len())].clone();
+        self.claims[claim].pv_topology = Some(pick);
+    }
+
+    /// `WaitForFirstConsumer` binding: the volume is provisioned where its
+    /// first consumer was scheduled, so it carries that node's domain.
+    fn bind_claim_for(&mut self, claim: ClaimId, node: NodeId) {
+        if self.claims[claim].bound {
+            return;
+        }
+        self.claims[claim].bound = true;
+        if let Some(key) = &self.claims[claim].topology_key {
+            self.claims[claim].pv_topology = self.nodes[node].labels().get(key).cloned();
+        }
     }
 
     // ----- recording -----
@@ -609,6 +694,18 @@ impl Simulation {
             } else {
                 ready
             };
+            if self.workloads[id].template.writes_every.is_some() {
+                let spans = self.writes.entry(id).or_default();
+                let open = spans.last().is_some_and(|(_, end)| end.is_none());
+                if ready > 0 && !open {
+                    spans.push((self.now, None));
+                } else if ready == 0
+                    && open
+                    && let Some(last) = spans.last_mut()
+                {
+                    last.1 = Some(self.now);
+                }
+            }
             if self.ready_counts.get(&id) != Some(&(ready, desired)) {
                 self.ready_counts.insert(id, (ready, desired));
                 let key = self.workloads[id].key.clone();
@@ -620,6 +717,51 @@ impl Simulation {
                     .push((self.now, ready, desired));
             }
         }
+    }
+
+    /// What each writer loses when its data, lost at `lost_at`, is restored
+    /// to `captured`: the writes it acknowledged after the capture point.
+    /// A writer acknowledges a write every interval from the moment one of
+    /// its pods is Ready (the first one interval later) until none is.
+    pub(super) fn data_lost(&self, lost_at: Time, captured: i64, schedule: &str) -> Vec<DataLoss> {
+        let lost = lost_at as i64;
+        self.writes
+            .iter()
+            .filter_map(|(&w, spans)| {
+                let every = self.workloads[w].template.writes_every? as i64;
+                let mut last_lost_ack = None;
+                let mut lost_writes = 0u64;
+                for &(start, end) in spans {
+                    let start = start as i64;
+                    // A write due as the writer stops is not acknowledged.
+                    let limit = match end {
+                        Some(end) if (end as i64) <= lost => end as i64 - 1,
+                        _ => lost,
+                    };
+                    if limit < start + every {
+                        continue;
+                    }
+                    let last = (limit - start) / every;
+                    let first = if captured < start {
+                        1
+                    } else {
+                        (captured - start) / every + 1
+                    };
+                    if last >= first {
+                        lost_writes += (last - first + 1) as u64;
+                        last_lost_ack = Some(start + last * every);
+                    }
+                }
+                Some(DataLoss {
+                    lost_at,
+                    schedule: schedule.to_owned(),
+                    writer: self.workloads[w].key.clone(),
+                    captured,
+                    last_lost_ack,
+                    lost_writes,
+                })
+            })
+            .collect()
     }
 
     fn desired_replicas(&self, id: WorkloadId) -> u32 {
@@ -745,6 +887,7 @@ impl Simulation {
                     }
                 }
             }
+            Action::CronFire(w) => self.cron_fire(w),
             Action::EndpointFailover => self.endpoint_failover(),
             Action::PromoteLearner(node) => {
                 if let Some(m) = self.cp.member_on(node)
@@ -1112,7 +1255,7 @@ impl Simulation {
         );
         self.record_placement(pod, node);
         for claim in self.pods[pod].claims.clone() {
-            self.claims[claim].bound = true;
+            self.bind_claim_for(claim, node);
         }
         self.try_start(pod);
     }
@@ -1128,16 +1271,35 @@ impl Simulation {
             .topology
             .pool(&n.pool)
             .is_some_and(|pool| pool.is_autoscaled());
+        // Labels are shared between placements rather than copied into
+        // each: a template's labels never change, and a node's are reused
+        // until they change (`set_node_metadata` forgets them).
+        let pod_labels = p
+            .template
+            .shared_labels
+            .get_or_init(|| Rc::new(p.template.labels.clone()))
+            .clone();
+        if self.placement_labels.len() <= node {
+            self.placement_labels.resize(node + 1, None);
+        }
+        let node_labels = match &self.placement_labels[node] {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared = Rc::new(n.labels().clone());
+                self.placement_labels[node] = Some(shared.clone());
+                shared
+            }
+        };
         let placement = Placement {
             at: self.now,
             pod: p.key(),
             namespace: p.namespace.clone(),
-            pod_labels: Rc::new(p.template.labels.clone()),
+            pod_labels,
             workload,
             node: n.name.clone(),
             pool: n.pool.clone(),
             autoscaled,
-            node_labels: Rc::new(n.labels().clone()),
+            node_labels,
             claims: p
                 .claims
                 .iter()
@@ -1312,9 +1474,8 @@ impl Simulation {
                 continue;
             }
             changed |= match self.workloads[w].kind.clone() {
-                WorkloadKind::Deployment | WorkloadKind::ReplicaSet | WorkloadKind::Pod => {
-                    self.reconcile_replicas(w)
-                }
+                WorkloadKind::Deployment => self.reconcile_deployment(w),
+                WorkloadKind::ReplicaSet | WorkloadKind::Pod => self.reconcile_replicas(w),
                 WorkloadKind::StatefulSet { .. } => self.reconcile_statefulset(w),
                 WorkloadKind::DaemonSet => self.reconcile_daemonset(w),
                 WorkloadKind::Job { completions, .. } => self.reconcile_job(w, completions),
@@ -1350,24 +1511,126 @@ impl Simulation {
             return true;
         }
         if active.len() > want {
-            // Scale down the way the ReplicaSet controller ranks pods:
-            // unscheduled first, then not ready, then the newest.
-            let mut ranked = active;
-            ranked.sort_by_key(|&p| {
-                let pod = &self.pods[p];
-                (
-                    pod.node.is_some(),
-                    pod.phase == PodPhase::Ready,
-                    std::cmp::Reverse(pod.created_at),
-                    std::cmp::Reverse(p),
-                )
-            });
+            let ranked = self.scale_down_order(active);
             for &pod in ranked.iter().take(ranked.len() - want) {
                 self.delete_pod(pod);
             }
             return true;
         }
         false
+    }
+
+    /// A Deployment: its pods made from an older template (the old
+    /// ReplicaSets) are replaced by pods of the current one as its strategy
+    /// allows; without old pods it is a ReplicaSet.
+    fn reconcile_deployment(&mut self, w: WorkloadId) -> bool {
+        let current = self.workloads[w].template.clone();
+        let is_old = |p: &SimPod| !Rc::ptr_eq(&p.template, &current);
+        // The common case, no rollout under way, costs no more than a
+        // ReplicaSet's reconcile.
+        if !self.workloads[w]
+            .pods
+            .iter()
+            .any(|&p| self.pods[p].phase != PodPhase::Gone && is_old(&self.pods[p]))
+        {
+            return self.reconcile_replicas(w);
+        }
+        let (old, new): (Vec<PodId>, Vec<PodId>) = self
+            .active_pods(w)
+            .into_iter()
+            .partition(|&p| is_old(&self.pods[p]));
+        let replicas = self.workloads[w].replicas;
+        let Some((surge, unavailable)) = self.workloads[w].strategy.fenceposts(replicas) else {
+            // Recreate: every old pod goes, and new ones come only once
+            // none is left, not even terminating.
+            if !old.is_empty() {
+                for pod in old {
+                    self.delete_pod(pod);
+                }
+                return true;
+            }
+            let lingering = self.workloads[w]
+                .pods
+                .iter()
+                .any(|&p| self.pods[p].phase != PodPhase::Gone && is_old(&self.pods[p]));
+            return !lingering && self.reconcile_replicas(w);
+        };
+        if old.is_empty() {
+            return self.reconcile_replicas(w);
+        }
+        let mut changed = false;
+        // The new ReplicaSet grows while the total stays within
+        // replicas + maxSurge (NewRSNewReplicas), or shrinks to replicas.
+        let all = old.len() + new.len();
+        let max_total = (replicas + surge) as usize;
+        let mut new_count = new.len();
+        if new_count < replicas as usize && all < max_total {
+            let add = (max_total - all).min(replicas as usize - new_count);
+            for _ in 0..add {
+                self.create_pod(w, None, None);
+            }
+            new_count += add;
+            changed = true;
+        } else if new_count > replicas as usize {
+            for &pod in self
+                .scale_down_order(new)
+                .iter()
+                .take(new_count - replicas as usize)
+            {
+                self.delete_pod(pod);
+            }
+            new_count = replicas as usize;
+            changed = true;
+        }
+        // Old pods go while at least replicas - maxUnavailable stay
+        // available (reconcileOldReplicaSets): first those that are not
+        // Ready (they cost no availability), then Ready ones.
+        let min_available = replicas.saturating_sub(unavailable) as i64;
+        let new_ready = self.workloads[w]
+            .pods
+            .iter()
+            .filter(|&&p| self.pods[p].phase == PodPhase::Ready && !is_old(&self.pods[p]))
+            .count() as i64;
+        let all = (old.len() + new_count) as i64;
+        let new_unavailable = new_count as i64 - new_ready;
+        let mut max_scaled_down = all - min_available - new_unavailable;
+        if max_scaled_down <= 0 {
+            return changed;
+        }
+        let ranked = self.scale_down_order(old);
+        let (unhealthy, healthy): (Vec<PodId>, Vec<PodId>) = ranked
+            .into_iter()
+            .partition(|&p| self.pods[p].phase != PodPhase::Ready);
+        for &pod in &unhealthy {
+            if max_scaled_down == 0 {
+                break;
+            }
+            self.delete_pod(pod);
+            max_scaled_down -= 1;
+            changed = true;
+        }
+        let available = healthy.len() as i64 + new_ready;
+        let scale_down = (available - min_available).min(healthy.len() as i64);
+        for &pod in healthy.iter().take(scale_down.max(0) as usize) {
+            self.delete_pod(pod);
+            changed = true;
+        }
+        changed
+    }
+
+    /// Pods in the order the ReplicaSet controller deletes them:
+    /// unscheduled first, then not Ready, then the newest.
+    fn scale_down_order(&self, mut pods: Vec<PodId>) -> Vec<PodId> {
+        pods.sort_by_key(|&p| {
+            let pod = &self.pods[p];
+            (
+                pod.node.is_some(),
+                pod.phase == PodPhase::Ready,
+                std::cmp::Reverse(pod.created_at),
+                std::cmp::Reverse(p),
+            )
+        });
+        pods
     }
 
     /// One pod per ordinal, at most: an ordinal whose pod still exists (even
@@ -1439,6 +1702,43 @@ impl Simulation {
             return true;
         }
         false
+    }
+
+    /// Queues a CronJob's next run: the first scheduled time after now.
+    fn schedule_cron(&mut self, w: WorkloadId) {
+        let Some(cron) = self.workloads[w].cron else {
+            return;
+        };
+        let now = EPOCH_SECONDS + (self.now / 1000) as i64;
+        if let Some(next) = cron.schedule.next_after(now) {
+            self.schedule(((next - EPOCH_SECONDS) * 1000) as Time, Action::CronFire(w));
+        }
+    }
+
+    /// A CronJob's scheduled time: a new run of its Job starts, unless it
+    /// is suspended or its policy says otherwise while a run is active.
+    fn cron_fire(&mut self, w: WorkloadId) {
+        self.schedule_cron(w);
+        let Some(cron) = self.workloads[w].cron else {
+            return;
+        };
+        if cron.suspend {
+            return;
+        }
+        let active = self.active_pods(w);
+        if !active.is_empty() {
+            match cron.concurrency {
+                Concurrency::Allow => {}
+                Concurrency::Forbid => return,
+                Concurrency::Replace => {
+                    for pod in active {
+                        self.delete_pod(pod);
+                    }
+                }
+            }
+        }
+        self.workloads[w].succeeded = 0;
+        self.dirty.insert(w);
     }
 
     // ----- backups -----

@@ -1,6 +1,8 @@
 //! What a drill, an operator or the autoscaler does to the simulated
 //! cluster: the primitives faults are made of.
 
+use std::rc::Rc;
+
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -408,6 +410,63 @@ impl Simulation {
             &format!("desired replicas set to {replicas}"),
         );
         self.retry_unschedulable();
+        self.settle();
+        Ok(())
+    }
+
+    /// Changes the image of a Deployment's pod template (of every
+    /// container, or of the named one), as `kubectl set image` does: the
+    /// Deployment controller then replaces its pods within `maxSurge` and
+    /// `maxUnavailable`. An unchanged template starts no rollout.
+    pub fn rollout_workload(
+        &mut self,
+        key: &str,
+        image: &str,
+        container: Option<&str>,
+    ) -> Result<(), SimError> {
+        let w = *self
+            .workload_index
+            .get(key)
+            .ok_or_else(|| SimError::NotFound(format!("no workload `{key}`")))?;
+        if self.workloads[w].kind != WorkloadKind::Deployment {
+            return Err(SimError::Unsupported(format!(
+                "{key}: rollouts are modelled for Deployments only"
+            )));
+        }
+        let old = self.workloads[w].template.clone();
+        let mut spec = old.spec.clone();
+        let mut found = false;
+        for c in spec.containers.iter_mut() {
+            if container.is_none_or(|name| name == c.name) {
+                found = true;
+                c.image = Some(image.to_owned());
+            }
+        }
+        if !found {
+            return Err(SimError::NotFound(format!(
+                "{key}: no container `{}`",
+                container.unwrap_or_default()
+            )));
+        }
+        if spec == old.spec {
+            return Ok(());
+        }
+        self.workloads[w].template = Rc::new(old.with_spec(spec));
+        self.dirty.insert(w);
+        let (ns, name) = (
+            self.workloads[w].namespace.clone(),
+            self.workloads[w].name.clone(),
+        );
+        self.record(
+            EventKind::WorkloadRolledOut,
+            crate::report::ObjectRef {
+                kind: "Deployment".to_owned(),
+                namespace: ns,
+                name,
+            },
+            None,
+            &format!("pod template changed (image {image}): rolling update started"),
+        );
         self.settle();
         Ok(())
     }

@@ -4,7 +4,8 @@
 //! Filters: the node is Ready and not being deleted; cordon (unless
 //! tolerated); taints with NoSchedule/NoExecute; `nodeSelector` and required
 //! node affinity; requests against allocatable (CPU, memory, pod count);
-//! required pod affinity and anti-affinity by topology key. Scores, with the
+//! the node affinity of the pod's bound volumes (VolumeBinding); required
+//! pod affinity and anti-affinity by topology key. Scores, with the
 //! default plugin weights: NodeResourcesFit least-allocated (1), NodeAffinity
 //! preferred terms normalised to 0–100 (2), TaintToleration
 //! PreferNoSchedule (3), NodeResourcesBalancedAllocation (1). Ties are
@@ -13,15 +14,21 @@
 //! Like kube-scheduler, it stops filtering once it has found enough
 //! feasible nodes (`percentageOfNodesToScore`, adaptive: 50 % minus one
 //! per 125 nodes, at least 5 %, at least 100 nodes), starting where the
-//! previous pod stopped. Node affinity and taints are judged once per node
-//! class (nodes that differ only by name) and cached on the pod template.
+//! previous pod stopped. Node affinity, taints and the preferred-affinity
+//! and PreferNoSchedule standing are judged once per (pod template, node
+//! class) and cached on the template; the scan itself reads a compact
+//! per-node array ([`HotNode`]: free CPU and memory, pod room, class, one
+//! flag) instead of the full node structs, and only the capacity part of
+//! the score is computed per node (and kept until that node's requests
+//! change). Every shortcut decides exactly what the full filters decide:
+//! a node the flag does not vouch for goes through them.
 //!
 //! Not modelled: PodTopologySpread (including the default constraints),
 //! preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use super::Simulation;
-use super::world::{NodeId, PodId, PodPhase, SimNode, Template};
+use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
 use crate::k8s::taints::{cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker};
 use crate::report::EventKind;
 
@@ -45,6 +52,7 @@ enum Misfit {
     Taint,
     Affinity,
     Resources,
+    VolumeAffinity,
     PodAffinity,
 }
 
@@ -56,6 +64,7 @@ impl Misfit {
             Misfit::Taint => "node(s) had untolerated taint(s)",
             Misfit::Affinity => "node(s) didn't match Pod's node affinity/selector",
             Misfit::Resources => "Insufficient cpu, memory or pods",
+            Misfit::VolumeAffinity => "node(s) had volume node affinity conflict",
             Misfit::PodAffinity => "node(s) didn't satisfy pod (anti-)affinity rules",
         }
     }
@@ -64,7 +73,13 @@ impl Misfit {
 impl Simulation {
     /// Binds pending pods in creation order; true if any was bound.
     pub(super) fn schedule_pending(&mut self) -> bool {
+        if self.pending.is_empty() {
+            return false;
+        }
         let pending: Vec<PodId> = self.pending.iter().map(|&(_, p)| p).collect();
+        // Nodes may have changed in any way since the last pass; within the
+        // pass only bindings change them, and each binding refreshes its node.
+        self.refresh_hot();
         let mut bound = false;
         for pod in pending {
             if self.pods[pod].phase != PodPhase::Pending {
@@ -73,6 +88,7 @@ impl Simulation {
             match self.pick_node(pod) {
                 Ok(node) => {
                     self.bind(pod, node);
+                    self.hot_after_bind(node);
                     bound = true;
                 }
                 Err(reason) => {
@@ -95,40 +111,116 @@ impl Simulation {
         }
     }
 
+    /// The compact state of every node, rebuilt from the nodes.
+    fn refresh_hot(&mut self) {
+        // The buffers are reused: small drills settle thousands of times.
+        let mut hot = std::mem::take(&mut self.hot);
+        hot.clear();
+        hot.extend((0..self.nodes.len()).map(|n| self.hot_node(n)));
+        // Where each node's run of same-class neighbours ends.
+        let mut run_end = std::mem::take(&mut self.run_end);
+        run_end.clear();
+        run_end.resize(hot.len(), 0);
+        for n in (0..hot.len()).rev() {
+            run_end[n] = if n + 1 < hot.len() && hot[n + 1].class == hot[n].class {
+                run_end[n + 1]
+            } else {
+                (n + 1) as u32
+            };
+        }
+        self.hot = hot;
+        self.run_end = run_end;
+        self.capacity_scores.clear();
+        self.capacity_scores
+            .resize(self.nodes.len(), (NOT_SCORED, 0));
+    }
+
+    /// A node's compact state after a pod was bound to it: only its
+    /// requests and pod count changed.
+    fn hot_after_bind(&mut self, node: NodeId) {
+        let n = &self.nodes[node];
+        let h = &mut self.hot[node];
+        h.free = n.allocatable.minus(n.requested);
+        h.room = n.max_pods.saturating_sub(n.pods.len() as u32);
+        self.capacity_scores[node].0 = NOT_SCORED;
+    }
+
+    /// One node's compact state.
+    fn hot_node(&self, node: NodeId) -> HotNode {
+        let n = &self.nodes[node];
+        let class_taints = self.class_objects[n.class]
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[]);
+        HotNode {
+            free: n.allocatable.minus(n.requested),
+            room: n.max_pods.saturating_sub(n.pods.len() as u32),
+            class: n.class as u32,
+            plain: n.is_ready()
+                && n.server_up
+                && !n.draining
+                && !n.unschedulable()
+                && n.taints() == class_taints,
+        }
+    }
+
     /// The node kube-scheduler would pick, or why none fits.
     fn pick_node(&mut self, pod: PodId) -> Result<NodeId, String> {
         let template = self.pods[pod].template.clone();
-        let classes = self.class_view(&template);
+        self.fill_class_views(&template);
+        let views = template.class_views.borrow();
         let all = self.nodes.len();
         let wanted = feasible_nodes_to_find(all);
-        let mut feasible: Vec<NodeId> = Vec::with_capacity(wanted.min(all));
-        let mut misfits: [usize; 6] = [0; 6];
+        let mut feasible = std::mem::take(&mut self.feasible_buf);
+        feasible.clear();
         let start = self.sched_cursor % all.max(1);
+        let (node_level, pod_level) = self.levels(&template, pod);
         let mut examined = 0;
-        for offset in 0..all {
-            let node = (start + offset) % all;
-            examined += 1;
+        let mut remaining = all;
+        let mut node = start;
+        // The maxima the score normalises by, over the feasible nodes.
+        let mut max_preferred = 0;
+        let mut max_intolerable = 0;
+        while remaining > 0 {
+            let h = self.hot[node];
+            let view = views[h.class as usize].unwrap_or_default();
             // A node of a class the pod's affinity refuses fails whatever
-            // else holds; counting why exactly only matters when nothing
-            // fits, and then the pass below recounts in filter order.
-            if !classes[self.nodes[node].class].fits {
+            // else holds, and so does every node of its run (the nodes after
+            // it of the same class): they are examined, infeasible, at once.
+            // Counting why exactly only matters when nothing fits, and then
+            // the pass below recounts in filter order.
+            if !view.fits {
+                let run = (self.run_end[node] as usize - node).min(remaining);
+                examined += run;
+                remaining -= run;
+                node += run;
+                if node == all {
+                    node = 0;
+                }
                 continue;
             }
-            match self.misfit(&template, &classes, pod, node) {
-                None => {
-                    feasible.push(node);
-                    if feasible.len() >= wanted {
-                        break;
-                    }
+            examined += 1;
+            remaining -= 1;
+            if self.fits(&template, &views, pod, node, node_level, pod_level) {
+                feasible.push(node);
+                max_preferred = max_preferred.max(view.preferred);
+                max_intolerable = max_intolerable.max(view.intolerable);
+                if feasible.len() >= wanted {
+                    break;
                 }
-                Some(m) => misfits[m as usize] += 1,
+            }
+            node += 1;
+            if node == all {
+                node = 0;
             }
         }
         self.sched_cursor = (start + examined) % all.max(1);
         if feasible.is_empty() {
-            misfits = [0; 6];
+            self.feasible_buf = feasible;
+            let mut misfits: [usize; 7] = [0; 7];
             for node in 0..all {
-                if let Some(m) = self.misfit(&template, &classes, pod, node) {
+                if let Some(m) = self.misfit(&template, &views, pod, node) {
                     misfits[m as usize] += 1;
                 }
             }
@@ -138,6 +230,7 @@ impl Simulation {
                 Misfit::Taint,
                 Misfit::Affinity,
                 Misfit::Resources,
+                Misfit::VolumeAffinity,
                 Misfit::PodAffinity,
             ]
             .iter()
@@ -153,42 +246,92 @@ impl Simulation {
                 reasons.join(", ")
             ));
         }
-        Ok(self.best(&template, &classes, &feasible))
+        let best = self.best(
+            &template,
+            &views,
+            &feasible,
+            (max_preferred, max_intolerable),
+        );
+        self.feasible_buf = feasible;
+        Ok(best)
+    }
+
+    /// Whether a pod needs more than the compact state: required rules
+    /// that name single nodes or bound volumes confined to a domain (node
+    /// level), or pod (anti-)affinity (pod level).
+    fn levels(&self, template: &Template, pod: PodId) -> (bool, bool) {
+        let node_level = template.per_node
+            || self.pods[pod]
+                .claims
+                .iter()
+                .any(|&c| self.claims[c].pv_topology.is_some());
+        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
+        (node_level, pod_level)
+    }
+
+    /// Whether the pod fits the node: from the compact state when the
+    /// node's flag and the class's verdicts vouch for everything but
+    /// capacity, through the full filters otherwise. Decides exactly what
+    /// `misfit(…).is_none()` decides (a test holds it to that).
+    #[inline]
+    fn fits(
+        &self,
+        template: &Template,
+        views: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+        node_level: bool,
+        pod_level: bool,
+    ) -> bool {
+        let h = self.hot[node];
+        let view = views[h.class as usize].unwrap_or_default();
+        if h.plain && view.fits && view.tolerated && !node_level {
+            let requests = template.requests;
+            requests.cpu <= h.free.cpu
+                && requests.memory <= h.free.memory
+                && h.room > 0
+                && (!pod_level || self.pod_affinity_ok(template, pod, &self.nodes[node]))
+        } else {
+            self.misfit(template, views, pod, node).is_none()
+        }
     }
 
     /// What a template makes of each node class: whether the class's labels
-    /// and taints admit it, and the class's preferred-affinity and
-    /// PreferNoSchedule standing. Judged once per pod rather than per node,
-    /// since a class's nodes differ only by name.
-    fn class_view(&self, template: &Template) -> Vec<ClassView> {
-        let mut cache = template.class_fit.borrow_mut();
-        if cache.len() < self.classes.len() {
-            cache.resize(self.classes.len(), None);
+    /// admit it and its taints are tolerated, and the class's
+    /// preferred-affinity and PreferNoSchedule standing. Judged once per
+    /// (template, class) and kept on the template, since a class's nodes
+    /// differ only by name and a class never changes (a relabelled node
+    /// moves to another class).
+    fn fill_class_views(&self, template: &Template) {
+        let mut cache = template.class_views.borrow_mut();
+        if cache.len() >= self.class_objects.len() && cache.iter().all(Option::is_some) {
+            return;
         }
-        self.class_objects
-            .iter()
-            .enumerate()
-            .map(|(class, object)| {
-                let fits = template.per_node
-                    || *cache[class].get_or_insert_with(|| template.required.matches(object));
-                let taints = object
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.taints.as_deref())
-                    .unwrap_or(&[]);
-                ClassView {
-                    fits,
-                    preferred: template.preferences.score(object),
-                    intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
-                }
-            })
-            .collect()
+        if cache.len() < self.class_objects.len() {
+            cache.resize(self.class_objects.len(), None);
+        }
+        for (class, object) in self.class_objects.iter().enumerate() {
+            if cache[class].is_some() {
+                continue;
+            }
+            let taints = object
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or(&[]);
+            cache[class] = Some(ClassView {
+                fits: template.per_node || template.required.matches(object),
+                tolerated: scheduling_blocker(taints, &template.tolerations).is_none(),
+                preferred: template.preferences.score(object),
+                intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
+            });
+        }
     }
 
     fn misfit(
         &self,
         template: &Template,
-        classes: &[ClassView],
+        classes: &[Option<ClassView>],
         pod: PodId,
         node: NodeId,
     ) -> Option<Misfit> {
@@ -204,17 +347,33 @@ impl Simulation {
         if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
             return Some(Misfit::Taint);
         }
-        if !classes[n.class].fits || (template.per_node && !template.required.matches(&n.object)) {
+        let fits = classes[n.class].is_some_and(|c| c.fits);
+        if !fits || (template.per_node && !template.required.matches(&n.object)) {
             return Some(Misfit::Affinity);
         }
         let requests = template.requests;
         if !n.requested.plus(requests).fits_in(n.allocatable) || n.pods.len() as u32 >= n.max_pods {
             return Some(Misfit::Resources);
         }
+        if !self.volume_topology_ok(pod, n) {
+            return Some(Misfit::VolumeAffinity);
+        }
         if !self.pod_affinity_ok(template, pod, n) {
             return Some(Misfit::PodAffinity);
         }
         None
+    }
+
+    /// VolumeBinding for bound volumes: the node is in the topology domain
+    /// each of the pod's volumes was provisioned in (its PV node affinity).
+    fn volume_topology_ok(&self, pod: PodId, n: &SimNode) -> bool {
+        self.pods[pod].claims.iter().all(|&c| {
+            let claim = &self.claims[c];
+            match (&claim.topology_key, &claim.pv_topology) {
+                (Some(key), Some(value)) => n.labels().get(key) == Some(value),
+                _ => true,
+            }
+        })
     }
 
     fn pod_affinity_ok(&self, template: &Template, pod: PodId, n: &SimNode) -> bool {
@@ -270,31 +429,46 @@ impl Simulation {
     }
 
     /// The highest-scoring feasible node; ties broken by the seeded generator.
-    fn best(&mut self, template: &Template, classes: &[ClassView], feasible: &[NodeId]) -> NodeId {
-        let preferred = |n: NodeId| classes[self.nodes[n].class].preferred;
-        let intolerable = |n: NodeId| classes[self.nodes[n].class].intolerable;
-        let max_preferred = feasible.iter().map(|&n| preferred(n)).max().unwrap_or(0);
-        let max_intolerable = feasible.iter().map(|&n| intolerable(n)).max().unwrap_or(0);
-        let mut best_score = i64::MIN;
-        let mut best: Vec<NodeId> = Vec::new();
-        for &node in feasible {
-            let n = &self.nodes[node];
-            let after = n.requested.plus(template.requests);
-            let least = (free_share(n.allocatable.cpu, after.cpu)
-                + free_share(n.allocatable.memory, after.memory))
-                / 2;
-            let balanced = balanced_allocation(n.allocatable, after);
+    fn best(
+        &mut self,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        feasible: &[NodeId],
+        (max_preferred, max_intolerable): (i64, usize),
+    ) -> NodeId {
+        // The node-affinity and taint parts depend only on the class once
+        // the maxima are known.
+        let mut class_part = std::mem::take(&mut self.class_score_buf);
+        class_part.clear();
+        class_part.extend(classes.iter().map(|c| {
+            let c = c.unwrap_or_default();
             let affinity = if max_preferred > 0 {
-                preferred(node) * 100 / max_preferred
+                c.preferred * 100 / max_preferred
             } else {
                 0
             };
             let taint = if max_intolerable > 0 {
-                100 - (intolerable(node) as i64) * 100 / (max_intolerable as i64)
+                100 - (c.intolerable as i64) * 100 / (max_intolerable as i64)
             } else {
                 100
             };
-            let score = least + 2 * affinity + 3 * taint + balanced;
+            2 * affinity + 3 * taint
+        }));
+        let requests = template.requests;
+        let mut best_score = i64::MIN;
+        let mut best = std::mem::take(&mut self.best_buf);
+        best.clear();
+        for &node in feasible {
+            let (scored_for, cached) = self.capacity_scores[node];
+            let capacity = if scored_for == requests {
+                cached
+            } else {
+                let n = &self.nodes[node];
+                let score = capacity_score(n.allocatable, n.requested.plus(requests));
+                self.capacity_scores[node] = (requests, score);
+                score
+            };
+            let score = capacity + class_part[self.hot[node].class as usize];
             if score > best_score {
                 best_score = score;
                 best.clear();
@@ -303,15 +477,53 @@ impl Simulation {
                 best.push(node);
             }
         }
-        best[self.rng.index(best.len())]
+        let picked = best[self.rng.index(best.len())];
+        self.best_buf = best;
+        self.class_score_buf = class_part;
+        picked
     }
+}
+
+/// A capacity score that was never computed (no pod requests -1 CPU).
+pub(super) const NOT_SCORED: Resources = Resources {
+    cpu: -1,
+    memory: -1,
+};
+
+/// What the scheduler's scan reads of a node: kept compact so that the
+/// scan over thousands of nodes stays in cache. Rebuilt at the start of
+/// every scheduling pass and refreshed for each node a pod is bound to.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct HotNode {
+    /// Allocatable minus requested.
+    free: Resources,
+    /// Pods it can still take.
+    room: u32,
+    /// Its scheduling class.
+    class: u32,
+    /// Ready, running, not draining, not cordoned, and tainted exactly as
+    /// its class: the class's verdict on taints holds for it.
+    plain: bool,
+}
+
+/// NodeResourcesFit least-allocated plus BalancedAllocation, for a node
+/// with `after` requested.
+fn capacity_score(allocatable: Resources, after: Resources) -> i64 {
+    let least =
+        (free_share(allocatable.cpu, after.cpu) + free_share(allocatable.memory, after.memory)) / 2;
+    least + balanced_allocation(allocatable, after)
 }
 
 /// What one pod template makes of one node class.
 #[derive(Debug, Clone, Copy, Default)]
-struct ClassView {
+pub(crate) struct ClassView {
+    /// The class's labels pass nodeSelector and required node affinity.
     fits: bool,
+    /// The class's own taints are tolerated (NoSchedule, NoExecute).
+    tolerated: bool,
+    /// Sum of the weights of the preferred terms the class matches.
     preferred: i64,
+    /// Untolerated PreferNoSchedule taints of the class.
     intolerable: usize,
 }
 
@@ -353,6 +565,117 @@ mod tests {
         assert_eq!(feasible_nodes_to_find(10_000), 500);
         // 1000 nodes: 42 % = 420.
         assert_eq!(feasible_nodes_to_find(1000), 420);
+    }
+
+    /// A cluster whose nodes are in every state the compact flag must not
+    /// vouch for: cordoned, draining, NotReady with the unreachable taints,
+    /// tainted beyond their class; and templates at node level (hostname
+    /// affinity), pod level (anti-affinity), tolerating everything, too big.
+    fn varied() -> Simulation {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let deployment = |name: &str, replicas: u32, memory: &str, spec: &str| {
+            format!(
+                "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: apps}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+{spec}      containers: [{{name: c, image: pause, resources: {{requests: {{cpu: 100m, memory: {memory}}}}}}}]
+---
+"
+            )
+        };
+        let manifests = [
+            deployment("plain", 6, "1Gi", "      nodeSelector: {tier: a}\n"),
+            deployment(
+                "spread",
+                3,
+                "1Gi",
+                "      tolerations: [{key: dedicated, operator: Equal, value: b, effect: NoSchedule}]\n      affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: spread}}, topologyKey: kubernetes.io/hostname}]}}\n",
+            ),
+            deployment(
+                "pinned",
+                1,
+                "1Gi",
+                "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [a-2, b-1]}]}]}}}\n",
+            ),
+            deployment("anywhere", 2, "1Gi", "      tolerations: [{operator: Exists}]\n"),
+            deployment("huge", 1, "30Gi", "      nodeSelector: {tier: a}\n"),
+        ]
+        .concat();
+        std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+        let text = "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: varied}
+cluster:
+  pools:
+    - {name: a, count: 5, serverType: cx43, namePattern: 'a-{n}', labels: {tier: a}}
+    - name: b
+      count: 4
+      serverType: cx43
+      namePattern: 'b-{n}'
+      labels: {tier: b}
+      taints: [{key: dedicated, value: b, effect: NoSchedule}]
+workloads: [{path: manifests.yaml}]
+";
+        let source =
+            crate::scenario::SourceFile::new(dir.path().join("drill.yaml"), text.to_owned());
+        let drill = crate::drill::Drill::from_source(source)
+            .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let mut sim = Simulation::new(&drill, 3).expect("provisions");
+        sim.advance_to(60_000);
+        let id = |sim: &Simulation, name: &str| sim.node_id(name).expect("node");
+        let cordoned = id(&sim, "a-2");
+        sim.cordon(cordoned);
+        let draining = id(&sim, "a-4");
+        sim.nodes[draining].draining = true;
+        let lost = id(&sim, "b-3");
+        sim.crash_node(lost);
+        let extra = id(&sim, "a-5");
+        sim.add_taint(extra, "example.com/maintenance", "NoSchedule");
+        let soft = id(&sim, "b-2");
+        sim.add_taint(soft, "example.com/slow", "PreferNoSchedule");
+        sim.advance_to(3 * 60_000);
+        sim
+    }
+
+    #[test]
+    fn the_compact_path_decides_what_the_full_filters_decide() {
+        let mut sim = varied();
+        sim.refresh_hot();
+        let lost = sim.node_id("b-3").expect("node");
+        assert!(!sim.nodes[lost].is_ready(), "the crashed node is NotReady");
+        let mut compared = 0;
+        let mut fitting = 0;
+        let mut vouched = 0;
+        for w in 0..sim.workloads.len() {
+            let template = sim.workloads[w].template.clone();
+            let Some(&pod) = sim.workloads[w].pods.first() else {
+                continue;
+            };
+            sim.fill_class_views(&template);
+            let views = template.class_views.borrow();
+            let (node_level, pod_level) = sim.levels(&template, pod);
+            for node in 0..sim.nodes.len() {
+                let full = sim.misfit(&template, &views, pod, node).is_none();
+                let fast = sim.fits(&template, &views, pod, node, node_level, pod_level);
+                assert_eq!(
+                    fast, full,
+                    "{} on {}",
+                    sim.workloads[w].key, sim.nodes[node].name
+                );
+                compared += 1;
+                fitting += usize::from(full);
+                vouched += usize::from(sim.hot[node].plain);
+            }
+        }
+        // The comparison covers both outcomes and both paths.
+        assert!(fitting > 0 && fitting < compared, "{fitting} of {compared}");
+        assert!(vouched > 0 && vouched < compared, "{vouched} of {compared}");
     }
 
     #[test]

@@ -15,7 +15,8 @@ use kube::core::Selector;
 use super::clock::Time;
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
-use crate::scenario::spec::{AttachModel, Release};
+use crate::k8s::rollout::Strategy;
+use crate::scenario::spec::{AttachModel, BindingMode, Release};
 
 /// Index of a node.
 pub type NodeId = usize;
@@ -173,9 +174,43 @@ pub struct Template {
     pub safe_to_evict: Option<bool>,
     /// Which guard refused the template, if one did (`Enforce`).
     pub refused_by: Option<String>,
-    /// Per node class: does the class pass the node-level static filters
-    /// (taints and node affinity)? Filled lazily by the scheduler.
-    pub class_fit: std::cell::RefCell<Vec<Option<bool>>>,
+    /// A writer acknowledges one write this often (ms) while one of its
+    /// pods is Ready (annotation `drillbench.dev/writes-every`).
+    pub writes_every: Option<u64>,
+    /// `labels`, shared by the placements of the pods made from it.
+    pub(crate) shared_labels: std::cell::OnceCell<Rc<BTreeMap<String, String>>>,
+    /// Per node class: what the class's labels and taints make of this
+    /// template (filters and the static part of the score). Filled lazily
+    /// by the scheduler; a class never changes, so an entry never goes stale.
+    pub(crate) class_views: std::cell::RefCell<Vec<Option<super::scheduler::ClassView>>>,
+}
+
+impl Template {
+    /// The same template with another pod spec whose changes do not touch
+    /// scheduling (an image), as a rollout makes it: a new object, so pods
+    /// made from it are told from the old ones by identity.
+    pub fn with_spec(&self, spec: PodSpec) -> Template {
+        Template {
+            labels: self.labels.clone(),
+            annotations: self.annotations.clone(),
+            spec,
+            requests: self.requests,
+            required: self.required.clone(),
+            per_node: self.per_node,
+            preferences: self.preferences.clone(),
+            tolerations: self.tolerations.clone(),
+            anti_affinity: self.anti_affinity.clone(),
+            affinity: self.affinity.clone(),
+            claim_volumes: self.claim_volumes.clone(),
+            local_storage: self.local_storage,
+            start_delay: self.start_delay,
+            safe_to_evict: self.safe_to_evict,
+            refused_by: self.refused_by.clone(),
+            writes_every: self.writes_every,
+            shared_labels: Default::default(),
+            class_views: Default::default(),
+        }
+    }
 }
 
 /// Where a pod is in its life.
@@ -293,6 +328,33 @@ pub struct Workload {
     pub next_suffix: u64,
     /// Jobs: completions so far.
     pub succeeded: u32,
+    /// How a Deployment replaces pods made from an older template.
+    pub strategy: Strategy,
+    /// A CronJob's schedule: its Job runs again at each scheduled time.
+    pub cron: Option<CronRun>,
+}
+
+/// A CronJob's schedule and the policies that decide each run.
+#[derive(Debug, Clone, Copy)]
+pub struct CronRun {
+    /// When runs are due (UTC).
+    pub schedule: crate::k8s::cron::Schedule,
+    /// What a run due while the previous one is still active does.
+    pub concurrency: Concurrency,
+    /// `spec.suspend`: due runs are skipped.
+    pub suspend: bool,
+}
+
+/// `spec.concurrencyPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    /// The run starts anyway. The simulator keeps one pod count per
+    /// CronJob, so overlapping runs share it rather than adding up.
+    Allow,
+    /// The run is skipped.
+    Forbid,
+    /// The active run's pods are deleted and the new run starts.
+    Replace,
 }
 
 /// A persistent volume claim and the state of its volume.
@@ -308,8 +370,15 @@ pub struct Claim {
     pub attach: AttachModel,
     /// What happens to an attachment when its node departs.
     pub release: Release,
+    /// When its volume is bound (and, with a topology key, where).
+    pub binding: BindingMode,
+    /// The node label its volume is confined to, if its class has one.
+    pub topology_key: Option<String>,
     /// Whether a volume is bound to it.
     pub bound: bool,
+    /// The bound volume's node affinity: the value of `topology_key` it
+    /// was provisioned in. Pods using the claim only fit nodes carrying it.
+    pub pv_topology: Option<String>,
     /// The node its volume is attached to (single-attach volumes).
     pub attached: Option<NodeId>,
     /// When a departed node's attachment will be released.

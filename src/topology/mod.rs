@@ -204,6 +204,9 @@ pub struct StorageClass {
     pub release_on_node_loss: Release,
     /// Whether claims without a class get this one.
     pub default: bool,
+    /// The node label its volumes are confined to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_key: Option<String>,
 }
 
 /// The stable API endpoint.
@@ -352,6 +355,7 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
                 |r| r.value,
             ),
             default: c.default,
+            topology_key: c.topology_key.clone(),
         })
         .collect();
 
