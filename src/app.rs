@@ -229,6 +229,13 @@ fn run_and_report(
 /// create, without `--allow-destructive CTX`, is bad input (exit 2: the
 /// flags do not allow what the drill asks; nothing ran).
 fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    if let Err(e) = crate::interrupt::install() {
+        let _ = writeln!(
+            io.err,
+            "error: cannot handle Ctrl-C, so teardown could not be promised: {e}; nothing ran"
+        );
+        return Exit::Infrastructure;
+    }
     use crate::backend::kube::{self, KubeBackend, KubeOptions, access};
     use crate::backend::machines::{Machines, NoMachines};
     use crate::backend::served::{self, BenchApi, ServedSimMachines};
@@ -364,6 +371,13 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
 /// and torn down at its end. What the backend cannot do is refused before
 /// anything is created.
 fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    if let Err(e) = crate::interrupt::install() {
+        let _ = writeln!(
+            io.err,
+            "error: cannot handle Ctrl-C, so teardown could not be promised: {e}; nothing ran"
+        );
+        return Exit::Infrastructure;
+    }
     use crate::backend::clean::Registry;
     use crate::backend::docker::RunId;
     use crate::backend::kube::{KubeBackend, KubeOptions};

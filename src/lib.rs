@@ -14,6 +14,7 @@ pub mod drill;
 pub mod duration;
 pub mod endpoint;
 pub mod exit;
+pub mod interrupt;
 pub mod k8s;
 pub mod manifest;
 pub mod observe;

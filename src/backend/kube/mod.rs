@@ -787,7 +787,8 @@ impl KubeBackend {
                 self.step_to(target)
             }
             Clock::Wall { .. } => {
-                while self.now() < until {
+                // A wait may be an hour long; a stop asked for ends it.
+                while self.now() < until && !crate::interrupt::requested() {
                     self.sync()?;
                 }
                 Ok(())
@@ -1087,6 +1088,10 @@ impl Backend for KubeBackend {
         // Once the cluster is lost, time no longer passes for the drill:
         // the runner's waits end at once and the drill is aborted.
         if self.observer.obs.aborted.is_some() {
+            return;
+        }
+        if crate::interrupt::requested() {
+            self.observer.obs.aborted = Some("interrupted (Ctrl-C or SIGTERM)".to_owned());
             return;
         }
         if let Err(e) = self.try_advance_to(until) {
