@@ -358,6 +358,9 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
                 name: "kubeconfig",
                 run_id: kube::run_id(drill, seed),
                 read_only,
+                // A served simulator admits through the drill's guards and
+                // an existing cluster through its own policies.
+                admit_guards: false,
             },
         )
         .map_err(|e| RunError::Provision(crate::backend::BackendError::from(e).to_string()))?;
@@ -434,6 +437,8 @@ fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
                     name,
                     run_id: run.as_str().to_owned(),
                     read_only: false,
+                    // kind and Talos run no policy engine: the bench admits.
+                    admit_guards: true,
                 },
             )
             .map_err(|e| RunError::Provision(crate::backend::BackendError::from(e).to_string()))?;

@@ -369,6 +369,7 @@ fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdict
                 name: "kubeconfig",
                 run_id: drillbench::backend::kube::run_id(drill, seed),
                 read_only: false,
+                admit_guards: false,
             },
         )
         .map_err(drillbench::backend::BackendError::from)?;
@@ -475,6 +476,7 @@ fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
                 name: "kubeconfig",
                 run_id: drillbench::backend::kube::run_id(drill, seed),
                 read_only: false,
+                admit_guards: false,
             },
         )
         .map_err(drillbench::backend::BackendError::from)?;

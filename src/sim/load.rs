@@ -434,26 +434,16 @@ fn workload(
         }
     }
     let mut refused_by = None;
-    for guard in ctx.guards {
-        if !guard_matches(&guard.matches, &namespace, &labels, &classes) {
-            continue;
+    for decision in admit(ctx.guards, &namespace, &labels, &classes, &mut spec) {
+        if decision.refused && refused_by.is_none() {
+            refused_by = Some(decision.guard.clone());
         }
-        if guard.mutate {
-            inject_requirement(&mut spec, &guard.require.node_affinity);
-        }
-        if guard.unlabelled_term {
-            // The weakened guard is this shape: it no longer checks.
-            add_unlabelled_term(&mut spec);
-            continue;
-        }
-        if let Some(reason) = violation(&spec, &guard.require.node_affinity) {
-            let refused = guard.action == GuardAction::Enforce;
-            ctx.admissions
-                .push((guard.name.value.clone(), key.clone(), refused, reason));
-            if refused && refused_by.is_none() {
-                refused_by = Some(guard.name.value.clone());
-            }
-        }
+        ctx.admissions.push((
+            decision.guard,
+            key.clone(),
+            decision.refused,
+            decision.reason,
+        ));
     }
 
     let requests = pod_requests(&spec).map_err(|e| e.to_string())?;
@@ -513,6 +503,53 @@ fn workload(
             shared_labels: Default::default(),
         }),
     })
+}
+
+/// One guard's verdict on a pod template it matched and found wanting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardDecision {
+    /// The guard.
+    pub guard: String,
+    /// Whether it refused the template (`Enforce`) or only recorded it.
+    pub refused: bool,
+    /// Why the template breaks the rule.
+    pub reason: String,
+}
+
+/// Runs the drill's guards over a pod template as the platform's
+/// admission policies do: a mutating guard first adds its requirement,
+/// then each matching guard checks it. `classes` are the storage classes
+/// of the claims the pod mounts (the default class already filled in).
+/// Returns the violations; `spec` is left as admitted.
+pub fn admit(
+    guards: &[GuardSpec],
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    classes: &[Option<String>],
+    spec: &mut PodSpec,
+) -> Vec<GuardDecision> {
+    let mut decisions = Vec::new();
+    for guard in guards {
+        if !guard_matches(&guard.matches, namespace, labels, classes) {
+            continue;
+        }
+        if guard.mutate {
+            inject_requirement(spec, &guard.require.node_affinity);
+        }
+        if guard.unlabelled_term {
+            // The weakened guard is this shape: it no longer checks.
+            add_unlabelled_term(spec);
+            continue;
+        }
+        if let Some(reason) = violation(spec, &guard.require.node_affinity) {
+            decisions.push(GuardDecision {
+                guard: guard.name.value.clone(),
+                refused: guard.action == GuardAction::Enforce,
+                reason,
+            });
+        }
+    }
+    decisions
 }
 
 /// Whether a guard's pod selection matches a template.

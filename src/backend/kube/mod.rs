@@ -23,6 +23,7 @@
 //! whenever it is called.
 
 pub mod access;
+pub mod admission;
 pub mod drain;
 pub mod observer;
 
@@ -133,6 +134,10 @@ pub struct KubeOptions {
     /// Whether the bench may change the cluster; a read-only backend
     /// applies nothing and declares no capability.
     pub read_only: bool,
+    /// Whether the bench admits the workloads through the drill's guards
+    /// before applying them: for clusters of its own that run no policy
+    /// engine (kind, Talos); see [`admission`].
+    pub admit_guards: bool,
 }
 
 /// Tears the machines down exactly once: in [`Backend::finish`], or when
@@ -419,10 +424,22 @@ impl KubeBackend {
     fn apply_workloads(&mut self, drill: &Drill) -> Result<(), KubeError> {
         let client = self.client.clone();
         let run = self.options.run_id.clone();
+        let admit_guards = self.options.admit_guards;
         let mut not_served = Vec::new();
+        let mut decisions = Vec::new();
         self.runtime.block_on(async {
             for doc in &drill.workloads {
                 let mut value = doc.value.clone();
+                if admit_guards {
+                    let verdicts = admission::admit_object(drill, &mut value);
+                    let refused = verdicts.iter().any(|d| d.refused);
+                    let key = crate::drill::workload_key(&value);
+                    decisions.extend(verdicts.into_iter().map(|d| (key.clone(), d)));
+                    if refused {
+                        // Refused at admission: it never reaches the cluster.
+                        continue;
+                    }
+                }
                 let (Some(api_version), Some(kind), Some(name)) = (
                     value
                         .get("apiVersion")
@@ -482,6 +499,21 @@ impl KubeBackend {
             Ok::<(), KubeError>(())
         })?;
         self.observer.obs.not_simulated.extend(not_served);
+        let at = self.now();
+        self.observer
+            .obs
+            .admissions
+            .extend(
+                decisions
+                    .into_iter()
+                    .map(|(object, d)| crate::observe::AdmissionDecision {
+                        at,
+                        guard: d.guard,
+                        object,
+                        refused: d.refused,
+                        reason: d.reason,
+                    }),
+            );
         Ok(())
     }
 
