@@ -311,21 +311,12 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
             }),
         }
     };
-    if let Err(e) = crate::run::refuse_unsupported(drill, "kubeconfig", {
-        let caps = machines().capabilities();
-        if read_only {
-            crate::backend::Capabilities {
-                recreate_control_planes: false,
-                crash_nodes: false,
-                delete_nodes: false,
-                autoscaler: false,
-                replace_nodes: false,
-                whole_cluster_faults: false,
-            }
-        } else {
-            caps
-        }
-    }) {
+    let capabilities = if read_only {
+        crate::backend::Capabilities::NONE
+    } else {
+        machines().capabilities()
+    };
+    if let Err(e) = crate::run::refuse_unsupported(drill, "kubeconfig", capabilities) {
         let _ = writeln!(io.err, "error: {e}; nothing ran");
         return Exit::Infrastructure;
     }

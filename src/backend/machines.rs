@@ -91,14 +91,7 @@ impl Machines for NoMachines {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            recreate_control_planes: false,
-            crash_nodes: false,
-            delete_nodes: false,
-            autoscaler: false,
-            replace_nodes: false,
-            whole_cluster_faults: false,
-        }
+        Capabilities::NONE
     }
 
     fn kubeconfig(&self) -> (PathBuf, Option<String>) {
@@ -150,17 +143,7 @@ mod tests {
             kubeconfig: PathBuf::from("/nonexistent"),
             context: Some("prod".into()),
         };
-        assert_eq!(
-            machines.capabilities(),
-            Capabilities {
-                recreate_control_planes: false,
-                crash_nodes: false,
-                delete_nodes: false,
-                autoscaler: false,
-                replace_nodes: false,
-                whole_cluster_faults: false,
-            }
-        );
+        assert_eq!(machines.capabilities(), Capabilities::NONE);
         for result in [
             machines.crash("prod-worker-1"),
             machines.remove("prod-worker-1"),

@@ -307,14 +307,7 @@ impl KubeBackend {
             .map(|(api, _)| api);
         let mut capabilities = guard.machines().capabilities();
         if options.read_only {
-            capabilities = Capabilities {
-                recreate_control_planes: false,
-                crash_nodes: false,
-                delete_nodes: false,
-                autoscaler: false,
-                replace_nodes: false,
-                whole_cluster_faults: false,
-            };
+            capabilities = Capabilities::NONE;
         }
         let clock = match &served {
             Some(api) => {
