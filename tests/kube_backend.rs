@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use drillbench::app::{self, Backend, Io, RunOptions};
 use drillbench::drill::Drill;
 use drillbench::exit::Exit;
-use drillbench::report::{DrillReport, Verdict};
+use drillbench::report::{DrillReport, EventKind, Verdict};
 use drillbench::serve::{Clock, ServeOptions, Server};
 
 const SEED: u64 = 1;
@@ -212,6 +212,32 @@ fn a_platform_without_its_guard_fails_the_same_assertion_on_both() {
         failed(&sim)
     );
     assert_eq!(failed(&kube), failed(&sim));
+}
+
+#[test]
+fn a_rollout_through_the_api_reaches_the_simulators_verdicts() {
+    // The bench's rollout is a strategic-merge patch of the image, as
+    // `kubectl set image` sends it; the served simulator rolls it out.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let drill = variant(dir.path(), "node-loss", |text| {
+        text.replacen(
+            "steps:\n",
+            "steps:\n  - name: web rolls out\n    rollout: {workload: apps/Deployment/web, image: registry.k8s.io/pause:3.11}\n  - name: the rollout settles\n    wait: {until: allWorkloadsReady, timeout: 10m}\n",
+            1,
+        )
+    });
+    let (sim, kube) = both(&drill);
+    assert_eq!(verdicts(&kube), verdicts(&sim));
+    for report in [&sim, &kube] {
+        assert!(
+            report
+                .timeline
+                .iter()
+                .any(|e| e.kind == EventKind::WorkloadRolledOut && e.object.name == "web"),
+            "{}: no rollout of web in the timeline",
+            report.backend
+        );
+    }
 }
 
 fn served_state(server: &Server) -> (u64, String) {

@@ -470,10 +470,51 @@ spec:
     ]);
     assert_eq!(labels, "b");
     assert!(s.ok(&["apply", "-f", file]).contains("unchanged"));
-    // A rollout is not modelled: said so, as a 422, not ignored.
+    // A new image is a rollout: applied, rolled out, and then shown.
     std::fs::write(
         &manifest,
         read(&manifest).replace("nginx:1.29", "nginx:1.30"),
+    )
+    .expect("write");
+    assert!(
+        s.ok(&["apply", "-f", file])
+            .contains("deployment.apps/extra configured")
+    );
+    s.advance("2m");
+    let image = |s: &Served| {
+        s.ok(&[
+            "get",
+            "deploy",
+            "extra",
+            "-n",
+            "apps",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ])
+    };
+    assert_eq!(image(&s), "nginx:1.30");
+    assert!(
+        s.ok(&["get", "deploy", "extra", "-n", "apps"])
+            .contains("3/3")
+    );
+    assert!(s.ok(&["apply", "-f", file]).contains("unchanged"));
+    // `kubectl set image` is the same rollout, by strategic merge patch.
+    assert!(
+        s.ok(&[
+            "set",
+            "image",
+            "deploy/extra",
+            "-n",
+            "apps",
+            "extra=nginx:1.31"
+        ])
+        .contains("image updated")
+    );
+    assert_eq!(image(&s), "nginx:1.31");
+    // Any other template change is not modelled: said so, as a 422.
+    std::fs::write(
+        &manifest,
+        read(&manifest).replace("labels: {app: extra}", "labels: {app: extra, tier: web}"),
     )
     .expect("write");
     let refused = s.run(&["apply", "-f", file]);

@@ -149,6 +149,32 @@ pub fn status_body(code: u16, reason: &str, message: &str) -> Value {
            "status": "Failure", "message": message, "reason": reason, "code": code})
 }
 
+/// The containers whose image differs between two workloads whose pod
+/// templates differ in nothing else, as (container, new image); `None`
+/// when anything but images changed.
+fn image_changes(current: &Value, wanted: &Value) -> Option<Vec<(String, String)>> {
+    let containers = "/spec/template/spec/containers";
+    let mut patched = current.pointer("/spec/template")?.clone();
+    let mut changes = Vec::new();
+    for (have, want) in patched
+        .pointer_mut("/spec/containers")?
+        .as_array_mut()?
+        .iter_mut()
+        .zip(wanted.pointer(containers)?.as_array()?)
+    {
+        if have.get("name") != want.get("name") {
+            return None;
+        }
+        if have.get("image") != want.get("image") {
+            let name = want.get("name")?.as_str()?.to_owned();
+            let image = want.get("image")?.as_str()?.to_owned();
+            have["image"] = Value::String(image.clone());
+            changes.push((name, image));
+        }
+    }
+    (Some(&patched) == wanted.pointer("/spec/template")).then_some(changes)
+}
+
 fn from_op(error: ApiOpError) -> ApiError {
     match error {
         ApiOpError::NotFound(m) => ApiError::new(404, "NotFound", m),
@@ -1510,10 +1536,25 @@ impl Facade {
                 return Ok(());
             }
             "Deployment" | "StatefulSet" | "DaemonSet" | "Job" => {
-                if changed("/spec/template") || changed("/spec/selector") {
+                if changed("/spec/selector") {
                     return Err(ApiError::invalid(format!(
-                        "{kind}.spec.template: changing the pod template (a rollout) is not modelled by the simulator"
+                        "{kind}.spec.selector: a workload's selector cannot change"
                     )));
+                }
+                if changed("/spec/template") {
+                    let images = image_changes(current, wanted)
+                        .filter(|_| kind == "Deployment")
+                        .ok_or_else(|| {
+                            ApiError::invalid(format!(
+                                "{kind}.spec.template: the simulator models a rollout as a Deployment's new container image; other template changes are not modelled"
+                            ))
+                        })?;
+                    let key = format!("{namespace}/{kind}/{name}");
+                    for (container, image) in images {
+                        self.sim
+                            .rollout_workload(&key, &image, Some(&container))
+                            .map_err(|e| ApiError::invalid(e.to_string()))?;
+                    }
                 }
                 if changed("/spec/replicas") {
                     let replicas = replicas_of(wanted)?;

@@ -1300,6 +1300,69 @@ impl Backend for KubeBackend {
         Ok(())
     }
 
+    fn rollout(
+        &mut self,
+        workload: &str,
+        image: &str,
+        container: Option<&str>,
+    ) -> Result<(), BackendError> {
+        let mut parts = workload.splitn(3, '/');
+        let (Some(namespace), Some("Deployment"), Some(name)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(BackendError::Unsupported {
+                backend: self.options.name,
+                what: format!("roll out `{workload}`: rollouts are of Deployments"),
+            });
+        };
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
+        let result = self.runtime.block_on(async {
+            let current = api.get(name).await?;
+            let names: Vec<String> = current
+                .spec
+                .and_then(|s| s.template.spec)
+                .map(|s| s.containers.into_iter().map(|c| c.name).collect())
+                .unwrap_or_default();
+            let containers: Vec<Value> = names
+                .iter()
+                .filter(|n| container.is_none_or(|c| c == n.as_str()))
+                .map(|n| json!({"name": n, "image": image}))
+                .collect();
+            if containers.is_empty() {
+                return Ok(false);
+            }
+            // Strategic merge keys containers by name, as `kubectl set
+            // image` does: only the images change.
+            let patch = json!({"spec": {"template": {"spec": {"containers": containers}}}});
+            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+                .await
+                .map(|_| true)
+        });
+        match result {
+            Ok(true) => {
+                self.event(
+                    EventKind::WorkloadRolledOut,
+                    ObjectRef {
+                        kind: "Deployment".to_owned(),
+                        namespace: namespace.to_owned(),
+                        name: name.to_owned(),
+                    },
+                    None,
+                    format!("image set to {image}: rolling update started"),
+                );
+                self.sync().map_err(BackendError::from)
+            }
+            Ok(false) => Err(BackendError::NotFound(format!(
+                "{workload}: no container `{}`",
+                container.unwrap_or_default()
+            ))),
+            Err(source) => Err(BackendError::from(KubeError::Api {
+                what: format!("roll out {workload}"),
+                source,
+            })),
+        }
+    }
+
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {
         let mut parts = workload.splitn(3, '/');
         let (Some(namespace), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
