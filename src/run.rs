@@ -127,6 +127,37 @@ pub fn display_path(path: &std::path::Path) -> String {
         .to_string()
 }
 
+/// What in a drill only a working cluster autoscaler can make true: an
+/// assertion that burst load lands on autoscaled pools, or a wait for an
+/// autoscaled pool to reach a size. (Picking the node the autoscaler would
+/// remove needs only its rule, which every backend applies.)
+fn needs_autoscaler(drill: &Drill) -> Option<String> {
+    if let Some(a) = drill
+        .spec
+        .assertions
+        .iter()
+        .find(|a| a.burst_unchanged.is_some())
+    {
+        return Some(format!("assertion `{}` needs burst capacity", a.name.value));
+    }
+    drill.spec.steps.iter().find_map(|step| {
+        let wait = step.wait.as_ref()?;
+        let Condition::PoolSize(size) = &wait.until.as_ref()?.value else {
+            return None;
+        };
+        drill
+            .topology
+            .pool(&size.pool)
+            .is_some_and(|p| p.is_autoscaled())
+            .then(|| {
+                format!(
+                    "a step waits for pool `{}` to reach {} nodes",
+                    size.pool, size.nodes
+                )
+            })
+    })
+}
+
 /// Refuses, before anything runs, a drill that asks the backend for more
 /// than it can do.
 fn check_capabilities(drill: &Drill, backend: &dyn Backend) -> Result<(), RunError> {
@@ -141,6 +172,13 @@ pub fn refuse_unsupported(
     caps: crate::backend::Capabilities,
 ) -> Result<(), RunError> {
     type Can = fn(&crate::backend::Capabilities) -> bool;
+    if !caps.autoscaler
+        && let Some(why) = needs_autoscaler(drill)
+    {
+        return Err(RunError::Unsupported(format!(
+            "the {backend} backend has no cluster autoscaler to scale its pools ({why}); use --backend sim, or kubeconfig on a served simulator"
+        )));
+    }
     for step in &drill.spec.steps {
         let Some(fault) = &step.fault else { continue };
         let (what, can): (&str, Can) = match &fault.value {

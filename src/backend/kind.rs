@@ -341,12 +341,15 @@ impl KindMachines {
 }
 
 /// What a kind cluster can do: no control-plane recreate (kind cannot add
-/// or recreate nodes); the autoscaler is emulated on standby nodes.
+/// or recreate nodes). No autoscaler yet: the
+/// standby nodes and their release are built, the loop that would scale
+/// on pending pods and idle nodes is not, so drills that need one are
+/// refused rather than judged on a cluster that cannot scale.
 pub const CAPABILITIES: Capabilities = Capabilities {
     recreate_control_planes: false,
     crash_nodes: true,
     delete_nodes: true,
-    autoscaler: true,
+    autoscaler: false,
     replace_nodes: false,
     whole_cluster_faults: false,
 };

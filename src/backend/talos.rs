@@ -572,13 +572,13 @@ impl TalosMachines {
     }
 }
 
-/// What a Talos-in-Docker cluster can do: everything, the autoscaler
-/// emulated on standby nodes.
+/// What a Talos-in-Docker cluster can do: everything but the runbook
+/// faults, and no autoscaler yet (see [`crate::backend::kind::CAPABILITIES`]).
 pub const CAPABILITIES: Capabilities = Capabilities {
     recreate_control_planes: true,
     crash_nodes: true,
     delete_nodes: true,
-    autoscaler: true,
+    autoscaler: false,
     replace_nodes: true,
     whole_cluster_faults: false,
 };
