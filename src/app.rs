@@ -229,13 +229,6 @@ fn run_and_report(
 /// create, without `--allow-destructive CTX`, is bad input (exit 2: the
 /// flags do not allow what the drill asks; nothing ran).
 fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
-    if let Err(e) = crate::interrupt::install() {
-        let _ = writeln!(
-            io.err,
-            "error: cannot handle Ctrl-C, so teardown could not be promised: {e}; nothing ran"
-        );
-        return Exit::Infrastructure;
-    }
     use crate::backend::kube::{self, KubeBackend, KubeOptions, access};
     use crate::backend::machines::{Machines, NoMachines};
     use crate::backend::served::{self, BenchApi, ServedSimMachines};
@@ -320,6 +313,9 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
         let _ = writeln!(io.err, "error: {e}; nothing ran");
         return Exit::Infrastructure;
     }
+    if let Err(exit) = handle_interrupts(io) {
+        return exit;
+    }
     let provisioned = std::cell::Cell::new(0u32);
     let provision = |drill: &Drill,
                      seed: u64|
@@ -365,13 +361,6 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
 /// and torn down at its end. What the backend cannot do is refused before
 /// anything is created.
 fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
-    if let Err(e) = crate::interrupt::install() {
-        let _ = writeln!(
-            io.err,
-            "error: cannot handle Ctrl-C, so teardown could not be promised: {e}; nothing ran"
-        );
-        return Exit::Infrastructure;
-    }
     use crate::backend::clean::Registry;
     use crate::backend::docker::RunId;
     use crate::backend::kube::{KubeBackend, KubeOptions};
@@ -392,6 +381,9 @@ fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
     if let Err(e) = crate::run::refuse_unsupported(drill, name, capabilities) {
         let _ = writeln!(io.err, "error: {e}; nothing ran");
         return Exit::Infrastructure;
+    }
+    if let Err(exit) = handle_interrupts(io) {
+        return exit;
     }
     let registry = match Registry::from_env() {
         Ok(registry) => registry,
@@ -436,6 +428,18 @@ fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
             Ok(Box::new(backend) as Box<dyn crate::backend::Backend>)
         };
     run_and_report(drill, options, &provision, io)
+}
+
+/// Before a real run: Ctrl-C must end the drill through its teardown, or
+/// the run does not start.
+fn handle_interrupts(io: &mut Io<'_>) -> Result<(), Exit> {
+    crate::interrupt::install().map_err(|e| {
+        let _ = writeln!(
+            io.err,
+            "error: cannot handle Ctrl-C, so teardown could not be promised: {e}; nothing ran"
+        );
+        Exit::Infrastructure
+    })
 }
 
 /// A run id that fits in a kind or Talos cluster name (24 characters of
