@@ -1306,10 +1306,7 @@ impl Backend for KubeBackend {
         image: &str,
         container: Option<&str>,
     ) -> Result<(), BackendError> {
-        let mut parts = workload.splitn(3, '/');
-        let (Some(namespace), Some("Deployment"), Some(name)) =
-            (parts.next(), parts.next(), parts.next())
-        else {
+        let Some((namespace, "Deployment", name)) = workload_parts(workload) else {
             return Err(BackendError::Unsupported {
                 backend: self.options.name,
                 what: format!("roll out `{workload}`: rollouts are of Deployments"),
@@ -1364,9 +1361,7 @@ impl Backend for KubeBackend {
     }
 
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {
-        let mut parts = workload.splitn(3, '/');
-        let (Some(namespace), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
-        else {
+        let Some((namespace, kind, name)) = workload_parts(workload) else {
             return Err(BackendError::NotFound(format!("no workload `{workload}`")));
         };
         let patch = Patch::Merge(json!({"spec": {"replicas": replicas}}));
@@ -1514,6 +1509,12 @@ impl Backend for KubeBackend {
         obs.end = end;
         obs
     }
+}
+
+/// `namespace/Kind/name` in its three parts.
+fn workload_parts(workload: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = workload.splitn(3, '/');
+    Some((parts.next()?, parts.next()?, parts.next()?))
 }
 
 /// A run id: the drill, the seed and the moment, unique enough to tell
