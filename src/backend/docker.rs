@@ -339,7 +339,10 @@ pub struct ContainerSpec {
     pub working_dir: String,
     /// Labels, including the image's (re-applying them is harmless).
     pub labels: BTreeMap<String, String>,
-    /// The environment, including the image's, in Docker's order.
+    /// The environment, including the image's, sorted: the engine merges
+    /// the image's variables with the container's in an order that differs
+    /// between a container and one recreated from its spec, and holds each
+    /// name once, so the order carries no meaning.
     pub env: Vec<String>,
     /// The command; `None` for the image's.
     pub cmd: Option<Vec<String>>,
@@ -1132,7 +1135,11 @@ impl Inspected {
             user: self.config.user,
             working_dir: self.config.working_dir,
             labels: self.config.labels,
-            env: self.config.env,
+            env: {
+                let mut env = self.config.env;
+                env.sort();
+                env
+            },
             cmd: self.config.cmd,
             entrypoint: self.config.entrypoint,
             network_mode: self.host_config.network_mode,
