@@ -693,19 +693,9 @@ impl Facade {
                     json!({"nowMs": self.sim.now, "resourceVersion": self.rv.to_string()}),
                 ))
             }
-            ("POST", ["crash"]) => {
-                let name = query("node")?;
-                let node = self
-                    .sim
-                    .node_id(&name)
-                    .map_err(|e| ApiError::new(404, "NotFound", e.to_string()))?;
-                self.sim.crash_node_api(node);
-                self.sync();
-                Ok(Reply::Json(
-                    200,
-                    json!({"crashed": name, "nowMs": self.sim.now}),
-                ))
-            }
+            ("POST", ["crash"]) => self.on_node(&query("node")?, "crashed", |sim, node| {
+                sim.crash_node_api(node)
+            }),
             ("POST", ["fail-backup"]) => {
                 let schedule = query("schedule")?;
                 let name = self.sim.fail_backup(&schedule).map_err(from_op)?;
@@ -726,37 +716,18 @@ impl Facade {
                     "otherControlPlane": self.sim.other_control_plane(),
                 }),
             )),
-            ("POST", ["remove"]) => {
-                let name = query("node")?;
-                let node = self.node_of(&name)?;
-                // The server goes; the Node object is the caller's (the
-                // bench deletes it through the API after its drain).
-                self.sim.delete_node(node, false, Duration::ZERO);
-                self.sync();
-                Ok(Reply::Json(
-                    200,
-                    json!({"removed": name, "nowMs": self.sim.now}),
-                ))
-            }
-            ("POST", ["replace"]) => {
-                let name = query("node")?;
-                let node = self.node_of(&name)?;
-                self.sim.replace_node(node);
-                self.sync();
-                Ok(Reply::Json(
-                    200,
-                    json!({"replaced": name, "nowMs": self.sim.now}),
-                ))
-            }
+            // The server goes; the Node object is the caller's (the bench
+            // deletes it through the API after its drain).
+            ("POST", ["remove"]) => self.on_node(&query("node")?, "removed", |sim, node| {
+                sim.delete_node(node, false, Duration::ZERO)
+            }),
+            ("POST", ["replace"]) => self.on_node(&query("node")?, "replaced", |sim, node| {
+                sim.replace_node(node)
+            }),
             ("POST", ["recreate-control-plane"]) => {
-                let name = query("node")?;
-                let node = self.node_of(&name)?;
-                self.sim.recreate_control_plane(node, None);
-                self.sync();
-                Ok(Reply::Json(
-                    200,
-                    json!({"recreated": name, "nowMs": self.sim.now}),
-                ))
+                self.on_node(&query("node")?, "recreated", |sim, node| {
+                    sim.recreate_control_plane(node, None)
+                })
             }
             // etcd's member list needs quorum, as `etcdctl member list` does.
             ("GET", ["etcd"]) if !self.sim.cp.has_quorum() => Err(ApiError::new(
@@ -787,6 +758,20 @@ impl Facade {
                 "no such bench endpoint; see POST /bench/v1/advance, /crash, /remove, /replace, /recreate-control-plane, /fail-backup, /reset, GET /bench/v1/now, /timeline, /etcd, /autoscaler-pick, /backups",
             )),
         }
+    }
+
+    /// A bench endpoint that acts on one node by name: the operation, the
+    /// watchers told, and `{done: name, nowMs}` as the answer.
+    fn on_node(
+        &mut self,
+        name: &str,
+        done: &str,
+        operation: impl FnOnce(&mut crate::sim::Simulation, usize),
+    ) -> ApiResult {
+        let node = self.node_of(name)?;
+        operation(&mut self.sim, node);
+        self.sync();
+        Ok(Reply::Json(200, json!({done: name, "nowMs": self.sim.now})))
     }
 
     fn node_of(&self, name: &str) -> Result<usize, ApiError> {
