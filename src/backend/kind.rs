@@ -308,10 +308,7 @@ impl KindMachines {
     }
 
     fn node(&self, name: &str) -> Result<&ProvisionedNode, DriverError> {
-        self.nodes
-            .iter()
-            .find(|n| n.answers_to(name))
-            .ok_or_else(|| DriverError::UnknownNode(name.to_owned()))
+        ProvisionedNode::find(&self.nodes, name)
     }
 
     /// Claims a node container after checking kind made it for this run's

@@ -202,6 +202,14 @@ impl ProvisionedNode {
     pub fn answers_to(&self, name: &str) -> bool {
         self.node == name || self.container == name || self.plan.drill_name == name
     }
+
+    /// The node among `nodes` that `name` names.
+    pub fn find<'a>(nodes: &'a [ProvisionedNode], name: &str) -> Result<&'a Self, DriverError> {
+        nodes
+            .iter()
+            .find(|n| n.answers_to(name))
+            .ok_or_else(|| DriverError::UnknownNode(name.to_owned()))
+    }
 }
 
 /// Why a real backend could not be provisioned or could not act.

@@ -444,10 +444,7 @@ impl TalosMachines {
     }
 
     fn node(&self, name: &str) -> Result<&ProvisionedNode, DriverError> {
-        self.nodes
-            .iter()
-            .find(|n| n.answers_to(name))
-            .ok_or_else(|| DriverError::UnknownNode(name.to_owned()))
+        ProvisionedNode::find(&self.nodes, name)
     }
 
     /// Claims a node container after checking talosctl made it for this
