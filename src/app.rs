@@ -394,7 +394,7 @@ fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
     };
     let provision =
         |drill: &Drill, seed: u64| -> Result<Box<dyn crate::backend::Backend>, RunError> {
-            let run = RunId::new(docker_run_id(drill.name()))
+            let run = RunId::new(crate::backend::provision::cluster_run_id(drill.name()))
                 .map_err(|e| RunError::Provision(e.to_string()))?;
             let machines: Box<dyn Machines> = match options.backend {
                 Backend::Talos => Box::new(
@@ -440,40 +440,6 @@ fn handle_interrupts(io: &mut Io<'_>) -> Result<(), Exit> {
         );
         Exit::Infrastructure
     })
-}
-
-/// A run id that fits in a kind or Talos cluster name (24 characters of
-/// `[a-z0-9-]`): the drill's name cut short, the second it started and
-/// the process, so two runs of one drill never share a cluster.
-fn docker_run_id(drill: &str) -> String {
-    let name: String = drill
-        .chars()
-        .map(|c| match c.to_ascii_lowercase() {
-            c @ ('a'..='z' | '0'..='9') => c,
-            _ => '-',
-        })
-        .take(10)
-        .collect();
-    let name = name.trim_matches('-');
-    let stamp = jiff::Timestamp::now().as_second().unsigned_abs();
-    format!(
-        "{}-{}-{}",
-        if name.is_empty() { "drill" } else { name },
-        base36(stamp % 36u64.pow(6)),
-        base36(u64::from(std::process::id()) % 36u64.pow(4))
-    )
-}
-
-fn base36(mut n: u64) -> String {
-    let mut digits = Vec::new();
-    loop {
-        digits.push(char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
-        n /= 36;
-        if n == 0 {
-            break;
-        }
-    }
-    digits.iter().rev().collect()
 }
 
 /// The ten-second summary of a run.

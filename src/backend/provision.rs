@@ -356,6 +356,40 @@ pub fn cluster_name(run: &RunId) -> Result<String, DriverError> {
     }
 }
 
+/// A run id that fits in a kind or Talos cluster name (24 characters of
+/// `[a-z0-9-]`): the drill's name cut short, the second it started and
+/// the process, so two runs of one drill never share a cluster.
+pub fn cluster_run_id(drill: &str) -> String {
+    let name: String = drill
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9') => c,
+            _ => '-',
+        })
+        .take(10)
+        .collect();
+    let name = name.trim_matches('-');
+    let stamp = jiff::Timestamp::now().as_second().unsigned_abs();
+    format!(
+        "{}-{}-{}",
+        if name.is_empty() { "drill" } else { name },
+        base36(stamp % 36u64.pow(6)),
+        base36(u64::from(std::process::id()) % 36u64.pow(4))
+    )
+}
+
+fn base36(mut n: u64) -> String {
+    let mut digits = Vec::new();
+    loop {
+        digits.push(char::from_digit((n % 36) as u32, 36).unwrap_or('0'));
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.iter().rev().collect()
+}
+
 /// Writes a file of the run, creating its folder.
 pub fn write_file(path: &Path, text: &str) -> Result<(), DriverError> {
     let file = |source| DriverError::File {
@@ -677,6 +711,21 @@ pub fn yaml_str(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_generated_run_id_always_names_a_cluster() {
+        for drill in [
+            "cp-recreate",
+            "unlabelled-autoscaler-node",
+            "A_B",
+            "---",
+            "",
+        ] {
+            let id = cluster_run_id(drill);
+            let run = RunId::new(id.clone()).expect("a valid run id");
+            assert!(cluster_name(&run).is_ok(), "{drill}: {id}");
+        }
+    }
 
     fn topology(yaml_pools: &str) -> Topology {
         let text = format!(

@@ -309,7 +309,7 @@ pub fn load(
                     completions,
                     run_for: JOB_RUN_MS,
                 };
-                let w = workload(
+                let mut w = workload(
                     &c.metadata,
                     "CronJob",
                     kind,
@@ -319,7 +319,6 @@ pub fn load(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
-                let mut w = w;
                 w.cron = Some(cron);
                 loaded.workloads.push(w);
             }
