@@ -140,6 +140,9 @@ pub struct RunOptions {
     /// The context the user allows the drill to change though the bench
     /// did not create its cluster.
     pub allow_destructive: Option<String>,
+    /// Standby nodes per autoscaled pool on kind and Talos: the most nodes
+    /// the emulated autoscaler can add to a pool.
+    pub standby_nodes: u32,
 }
 
 /// `bench run`: resolve and validate the drill before anything else, so bad
@@ -348,6 +351,9 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
                 // A served simulator admits through the drill's guards and
                 // an existing cluster through its own policies.
                 admit_guards: false,
+                // Either has an autoscaler of its own, or none the bench
+                // may stand in for.
+                emulate_autoscaler: false,
             },
         )
         .map_err(|e| RunError::Provision(crate::backend::BackendError::from(e).to_string()))?;
@@ -397,20 +403,22 @@ fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
             let run = RunId::new(crate::backend::provision::cluster_run_id(drill.name()))
                 .map_err(|e| RunError::Provision(e.to_string()))?;
             let machines: Box<dyn Machines> = match options.backend {
-                Backend::Talos => Box::new(
-                    talos::provision(
-                        drill,
-                        &talos::TalosOptions::new(run.clone(), registry.clone()),
+                Backend::Talos => {
+                    let mut talos_options = talos::TalosOptions::new(run.clone(), registry.clone());
+                    talos_options.standby_per_pool = options.standby_nodes;
+                    Box::new(
+                        talos::provision(drill, &talos_options)
+                            .map_err(|e| RunError::Provision(e.to_string()))?,
                     )
-                    .map_err(|e| RunError::Provision(e.to_string()))?,
-                ),
-                _ => Box::new(
-                    kind::provision(
-                        drill,
-                        &kind::KindOptions::new(run.clone(), registry.clone()),
+                }
+                _ => {
+                    let mut kind_options = kind::KindOptions::new(run.clone(), registry.clone());
+                    kind_options.standby_per_pool = options.standby_nodes;
+                    Box::new(
+                        kind::provision(drill, &kind_options)
+                            .map_err(|e| RunError::Provision(e.to_string()))?,
                     )
-                    .map_err(|e| RunError::Provision(e.to_string()))?,
-                ),
+                }
             };
             let backend = KubeBackend::connect(
                 drill,
@@ -422,6 +430,8 @@ fn run_in_docker(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
                     read_only: false,
                     // kind and Talos run no policy engine: the bench admits.
                     admit_guards: true,
+                    // Nor can they add servers: the bench autoscales.
+                    emulate_autoscaler: true,
                 },
             )
             .map_err(|e| RunError::Provision(crate::backend::BackendError::from(e).to_string()))?;

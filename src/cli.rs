@@ -86,6 +86,11 @@ struct ServeArgs {
     /// Seed of the simulator's random generator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Serve the cluster as `--backend kind` and `talos` provision it: N
+    /// tainted standby nodes per autoscaled pool and no autoscaler (the
+    /// bench's emulated one releases them).
+    #[arg(long, value_name = "N")]
+    standby_nodes: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -115,6 +120,10 @@ struct RunArgs {
     /// one meant.
     #[arg(long, value_name = "CTX", requires = "kubeconfig")]
     allow_destructive: Option<String>,
+    /// kind and Talos: tainted standby nodes booted per autoscaled pool,
+    /// the most the bench's emulated autoscaler can add to one.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    standby_nodes: u32,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -336,6 +345,7 @@ pub fn main() -> ExitCode {
                 kubeconfig_out: args.kubeconfig_out,
                 speed: (!args.step).then_some(args.speed),
                 seed: args.seed,
+                standby_nodes: args.standby_nodes,
             };
             drillbench::serve::run_cli(&options, &mut io)
         }
@@ -354,6 +364,7 @@ impl RunArgs {
             kubeconfig: self.kubeconfig,
             context: self.context,
             allow_destructive: self.allow_destructive,
+            standby_nodes: self.standby_nodes,
         }
     }
 }

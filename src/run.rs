@@ -721,3 +721,33 @@ fn admission_control(drill: &Drill, spec: &AssertionSpec, control: &AdmissionCon
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drill(name: &str) -> Drill {
+        let path = crate::scenario::catalog::resolve(name).expect("a built-in drill");
+        Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)))
+    }
+
+    #[test]
+    fn burst_capacity_needs_an_autoscaler_real_or_emulated() {
+        let burst = drill("autoscaler-scale-down");
+        let without = crate::backend::Capabilities {
+            autoscaler: false,
+            ..crate::backend::sim::CAPABILITIES
+        };
+        let refused = refuse_unsupported(&burst, "kubeconfig", without).unwrap_err();
+        assert!(
+            refused.to_string().contains(
+                "the kubeconfig backend has no cluster autoscaler to scale its pools (assertion `burst-unchanged` needs burst capacity)"
+            ),
+            "{refused}"
+        );
+        // kind emulates one over standby nodes.
+        assert!(refuse_unsupported(&burst, "kind", crate::backend::kind::CAPABILITIES).is_ok());
+        // A drill that needs none runs without.
+        assert!(refuse_unsupported(&drill("cp-recreate"), "kubeconfig", without).is_ok());
+    }
+}

@@ -42,6 +42,7 @@ fn serve(drill: &Path, dir: &Path) -> (Server, PathBuf) {
             clock: Clock::Step,
             seed: SEED,
             history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            standby_nodes: None,
         },
     )
     .expect("the server starts");
@@ -62,6 +63,7 @@ fn run(
     allow: Option<&str>,
 ) -> Outcome {
     let options = RunOptions {
+        standby_nodes: 2,
         drill: drill.display().to_string(),
         backend,
         seed: SEED,
@@ -396,6 +398,7 @@ fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdict
                 run_id: drillbench::backend::kube::run_id(drill, seed),
                 read_only: false,
                 admit_guards: false,
+                emulate_autoscaler: false,
             },
         )
         .map_err(drillbench::backend::BackendError::from)?;
@@ -503,6 +506,7 @@ fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
                 run_id: drillbench::backend::kube::run_id(drill, seed),
                 read_only: false,
                 admit_guards: false,
+                emulate_autoscaler: false,
             },
         )
         .map_err(drillbench::backend::BackendError::from)?;

@@ -121,6 +121,7 @@ fn serve(window: usize) -> Server {
             clock: Clock::Step,
             seed: 1,
             history_window: window,
+            standby_nodes: None,
         },
     )
     .expect("the server starts")

@@ -32,6 +32,7 @@ fn start(drill: &Drill) -> (Server, kube::Client) {
             clock: Clock::Step,
             seed: SEED,
             history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            standby_nodes: None,
         },
     )
     .expect("the server starts");

@@ -57,6 +57,7 @@ fn serve() -> Served {
             clock: Clock::Step,
             seed: 1,
             history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            standby_nodes: None,
         },
     )
     .expect("the server starts");

@@ -39,13 +39,35 @@ drillbench_state_set() { # MATCH VALUE FIELD NEW
 }
 
 # Acts on the served simulator, when there is one, for the node a
-# container stands for: `crash` posts a crash, `delete` deletes the Node.
+# container stands for: `crash` posts a crash; `remove` takes its server
+# away for good (what `docker rm` does to a node), leaving a Node object
+# that no kubelet answers for, as a removed kind node does.
 drillbench_sim() { # crash|delete NODE
     server="${DRILLBENCH_FAKE_SERVER:-}"
     case "$server" in http://*) ;; *) return 0 ;; esac
     [ "$2" != "-" ] || return 0
     case "$1" in
         crash) curl -fsS -X POST "$server/bench/v1/crash?node=$2" > /dev/null ;;
-        delete) curl -fsS -X DELETE "$server/api/v1/nodes/$2" > /dev/null ;;
+        remove)
+            # The Node may be gone already: the bench deletes it before it
+            # removes the container of a node it deletes on purpose.
+            code="$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$server/bench/v1/remove?node=$2")"
+            case "$code" in
+                200 | 404) ;;
+                *) echo "fake docker: removing node $2: HTTP $code" >&2; return 1 ;;
+            esac
+            ;;
     esac
+}
+
+# A cluster created anew: the served simulator, when there is one,
+# provisions its drill's nodes again from time zero, with no workloads and
+# no guards, as a new kind or Talos cluster is: empty, with no policy
+# engine. The bench admits and applies the workloads itself.
+drillbench_sim_reset() {
+    server="${DRILLBENCH_FAKE_SERVER:-}"
+    case "$server" in http://*) ;; *) return 0 ;; esac
+    curl -fsS -X POST -H 'Content-Type: application/json' \
+        --data '{"guards": "[]", "workloads": false}' \
+        "$server/bench/v1/reset?seed=${DRILLBENCH_FAKE_SEED:-1}" > /dev/null
 }

@@ -346,7 +346,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     recreate_control_planes: false,
     crash_nodes: true,
     delete_nodes: true,
-    autoscaler: false,
+    // Emulated by the bench over standby nodes (see `kube::autoscaler`).
+    autoscaler: true,
     replace_nodes: false,
     whole_cluster_faults: false,
 };

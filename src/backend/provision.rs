@@ -37,9 +37,7 @@ use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
 pub const NODE_LABEL: &str = "drillbench.dev/node";
 /// The label naming a node's pool (`control-plane` for control planes).
 pub const POOL_LABEL: &str = "drillbench.dev/pool";
-/// The label and taint key of an autoscaler standby node: booted but not
-/// yet "scaled up"; the emulated autoscaler scales up by removing the taint.
-pub const STANDBY_KEY: &str = "drillbench.dev/standby";
+pub use crate::topology::STANDBY_KEY;
 /// The worker role label, so `kubectl get nodes` shows the role.
 pub const WORKER_ROLE_LABEL: &str = "node-role.kubernetes.io/worker";
 /// The provisioner of kind's storage (and of the class the drivers create):
@@ -166,18 +164,8 @@ pub fn plan_nodes(topology: &Topology, run: &RunId, standby_per_pool: u32) -> Ve
         for name in names {
             add(name, &pool.name, false, false, &pool.labels, taints.clone());
         }
-        if let crate::topology::PoolSize::Autoscaled { max, .. } = pool.size {
-            let standby = standby_per_pool.min(max.saturating_sub(initial));
-            for n in 1..=standby {
-                add(
-                    format!("{}-standby-{n}", pool.name),
-                    &pool.name,
-                    false,
-                    true,
-                    &pool.labels,
-                    taints.clone(),
-                );
-            }
+        for name in pool.standby_names(standby_per_pool) {
+            add(name, &pool.name, false, true, &pool.labels, taints.clone());
         }
     }
     nodes
@@ -613,29 +601,44 @@ pub async fn apply_api_labels(
 /// (see [`STANDBY_KEY`]) loses its taint and label and takes pods from
 /// now on, as a freshly booted autoscaler node would.
 pub async fn release_standby(client: &Client, node: &str) -> Result<(), DriverError> {
-    let api: Api<Node> = Api::all(client.clone());
-    let current = api.get(node).await.map_err(|source| DriverError::Kube {
-        what: format!("read node {node}"),
-        source,
-    })?;
-    let taints: Vec<serde_json::Value> = current
-        .spec
-        .and_then(|s| s.taints)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|t| t.key != STANDBY_KEY)
-        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
-        .collect();
-    let body = json!({
-        "metadata": {"labels": {STANDBY_KEY: null}},
-        "spec": {"taints": taints},
-    });
-    api.patch(node, &PatchParams::default(), &Patch::Merge(&body))
+    retaint(client, node, STANDBY_KEY, None, true)
         .await
         .map_err(|source| DriverError::Kube {
             what: format!("release standby node {node}"),
             source,
-        })?;
+        })
+}
+
+/// Sets (`effect` given) or removes (`None`) the node's taint `key`,
+/// keeping its other taints, and with `drop_label` removes the label of the
+/// same key. A taint list has no merge key, so the list is read and written
+/// whole.
+pub async fn retaint(
+    client: &Client,
+    node: &str,
+    key: &str,
+    effect: Option<&str>,
+    drop_label: bool,
+) -> Result<(), kube::Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    let current = api.get(node).await?;
+    let mut taints: Vec<serde_json::Value> = current
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != key)
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+        .collect();
+    if let Some(effect) = effect {
+        taints.push(json!({"key": key, "effect": effect}));
+    }
+    let mut body = json!({"spec": {"taints": taints}});
+    if drop_label {
+        body["metadata"] = json!({"labels": {key: null}});
+    }
+    api.patch(node, &PatchParams::default(), &Patch::Merge(&body))
+        .await?;
     Ok(())
 }
 

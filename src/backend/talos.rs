@@ -575,7 +575,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     recreate_control_planes: true,
     crash_nodes: true,
     delete_nodes: true,
-    autoscaler: false,
+    // Emulated by the bench over standby nodes (see `kube::autoscaler`).
+    autoscaler: true,
     replace_nodes: true,
     whole_cluster_faults: false,
 };

@@ -38,7 +38,6 @@ use tokio::sync::{mpsc, oneshot};
 pub use self::state::Clock;
 use self::state::{Command, Facade, Reply, Request};
 use crate::drill::Drill;
-use crate::sim::Simulation;
 
 /// What `bench sim serve` needs.
 #[derive(Debug, Clone)]
@@ -54,6 +53,10 @@ pub struct ServeOptions {
     /// How many changes a watch can resume from
     /// ([`state::DEFAULT_HISTORY_WINDOW`] unless a test wants a small one).
     pub history_window: usize,
+    /// Serve the cluster as kind and Talos provision it: this many tainted
+    /// standby nodes per autoscaled pool and no autoscaler of its own (the
+    /// bench emulates it); `None`: the simulator's own autoscaler.
+    pub standby_nodes: Option<u32>,
 }
 
 /// Why the server could not start.
@@ -132,11 +135,13 @@ impl Server {
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let (drill_copy, seed, clock) = (drill.clone(), options.seed, options.clock);
         let window = options.history_window.max(1);
+        let standby = options.standby_nodes;
         let sim_thread = std::thread::Builder::new()
             .name("bench-sim".to_owned())
-            .spawn(move || match Simulation::new(&drill_copy, seed) {
+            .spawn(move || match state::provision(&drill_copy, seed, standby) {
                 Ok(sim) => {
-                    let facade = Facade::new(&drill_copy, sim, clock, window);
+                    let mut facade = Facade::new(&drill_copy, sim, clock, window);
+                    facade.standby_nodes = standby;
                     let _ = ready_tx.send(Ok(()));
                     simulator_loop(facade, inbox);
                 }
@@ -483,6 +488,8 @@ pub struct CliOptions {
     pub speed: Option<f64>,
     /// The seed.
     pub seed: u64,
+    /// `--standby-nodes`: see [`ServeOptions::standby_nodes`].
+    pub standby_nodes: Option<u32>,
 }
 
 /// `bench sim serve`: resolves and validates the drill (bad input is exit
@@ -508,6 +515,7 @@ pub fn run_cli(options: &CliOptions, io: &mut crate::app::Io<'_>) -> crate::exit
         clock: options.speed.map_or(Clock::Step, Clock::Speed),
         seed: options.seed,
         history_window: state::DEFAULT_HISTORY_WINDOW,
+        standby_nodes: options.standby_nodes,
     };
     let server = match Server::start(&drill, &serve_options) {
         Ok(server) => server,

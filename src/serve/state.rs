@@ -211,6 +211,23 @@ pub struct Facade {
     /// The resourceVersion of the newest change of each kind, so a client
     /// stepping the clock knows when its watch of a kind has caught up.
     latest: BTreeMap<&'static str, u64>,
+    /// `--standby-nodes`: a reset provisions the same way.
+    pub standby_nodes: Option<u32>,
+}
+
+/// The served cluster at time zero: the simulator's own, or, with standby
+/// nodes, the one kind and Talos provision (see [`ServeOptions::standby_nodes`]).
+///
+/// [`ServeOptions::standby_nodes`]: super::ServeOptions::standby_nodes
+pub fn provision(
+    drill: &Drill,
+    seed: u64,
+    standby_nodes: Option<u32>,
+) -> Result<Simulation, crate::sim::SimError> {
+    match standby_nodes {
+        Some(per_pool) => Simulation::with_standby_nodes(drill, seed, per_pool),
+        None => Simulation::new(drill, seed),
+    }
 }
 
 /// The label the bench puts on what it creates; a served simulator carries
@@ -250,6 +267,7 @@ impl Facade {
             watchers: Vec::new(),
             drill: drill.clone(),
             latest: BTreeMap::new(),
+            standby_nodes: None,
         };
         facade.metadata.insert(
             ("Namespace", String::new(), "kube-system".to_owned()),
@@ -809,7 +827,8 @@ impl Facade {
 
     /// `POST /bench/v1/reset?seed=N` with `{"guards": [...]}`: provisions the
     /// served drill again from nothing with these guards and seed (a real
-    /// backend's re-provisioning for a negative control). Watches end; the
+    /// backend's re-provisioning for a negative control); with
+    /// `"workloads": false`, its nodes only. Watches end; the
     /// resourceVersions continue.
     fn reset(&mut self, request: &Request) -> ApiResult {
         let seed = request
@@ -843,10 +862,17 @@ impl Facade {
                 })
                 .collect();
         }
-        let sim = Simulation::new(&drill, seed)
+        // `"workloads": false`: an empty cluster, as kind and Talos create
+        // one, for the bench to apply the workloads to.
+        if body.get("workloads").and_then(Value::as_bool) == Some(false) {
+            drill.workloads.clear();
+        }
+        let sim = provision(&drill, seed, self.standby_nodes)
             .map_err(|e| ApiError::invalid(format!("cannot provision the drill again: {e}")))?;
         let rv = self.rv;
+        let standby_nodes = self.standby_nodes;
         *self = Facade::with_first_rv(&drill, sim, self.clock, self.window, rv);
+        self.standby_nodes = standby_nodes;
         Ok(Reply::Json(
             200,
             json!({"reset": drill.name(), "seed": seed, "resourceVersion": self.rv.to_string()}),

@@ -37,7 +37,7 @@ use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::{AttachModel, BackupPhase, BindingMode, Release, TaintEffect};
-use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
+use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
 
 /// Upstream defaults of the behaviour the simulator models.
 #[derive(Debug, Clone)]
@@ -217,6 +217,24 @@ impl Simulation {
     /// Builds the drill's cluster at time zero: nodes Ready, etcd healthy,
     /// workloads applied and settled.
     pub fn new(drill: &Drill, seed: u64) -> Result<Simulation, SimError> {
+        Self::build(drill, seed, None)
+    }
+
+    /// The drill's cluster as the kind and Talos backends provision it: no
+    /// cluster autoscaler of its own, and up to `per_pool` tainted standby
+    /// nodes per autoscaled pool (see [`Pool::standby_names`]), Ready from
+    /// time zero, for the bench's emulated autoscaler to release.
+    ///
+    /// [`Pool::standby_names`]: crate::topology::Pool::standby_names
+    pub fn with_standby_nodes(
+        drill: &Drill,
+        seed: u64,
+        per_pool: u32,
+    ) -> Result<Simulation, SimError> {
+        Self::build(drill, seed, Some(per_pool))
+    }
+
+    fn build(drill: &Drill, seed: u64, standby: Option<u32>) -> Result<Simulation, SimError> {
         let topology = drill.topology.clone();
         let default_class = topology
             .storage_classes
@@ -262,9 +280,12 @@ impl Simulation {
             pools_templates: BTreeMap::new(),
         };
         sim.provision()?;
+        match standby {
+            Some(per_pool) => sim.provision_standby(per_pool)?,
+            None => sim.start_autoscaler(),
+        }
         sim.apply(loaded);
         sim.start_backups();
-        sim.start_autoscaler();
         sim.settle();
         Ok(sim)
     }
@@ -343,6 +364,35 @@ impl Simulation {
             }
         }
         self.record_control_plane();
+        Ok(())
+    }
+
+    fn provision_standby(&mut self, per_pool: u32) -> Result<(), SimError> {
+        for pool in self.topology.pools.clone() {
+            let capacity = parse_capacity(&pool.name, &pool.capacity)?;
+            for name in pool.standby_names(per_pool) {
+                let mut labels = pool.labels.clone();
+                if let Some(t) = &pool.server_type {
+                    labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
+                }
+                labels.insert(STANDBY_KEY.to_owned(), "true".to_owned());
+                let mut taints = pool_taints(&pool);
+                taints.push(Taint {
+                    key: STANDBY_KEY.to_owned(),
+                    value: Some("true".to_owned()),
+                    effect: "NoSchedule".to_owned(),
+                    time_added: None,
+                });
+                let id = self.add_node(&name, &pool.name, false, labels, taints, capacity);
+                self.nodes[id].phase = NodePhase::Ready;
+                self.record(
+                    EventKind::NodeReady,
+                    node_ref(&name),
+                    Some(id),
+                    "standby node Ready",
+                );
+            }
+        }
         Ok(())
     }
 

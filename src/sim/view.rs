@@ -164,9 +164,13 @@ impl Simulation {
                 status.message = Some("a volume is still attached to another node".to_owned());
             }
             if let Some(conditions) = status.conditions.as_mut() {
+                // The scheduler's verdict, as an autoscaler reads it: a pod
+                // it tried and could not place is `Unschedulable`.
+                let unschedulable = p.node.is_none() && p.unschedulable_reported;
                 conditions.push(k8s_openapi::api::core::v1::PodCondition {
                     type_: "PodScheduled".to_owned(),
                     status: if p.node.is_some() { "True" } else { "False" }.to_owned(),
+                    reason: unschedulable.then(|| "Unschedulable".to_owned()),
                     ..Default::default()
                 });
             }

@@ -69,6 +69,10 @@ impl ControlPlanes {
     }
 }
 
+/// The label and taint key of an autoscaler standby node: booted but not
+/// yet "scaled up"; the emulated autoscaler scales up by removing the taint.
+pub const STANDBY_KEY: &str = "drillbench.dev/standby";
+
 /// A worker pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -111,6 +115,21 @@ impl Pool {
         }
         (1..=self.initial_nodes())
             .map(|n| self.name_pattern.replace("{n}", &n.to_string()))
+            .collect()
+    }
+
+    /// The standby nodes a real backend boots for this pool, since neither
+    /// kind nor `talosctl cluster create` can add a node later: up to
+    /// `per_pool`, never past the pool's `max`, named `POOL-standby-N`.
+    /// The served simulator's `--standby-nodes` boots the same ones, so a
+    /// stand-in `kind` finds them under these names.
+    pub fn standby_names(&self, per_pool: u32) -> Vec<String> {
+        let PoolSize::Autoscaled { max, .. } = self.size else {
+            return Vec::new();
+        };
+        let count = per_pool.min(max.saturating_sub(self.initial_nodes()));
+        (1..=count)
+            .map(|n| format!("{}-standby-{n}", self.name))
             .collect()
     }
 }

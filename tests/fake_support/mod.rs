@@ -76,6 +76,7 @@ pub fn serve(drill: &Drill) -> Server {
             clock: Clock::Step,
             seed: 7,
             history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            standby_nodes: None,
         },
     )
     .expect("the server starts")

@@ -24,6 +24,7 @@
 
 pub mod access;
 pub mod admission;
+pub mod autoscaler;
 pub mod drain;
 pub mod observer;
 
@@ -38,14 +39,16 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, DynamicObject, EvictParams, Patch, PatchParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
+use self::autoscaler::{Decision, EmulatedAutoscaler};
 use self::drain::{DrainOps, DrainOutcome, Evicted};
 use self::observer::{Change, Object, Observer, PodOnNode};
 use super::machines::Machines;
+use super::provision::{self, STANDBY_KEY};
 use super::served::BenchApi;
 use super::{Backend, BackendError, Capabilities};
 use crate::drill::Drill;
@@ -54,6 +57,7 @@ use crate::observe::{Observation, Time};
 use crate::preflight::{Facts, NodeFacts, Readiness};
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::serve::state::RUN_LABEL;
+use crate::sim::autoscaler::TO_BE_DELETED;
 
 /// How often a wall-clock cluster is polled (probes, watch events).
 pub const POLL: std::time::Duration = std::time::Duration::from_secs(1);
@@ -106,6 +110,15 @@ pub enum KubeError {
     /// The API server's URL through the proxy is not a URL.
     #[error("cannot address the API server through the stable endpoint: {0}")]
     Url(String),
+    /// The machines failed an operation the bench's autoscaler asked for.
+    #[error("failed to {what}")]
+    Machines {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: Box<BackendError>,
+    },
     /// A watch fell behind or ended.
     #[error("the watches did not catch up with the cluster: {0}")]
     Watch(String),
@@ -138,6 +151,9 @@ pub struct KubeOptions {
     /// before applying them: for clusters of its own that run no policy
     /// engine (kind, Talos); see [`admission`].
     pub admit_guards: bool,
+    /// Whether the bench plays the cluster autoscaler (see [`autoscaler`]):
+    /// for clusters of its own that cannot add servers (kind, Talos).
+    pub emulate_autoscaler: bool,
 }
 
 /// Tears the machines down exactly once: in [`Backend::finish`], or when
@@ -205,7 +221,10 @@ where
         + 'static,
 {
     let api: Api<K> = Api::all(client.clone());
+    // Without a backoff a watch that fails at once (an API server that
+    // refuses) is retried in a tight loop.
     watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
         .map(move |event| {
             let event = event.map(|e| match e {
                 watcher::Event::Apply(o) => watcher::Event::Apply(wrap(o)),
@@ -256,6 +275,10 @@ pub struct KubeBackend {
     proxy: Option<crate::endpoint::Proxy>,
     /// When the previous look at the cluster ended.
     synced_at: Time,
+    /// The bench's cluster autoscaler, where it plays one.
+    autoscaler: Option<EmulatedAutoscaler>,
+    /// The newest error a watch reported, for when they do not catch up.
+    watch_error: Option<String>,
 }
 
 impl KubeBackend {
@@ -276,6 +299,14 @@ impl KubeBackend {
             .map_err(KubeError::Runtime)?;
         let mut guard = guard;
         let (path, context) = guard.machines().kubeconfig();
+        let kubeconfig_server = runtime
+            .block_on(server_of(&path, context.as_deref()))
+            .unwrap_or_default();
+        // Whether the cluster is a served simulator is a property of the
+        // cluster, not of the way to it.
+        let served = super::served::loopback_http_addr(&kubeconfig_server)
+            .and_then(BenchApi::detect)
+            .map(|(api, _)| api);
         // The bench holds the stable endpoint when the machines are its
         // own: every request and probe goes through the failover proxy, so
         // availability and "no credential refresh" are measured there.
@@ -293,18 +324,10 @@ impl KubeBackend {
         };
         let through = proxy.as_ref().map(crate::endpoint::Proxy::local_addr);
         let client = runtime.block_on(client_for(&path, context.as_deref(), through))?;
-        let kubeconfig_server = runtime
-            .block_on(server_of(&path, context.as_deref()))
-            .unwrap_or_default();
         let server = match through {
             Some(addr) => format!("stable endpoint {addr}"),
             None => kubeconfig_server.clone(),
         };
-        // Whether the cluster is a served simulator is a property of the
-        // cluster, not of the way to it.
-        let served = super::served::loopback_http_addr(&kubeconfig_server)
-            .and_then(BenchApi::detect)
-            .map(|(api, _)| api);
         let mut capabilities = guard.machines().capabilities();
         if options.read_only {
             capabilities = Capabilities::NONE;
@@ -362,6 +385,8 @@ impl KubeBackend {
             api_servers,
             proxy,
             synced_at: 0,
+            autoscaler: None,
+            watch_error: None,
         };
         backend
             .observer
@@ -409,7 +434,141 @@ impl KubeBackend {
             |o| Object::Budget(Box::new(o)),
         ));
         backend.sync()?;
+        if backend.options.emulate_autoscaler && !backend.options.read_only {
+            let now = backend.now();
+            backend.autoscaler = EmulatedAutoscaler::new(&drill.topology, seed, now);
+        }
         Ok(backend)
+    }
+
+    /// Lets the emulated autoscaler act when it is due, and takes in what
+    /// it changed.
+    fn run_autoscaler(&mut self) -> Result<(), KubeError> {
+        let Some(mut scaler) = self.autoscaler.take() else {
+            return Ok(());
+        };
+        let now = self.now();
+        let result = if scaler.due() <= now {
+            let decisions = scaler.step(now, &self.observer);
+            self.carry_out(&mut scaler, decisions)
+        } else {
+            Ok(())
+        };
+        self.autoscaler = Some(scaler);
+        result
+    }
+
+    /// Does what the emulated autoscaler decided, as the real one would:
+    /// a released standby node stands for a booted server; a scale-down
+    /// taints, evicts through the eviction API (a refusal aborts it) and
+    /// deletes the server, then its Node.
+    fn carry_out(
+        &mut self,
+        scaler: &mut EmulatedAutoscaler,
+        decisions: Vec<Decision>,
+    ) -> Result<(), KubeError> {
+        if decisions.is_empty() {
+            return Ok(());
+        }
+        for decision in decisions {
+            match decision {
+                Decision::ScaleUp {
+                    pool,
+                    node,
+                    pods,
+                    boot_ms,
+                } => {
+                    let message = format!(
+                        "scale-up of {pool} for {pods} unschedulable pod(s); boots in {}",
+                        Duration::from_millis(boot_ms)
+                    );
+                    self.event(EventKind::ScaleUp, node_ref(&node), Some(&node), message);
+                }
+                Decision::Release { node } => {
+                    self.retaint(&node, STANDBY_KEY, None, true)?;
+                }
+                Decision::ScaleDown { node, utilisation } => {
+                    self.retaint(&node, TO_BE_DELETED, Some("NoSchedule"), false)?;
+                    let at = self.now();
+                    // A scale-down is a disruption like any fault: recovery
+                    // is measured from it.
+                    self.observer
+                        .obs
+                        .faults
+                        .push((at, format!("autoscaler scale-down of {node}")));
+                    self.event(
+                        EventKind::ScaleDown,
+                        node_ref(&node),
+                        Some(&node),
+                        format!(
+                            "scale-down: unneeded (utilisation {:.0} %) for the unneeded time; draining",
+                            utilisation * 100.0
+                        ),
+                    );
+                    self.sync()?;
+                    let pods = self.observer.pods_to_evict(&node);
+                    let mut drainer = Drainer {
+                        backend: self,
+                        evicted: BTreeSet::new(),
+                    };
+                    let mut refused = None;
+                    for pod in &pods {
+                        if let Evicted::Refused(why) = drainer.evict(pod)? {
+                            refused = Some(why);
+                            break;
+                        }
+                    }
+                    if let Some(why) = refused {
+                        // Upstream gives up on the node and lets it
+                        // schedule again.
+                        self.retaint(&node, TO_BE_DELETED, None, false)?;
+                        scaler.aborted(&node);
+                        self.event(
+                            EventKind::ScaleDownAborted,
+                            node_ref(&node),
+                            Some(&node),
+                            format!("scale-down aborted: {why}"),
+                        );
+                    }
+                }
+                Decision::Delete { node } => {
+                    // The cloud deletes the server; the cloud controller
+                    // then deletes its Node.
+                    self.guard
+                        .machines()
+                        .remove(&node)
+                        .map_err(|source| KubeError::Machines {
+                            what: format!("delete the server of {node}"),
+                            source: Box::new(source),
+                        })?;
+                    self.delete_node_object(&node)?;
+                }
+            }
+        }
+        self.sync()
+    }
+
+    /// [`provision::retaint`] on a node named as the drill names it.
+    fn retaint(
+        &mut self,
+        node: &str,
+        key: &str,
+        effect: Option<&str>,
+        drop_label: bool,
+    ) -> Result<(), KubeError> {
+        let api_name = self.observer.api_name(node);
+        self.runtime
+            .block_on(provision::retaint(
+                &self.client,
+                &api_name,
+                key,
+                effect,
+                drop_label,
+            ))
+            .map_err(|source| KubeError::Api {
+                what: format!("taint node {node}"),
+                source,
+            })
     }
 
     /// Server-side applies every workload of the drill, labelled with the
@@ -539,6 +698,9 @@ impl KubeBackend {
         match &self.clock {
             Clock::Stepped { latest, .. } => {
                 let latest = latest.clone();
+                // One bound for the whole catch-up: failing watches deliver
+                // their errors, so a bound per delivery would never end.
+                let deadline = tokio::time::Instant::now() + CATCH_UP;
                 loop {
                     let caught_up = WATCHED.iter().all(|k| {
                         self.initialized.contains(k)
@@ -549,17 +711,21 @@ impl KubeBackend {
                         break;
                     }
                     let streams = &mut self.streams;
-                    let next = self
-                        .runtime
-                        .block_on(async { tokio::time::timeout(CATCH_UP, streams.next()).await });
+                    let next = self.runtime.block_on(async {
+                        tokio::time::timeout_at(deadline, streams.next()).await
+                    });
                     match next {
                         Ok(Some((kind, event))) => self.take(at, kind, event, &latest),
                         Ok(None) => return Err(KubeError::Watch("the watches ended".to_owned())),
                         Err(_) => {
                             return Err(KubeError::Watch(format!(
-                                "nothing arrived for {}s; seen {:?}, newest {latest:?}",
+                                "not caught up after {}s; seen {:?}, newest {latest:?}{}",
                                 CATCH_UP.as_secs(),
-                                self.seen
+                                self.seen,
+                                self.watch_error
+                                    .as_ref()
+                                    .map(|e| format!("; last watch error: {e}"))
+                                    .unwrap_or_default()
                             )));
                         }
                     }
@@ -607,10 +773,14 @@ impl KubeBackend {
         event: Result<watcher::Event<Object>, watcher::Error>,
         latest: &BTreeMap<String, u64>,
     ) {
-        let Ok(event) = event else {
-            // The watcher retries on its own (with backoff); a re-list
-            // follows and reconciles.
-            return;
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                // The watcher retries on its own (with backoff); a re-list
+                // follows and reconciles.
+                self.watch_error = Some(e.to_string());
+                return;
+            }
         };
         let note = |seen: &mut BTreeMap<&'static str, u64>, object: &Object| {
             if let Some(rv) = object.resource_version() {
@@ -794,27 +964,38 @@ impl KubeBackend {
     fn try_advance_to(&mut self, until: Time) -> Result<(), KubeError> {
         match &self.clock {
             Clock::Stepped { origin, .. } => {
+                let origin = *origin;
                 let target = origin + until;
-                // Every instant the cluster changes at, in order, so the
-                // probes and watches see each one.
+                // Every instant the cluster or the bench's autoscaler
+                // changes at, in order, so the probes and watches see each.
                 loop {
                     let next = match &self.clock {
                         Clock::Stepped { next, now, .. } => {
-                            next.filter(|n| *n <= target && *n >= *now)
+                            let scaler = self.autoscaler.as_ref().map(|a| origin + a.due());
+                            [*next, scaler]
+                                .into_iter()
+                                .flatten()
+                                .filter(|n| *n <= target && *n >= *now)
+                                .min()
                         }
                         Clock::Wall { .. } => None,
                     };
                     match next {
-                        Some(next) => self.step_to(next)?,
+                        Some(next) => {
+                            self.step_to(next)?;
+                            self.run_autoscaler()?;
+                        }
                         None => break,
                     }
                 }
-                self.step_to(target)
+                self.step_to(target)?;
+                self.run_autoscaler()
             }
             Clock::Wall { .. } => {
                 // A wait may be an hour long; a stop asked for ends it.
                 while self.now() < until && !crate::interrupt::requested() {
                     self.sync()?;
+                    self.run_autoscaler()?;
                 }
                 Ok(())
             }
@@ -837,7 +1018,7 @@ impl KubeBackend {
         let api: Api<Node> = Api::all(self.client.clone());
         self.runtime
             .block_on(api.patch(
-                node,
+                &self.observer.api_name(node),
                 &PatchParams::default(),
                 &Patch::Merge(json!({"spec": {"unschedulable": true}})),
             ))
@@ -852,7 +1033,7 @@ impl KubeBackend {
         let api: Api<Node> = Api::all(self.client.clone());
         match self
             .runtime
-            .block_on(api.delete(node, &DeleteParams::default()))
+            .block_on(api.delete(&self.observer.api_name(node), &DeleteParams::default()))
         {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
@@ -884,6 +1065,14 @@ fn read_clock(clock: &mut Clock, answer: &Value) {
                 .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.parse().ok()?)))
                 .collect();
         }
+    }
+}
+
+fn node_ref(name: &str) -> ObjectRef {
+    ObjectRef {
+        kind: "Node".to_owned(),
+        namespace: String::new(),
+        name: name.to_owned(),
     }
 }
 
@@ -1133,7 +1322,11 @@ impl Backend for KubeBackend {
             return None;
         }
         match &self.clock {
-            Clock::Stepped { origin, next, .. } => next.map(|n| n.saturating_sub(*origin)),
+            Clock::Stepped { origin, next, .. } => {
+                let cluster = next.map(|n| n.saturating_sub(*origin));
+                let scaler = self.autoscaler.as_ref().map(EmulatedAutoscaler::due);
+                [cluster, scaler].into_iter().flatten().min()
+            }
             Clock::Wall { .. } => Some(self.now() + POLL.as_millis() as Time),
         }
     }
@@ -1154,7 +1347,8 @@ impl Backend for KubeBackend {
     fn autoscaler_pick(&mut self, pool: &str) -> Option<String> {
         // A cluster with its own autoscaler is asked which node it would
         // remove; otherwise the bench picks as the autoscaler would.
-        if let Some(api) = &self.served
+        if self.autoscaler.is_none()
+            && let Some(api) = &self.served
             && let Ok(answer) = api.get(&format!("/bench/v1/autoscaler-pick?pool={pool}"))
         {
             return answer

@@ -18,11 +18,13 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
+use super::super::provision::{NODE_LABEL, POOL_LABEL};
+use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::k8s::quantity::{ParsedQuantity, pod_requests};
 use crate::observe::{BudgetBreach, Observation, Placement, Stranding, Time};
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::AttachModel;
-use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
+use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
 
 /// The annotation through which the served simulator shows a claim's
 /// attachment (a real cluster shows it as a VolumeAttachment).
@@ -152,28 +154,69 @@ pub enum Change {
     Deleted(Object),
 }
 
+/// A node as the watches show it, under its drill name.
 #[derive(Debug, Clone)]
-struct NodeState {
-    labels: BTreeMap<String, String>,
-    pool: String,
-    ready: bool,
-    unschedulable: bool,
+pub(super) struct NodeState {
+    /// Its name in the API (kind and Talos name nodes after the cluster).
+    pub(super) api_name: String,
+    pub(super) labels: BTreeMap<String, String>,
+    pub(super) pool: String,
+    /// An autoscaler standby node not yet released: in no pool yet.
+    pub(super) standby: bool,
+    pub(super) ready: bool,
+    pub(super) unschedulable: bool,
     taints: BTreeSet<(String, String)>,
-    cpu_millis: i64,
-    memory: i64,
+    pub(super) cpu_millis: i64,
+    pub(super) memory: i64,
+    /// Allocatable pods.
+    pub(super) max_pods: u32,
+    /// The object, for the scheduling rules that read it whole.
+    pub(super) object: Rc<Node>,
 }
 
+/// A pod as the watches show it.
 #[derive(Debug, Clone)]
-struct PodState {
+pub(super) struct PodState {
     labels: BTreeMap<String, String>,
-    node: Option<String>,
+    /// Its node's drill name, once bound.
+    pub(super) node: Option<String>,
     workload: Option<String>,
     claims: Vec<String>,
     ready: bool,
-    daemon: bool,
-    deleting: bool,
-    cpu_millis: i64,
-    memory: i64,
+    pub(super) daemon: bool,
+    pub(super) deleting: bool,
+    /// Succeeded or Failed: it holds no resources.
+    pub(super) finished: bool,
+    /// The scheduler found no node for it (`PodScheduled` is `False` with
+    /// reason `Unschedulable`).
+    pub(super) unschedulable: bool,
+    pub(super) cpu_millis: i64,
+    pub(super) memory: i64,
+    /// What the cluster autoscaler reads of its spec.
+    pub(super) facts: Rc<PodFacts>,
+}
+
+/// What the cluster autoscaler reads of a pod's spec and metadata.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PodFacts {
+    /// `namespace/name`.
+    pub(super) key: String,
+    pub(super) namespace: String,
+    /// The DaemonSet owning it, if one does.
+    pub(super) daemon_set: Option<String>,
+    pub(super) labels: BTreeMap<String, String>,
+    /// The required node affinity and node selector; `None` when they do
+    /// not compile, which no node satisfies.
+    pub(super) required: Option<RequiredNodeAffinity>,
+    pub(super) tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict`.
+    pub(super) safe_to_evict: Option<bool>,
+    /// Mounts `emptyDir` or `hostPath`.
+    pub(super) local_storage: bool,
+    /// Has a controller owner other than a bare Pod.
+    pub(super) controlled: bool,
+    /// Carries a required pod anti-affinity term.
+    pub(super) anti_affinity: bool,
 }
 
 /// A pod bound in the current batch, placed once the batch is settled (so
@@ -211,6 +254,10 @@ pub struct Observer {
     claim_templates: BTreeMap<String, Vec<String>>,
     /// Budgets by `namespace/name`: their selector and healthy counts.
     budgets: BTreeMap<String, (Option<Selector>, i32, i32)>,
+    /// Budgets' `disruptionsAllowed`, by `namespace/name`.
+    allowed: BTreeMap<String, i32>,
+    /// Drill names of nodes by their API names.
+    drill_names: BTreeMap<String, String>,
     bindings: Vec<Binding>,
     /// The observation.
     pub obs: Observation,
@@ -239,6 +286,12 @@ fn pod_ref(key: &str) -> ObjectRef {
 pub fn pool_of(topology: &Topology, name: &str, labels: &BTreeMap<String, String>) -> String {
     if labels.contains_key(CONTROL_PLANE_LABEL) {
         return CONTROL_PLANE_POOL.to_owned();
+    }
+    // The pool the kind and Talos drivers wrote on the node.
+    if let Some(pool) = labels.get(POOL_LABEL)
+        && topology.pool(pool).is_some()
+    {
+        return pool.clone();
     }
     if let Some(pool) = topology
         .pools
@@ -291,6 +344,44 @@ fn pattern_matches(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// What the cluster autoscaler reads of a pod.
+fn pod_facts(pod: &Pod, spec: &k8s_openapi::api::core::v1::PodSpec) -> PodFacts {
+    PodFacts {
+        key: format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
+        namespace: pod.namespace().unwrap_or_default(),
+        daemon_set: pod
+            .owner_references()
+            .iter()
+            .find(|o| o.kind == "DaemonSet")
+            .map(|o| o.name.clone()),
+        labels: pod.labels().clone(),
+        required: RequiredNodeAffinity::from_pod_spec(spec).ok(),
+        tolerations: spec.tolerations.clone().unwrap_or_default(),
+        safe_to_evict: pod
+            .annotations()
+            .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
+            .map(|v| v == "true"),
+        local_storage: spec
+            .volumes
+            .iter()
+            .flatten()
+            .any(|v| v.empty_dir.is_some() || v.host_path.is_some()),
+        controlled: pod
+            .owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && o.kind != "Pod"),
+        anti_affinity: spec
+            .affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .is_some_and(|terms| !terms.is_empty()),
+    }
+}
+
 fn quantity(
     q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
 ) -> Option<ParsedQuantity> {
@@ -310,6 +401,8 @@ impl Observer {
             jobs: BTreeMap::new(),
             claim_templates: BTreeMap::new(),
             budgets: BTreeMap::new(),
+            allowed: BTreeMap::new(),
+            drill_names: BTreeMap::new(),
             bindings: Vec::new(),
             obs: Observation::default(),
         }
@@ -338,7 +431,10 @@ impl Observer {
     pub fn apply(&mut self, at: Time, change: Change) {
         match change {
             Change::Applied(Object::Node(node)) => self.node_applied(at, &node),
-            Change::Deleted(Object::Node(node)) => self.node_deleted(at, &node.name_any()),
+            Change::Deleted(Object::Node(node)) => {
+                let name = self.drill_name(&node.name_any());
+                self.node_deleted(at, &name);
+            }
             Change::Applied(Object::Pod(pod)) => self.pod_applied(at, &pod),
             Change::Deleted(Object::Pod(pod)) => self.pod_deleted(at, &pod),
             Change::Applied(Object::Claim(claim)) => self.claim_applied(at, &claim),
@@ -418,6 +514,8 @@ impl Observer {
                     .and_then(|s| s.selector.clone())
                     .and_then(|s| Selector::try_from(s).ok());
                 let status = b.status.clone().unwrap_or_default();
+                self.allowed
+                    .insert(key.clone(), status.disruptions_allowed.unwrap_or(0).max(0));
                 self.budgets
                     // A status not yet computed says nothing about health.
                     .insert(
@@ -432,6 +530,7 @@ impl Observer {
             Change::Deleted(Object::Budget(b)) => {
                 let key = format!("{}/{}", b.namespace().unwrap_or_default(), b.name_any());
                 self.budgets.remove(&key);
+                self.allowed.remove(&key);
             }
             Change::Deleted(
                 Object::Deployment(_)
@@ -456,9 +555,32 @@ impl Observer {
             .push((at, value.0, value.1));
     }
 
+    /// A node's drill name (`prod-worker-1`) from its API name
+    /// (`drillbench-r1-worker2` on kind): its [`NODE_LABEL`], which kind and
+    /// Talos nodes carry, else the API name itself.
+    pub fn drill_name(&self, api_name: &str) -> String {
+        self.drill_names
+            .get(api_name)
+            .cloned()
+            .unwrap_or_else(|| api_name.to_owned())
+    }
+
+    /// A node's API name from its drill name (the two are one where the
+    /// nodes are named as the drill names them).
+    pub fn api_name(&self, name: &str) -> String {
+        self.nodes
+            .get(name)
+            .map_or_else(|| name.to_owned(), |n| n.api_name.clone())
+    }
+
     fn node_applied(&mut self, at: Time, node: &Node) {
-        let name = node.name_any();
+        let api_name = node.name_any();
         let labels = node.labels().clone();
+        let name = labels
+            .get(NODE_LABEL)
+            .cloned()
+            .unwrap_or_else(|| api_name.clone());
+        self.drill_names.insert(api_name.clone(), name.clone());
         let ready = node
             .status
             .as_ref()
@@ -479,13 +601,18 @@ impl Observer {
             .and_then(|s| s.allocatable.clone())
             .unwrap_or_default();
         let state = NodeState {
+            api_name,
             pool: pool_of(&self.topology, &name, &labels),
+            standby: labels.contains_key(STANDBY_KEY),
             labels,
             ready,
             unschedulable,
             taints: taints.clone(),
             cpu_millis: quantity(allocatable.get("cpu")).map_or(0, |q| q.milli_value()),
             memory: quantity(allocatable.get("memory")).map_or(0, |q| q.value()),
+            max_pods: quantity(allocatable.get("pods"))
+                .map_or(110, |q| q.value().clamp(0, u32::MAX as i64) as u32),
+            object: Rc::new(node.clone()),
         };
         let before = self.nodes.insert(name.clone(), state);
         let r = node_ref(&name);
@@ -662,16 +789,25 @@ impl Observer {
             .filter_map(|v| v.persistent_volume_claim.as_ref())
             .map(|c| c.claim_name.clone())
             .collect();
+        let status = pod.status.clone().unwrap_or_default();
+        let unschedulable = status.conditions.iter().flatten().any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        });
         let state = PodState {
             labels: pod.labels().clone(),
-            node: spec.node_name.clone(),
+            node: spec.node_name.as_deref().map(|n| self.drill_name(n)),
             workload: self.pod_workload(pod),
             claims,
             ready,
             daemon: pod.owner_references().iter().any(|o| o.kind == "DaemonSet"),
             deleting: pod.metadata.deletion_timestamp.is_some(),
+            finished: matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")),
+            unschedulable,
             cpu_millis: requests.as_ref().map_or(0, |r| r.cpu_millis()),
             memory: requests.as_ref().map_or(0, |r| r.memory_bytes()),
+            facts: Rc::new(pod_facts(pod, &spec)),
         };
         let before = self.pods.insert(key.clone(), state.clone());
         let r = pod_ref(&key);
@@ -804,11 +940,11 @@ impl Observer {
         }
     }
 
-    /// Live nodes of a pool, by name.
+    /// Live nodes of a pool, by name (standby nodes are in none yet).
     pub fn pool_nodes(&self, pool: &str) -> Vec<String> {
         self.nodes
             .iter()
-            .filter(|(_, n)| n.pool == pool)
+            .filter(|(_, n)| n.pool == pool && !n.standby)
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -817,8 +953,35 @@ impl Observer {
     pub fn ready_nodes(&self, pool: &str) -> u32 {
         self.nodes
             .values()
-            .filter(|n| n.pool == pool && n.ready)
+            .filter(|n| n.pool == pool && n.ready && !n.standby)
             .count() as u32
+    }
+
+    /// Every node, by drill name.
+    pub(super) fn nodes(&self) -> &BTreeMap<String, NodeState> {
+        &self.nodes
+    }
+
+    /// Every pod, by `namespace/name`.
+    pub(super) fn pods(&self) -> &BTreeMap<String, PodState> {
+        &self.pods
+    }
+
+    /// The budgets selecting a pod: `namespace/name` and their
+    /// `disruptionsAllowed`.
+    pub(super) fn covering_budgets(
+        &self,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<(String, i32)> {
+        self.budgets
+            .iter()
+            .filter(|(key, (selector, _, _))| {
+                key.split('/').next() == Some(namespace)
+                    && selector.as_ref().is_some_and(|s| s.matches(labels))
+            })
+            .map(|(key, _)| (key.clone(), self.allowed.get(key).copied().unwrap_or(0)))
+            .collect()
     }
 
     /// Nodes and whether they are Ready, with whether each is a control
@@ -826,6 +989,7 @@ impl Observer {
     pub fn node_readiness(&self) -> Vec<(String, bool, bool)> {
         self.nodes
             .iter()
+            .filter(|(_, n)| !n.standby)
             .map(|(name, n)| (name.clone(), n.pool == CONTROL_PLANE_POOL, n.ready))
             .collect()
     }
@@ -894,7 +1058,7 @@ impl Observer {
         };
         self.nodes
             .iter()
-            .filter(|(_, n)| n.pool == pool && n.ready && !n.unschedulable)
+            .filter(|(_, n)| n.pool == pool && n.ready && !n.unschedulable && !n.standby)
             .map(|(name, n)| (utilisation(name, n), name))
             .min_by(|a, b| {
                 a.0.partial_cmp(&b.0)
