@@ -64,3 +64,52 @@ fn a_standby_node_is_tainted_then_released() {
         .unwrap();
     assert!(!labels.contains_key(STANDBY_KEY), "{labels:?}");
 }
+
+#[test]
+fn a_simulator_with_standby_nodes_boots_them_tainted_and_scales_nothing_itself() {
+    use drillbench::backend::provision::plan_nodes;
+    use drillbench::report::EventKind;
+    use drillbench::sim::Simulation;
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/autoscaler-scale-down.yaml");
+    let drill =
+        drillbench::drill::Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let mut sim = Simulation::with_standby_nodes(&drill, 1, 2).expect("provisioned");
+    // The names kind's driver plans, so a stand-in finds each.
+    let planned: Vec<String> = plan_nodes(&drill.topology, &RunId::new("s2").unwrap(), 2)
+        .into_iter()
+        .filter(|n| n.standby)
+        .map(|n| n.drill_name)
+        .collect();
+    assert_eq!(planned.len(), 4, "{planned:?}");
+    for name in &planned {
+        let id = sim.node_id(name).expect("the standby node exists");
+        let node = sim.node_view(id);
+        let taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
+        assert!(taints.iter().any(|t| t.key == STANDBY_KEY), "{name}");
+        assert_eq!(
+            node.metadata
+                .labels
+                .unwrap()
+                .get(STANDBY_KEY)
+                .map(String::as_str),
+            Some("true")
+        );
+    }
+    // Burst that only an autoscaler could place stays pending.
+    let burst = sim.workload_id("load/Deployment/burst").expect("burst");
+    sim.set_replicas(burst, 24).unwrap();
+    sim.advance_to(30 * 60_000);
+    assert!(
+        !sim.obs.events.iter().any(|e| e.kind == EventKind::ScaleUp),
+        "the simulator's own autoscaler stays off"
+    );
+    assert!(
+        sim.obs
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::PodUnschedulable),
+        "the burst found no room"
+    );
+}

@@ -602,3 +602,275 @@ fn blocker(cluster: &Observer, pod: &PodState) -> Option<String> {
         .find(|(_, allowed)| *allowed < 1)
         .map(|(budget, _)| format!("{key}: PodDisruptionBudget {budget} allows no disruption"))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::backend::kube::observer::{Change, Object};
+    use crate::backend::provision::POOL_LABEL;
+
+    const SCAN: Time = 10_000;
+    const UNNEEDED: Time = 600_000;
+
+    fn topology() -> Topology {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/autoscaler-scale-down.yaml");
+        let drill =
+            crate::drill::Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let topology = drill.topology;
+        assert_eq!(topology.autoscaler.scan_interval.as_millis(), SCAN);
+        assert_eq!(
+            topology.autoscaler.scale_down_unneeded_time.as_millis(),
+            UNNEEDED
+        );
+        topology
+    }
+
+    fn node(name: &str, pool: &str, standby: bool, cpu: &str) -> Change {
+        let mut labels = json!({POOL_LABEL: pool, "kubernetes.io/hostname": name});
+        let mut taints = json!([]);
+        if pool == "baseline" {
+            labels["platform.devantler.tech/baseline-worker"] = json!("true");
+        }
+        if standby {
+            labels[STANDBY_KEY] = json!("true");
+            taints = json!([{"key": STANDBY_KEY, "value": "true", "effect": "NoSchedule"}]);
+        }
+        Change::Applied(Object::Node(Box::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"taints": taints},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                           "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
+            }))
+            .expect("node"),
+        )))
+    }
+
+    /// A ReplicaSet's pod requesting `cpu`, on `node` or left unschedulable.
+    fn pod(name: &str, node: Option<&str>, cpu: &str, extra: Value) -> Change {
+        let mut object = json!({
+            "metadata": {"name": name, "namespace": "load", "labels": {"app": "burst"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                              "name": "burst-1", "uid": "u", "controller": true}]},
+            "spec": {"nodeName": node,
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+            "status": {"phase": if node.is_some() { "Running" } else { "Pending" },
+                       "conditions": [{"type": "PodScheduled",
+                                       "status": if node.is_some() { "True" } else { "False" },
+                                       "reason": if node.is_some() { Value::Null } else { json!("Unschedulable") }}]},
+        });
+        merge(&mut object, extra);
+        Change::Applied(Object::Pod(Box::new(
+            serde_json::from_value(object).expect("pod"),
+        )))
+    }
+
+    fn merge(into: &mut Value, from: Value) {
+        match (into, from) {
+            (Value::Object(a), Value::Object(b)) => {
+                for (k, v) in b {
+                    merge(a.entry(k).or_insert(Value::Null), v);
+                }
+            }
+            (slot, value) => *slot = value,
+        }
+    }
+
+    fn budget(allowed: i32) -> Change {
+        Change::Applied(Object::Budget(Box::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "burst", "namespace": "load"},
+                "spec": {"selector": {"matchLabels": {"app": "burst"}}, "maxUnavailable": 1},
+                "status": {"disruptionsAllowed": allowed, "currentHealthy": 1,
+                           "desiredHealthy": 1, "expectedPods": 1},
+            }))
+            .expect("budget"),
+        )))
+    }
+
+    fn cluster(changes: Vec<Change>) -> Observer {
+        let mut observer = Observer::new(topology());
+        for change in changes {
+            observer.apply(0, change);
+        }
+        observer.settle(0);
+        observer
+    }
+
+    fn scaler() -> EmulatedAutoscaler {
+        EmulatedAutoscaler::new(&topology(), 1, 0).expect("autoscaled pools")
+    }
+
+    #[test]
+    fn an_unschedulable_pod_scales_up_a_pool_whose_standby_node_takes_it_then_releases_it() {
+        let observer = cluster(vec![
+            node("prod-worker-1", "baseline", false, "1"),
+            node("autoscale-cx43-standby-1", "autoscale-cx43", true, "8"),
+            pod("burst-a", None, "2", json!({})),
+        ]);
+        let mut scaler = scaler();
+        assert_eq!(scaler.due(), SCAN, "the first scan comes one interval in");
+        assert!(scaler.step(SCAN - 1, &observer).is_empty());
+        let decisions = scaler.step(SCAN, &observer);
+        let [
+            Decision::ScaleUp {
+                pool,
+                node,
+                pods,
+                boot_ms,
+            },
+        ] = decisions.as_slice()
+        else {
+            panic!("one scale-up: {decisions:?}");
+        };
+        assert_eq!(
+            (pool.as_str(), node.as_str(), *pods),
+            ("autoscale-cx43", "autoscale-cx43-standby-1", 1)
+        );
+        let boot = topology().autoscaler.boot_delay;
+        assert!((boot.min.as_millis()..=boot.max.as_millis()).contains(boot_ms));
+        // While it boots, the same pod asks for nothing more.
+        assert!(scaler.step(2 * SCAN, &observer).is_empty());
+        assert_eq!(scaler.due(), 3 * SCAN);
+        let released = scaler.step(SCAN + boot_ms, &observer);
+        assert!(
+            released.contains(&Decision::Release {
+                node: "autoscale-cx43-standby-1".to_owned()
+            }),
+            "{released:?}"
+        );
+    }
+
+    #[test]
+    fn a_pod_no_pools_template_admits_scales_nothing_up() {
+        // It needs the baseline label no autoscaler node carries.
+        let picky =
+            json!({"spec": {"nodeSelector": {"platform.devantler.tech/baseline-worker": "true"}}});
+        let observer = cluster(vec![
+            node("prod-worker-1", "baseline", false, "1"),
+            node("autoscale-cx43-standby-1", "autoscale-cx43", true, "8"),
+            pod("db-0", None, "2", picky),
+            // Too big for any template.
+            pod("huge", None, "64", json!({})),
+        ]);
+        assert_eq!(scaler().step(SCAN, &observer), Vec::new());
+    }
+
+    /// A released autoscaler node running one small burst pod, with room
+    /// for it on the baseline.
+    fn idle_autoscaler_node(extra: Vec<Change>) -> Observer {
+        let mut changes = vec![
+            node("prod-worker-1", "baseline", false, "8"),
+            node("autoscale-cx43-1", "autoscale-cx43", false, "8"),
+            pod(
+                "burst-a",
+                Some("autoscale-cx43-1"),
+                "500m",
+                json!({"metadata": {"annotations": {}}}),
+            ),
+        ];
+        changes.extend(extra);
+        cluster(changes)
+    }
+
+    fn scale_downs(scaler: &mut EmulatedAutoscaler, observer: &Observer) -> Vec<Decision> {
+        let mut all = Vec::new();
+        let mut now = SCAN;
+        while now <= SCAN + UNNEEDED + SCAN {
+            all.extend(scaler.step(now, observer));
+            now += SCAN;
+        }
+        all
+    }
+
+    #[test]
+    fn an_unneeded_node_is_scaled_down_after_the_unneeded_time_and_deleted_once_empty() {
+        let observer = idle_autoscaler_node(vec![budget(1)]);
+        let mut scaler = scaler();
+        assert!(scaler.step(SCAN, &observer).is_empty(), "unneeded from now");
+        assert!(scaler.step(SCAN + UNNEEDED - 1, &observer).is_empty());
+        let decisions = scaler.step(SCAN + UNNEEDED, &observer);
+        assert!(
+            matches!(decisions.as_slice(), [Decision::ScaleDown { node, utilisation }]
+                if node == "autoscale-cx43-1" && *utilisation < 0.1),
+            "{decisions:?}"
+        );
+        // Its pod is still there: no deletion yet.
+        assert!(scaler.step(SCAN + UNNEEDED + 5_000, &observer).is_empty());
+        let emptied = idle_autoscaler_node(vec![Change::Deleted(
+            match pod("burst-a", Some("autoscale-cx43-1"), "500m", json!({})) {
+                Change::Applied(o) => o,
+                Change::Deleted(o) => o,
+            },
+        )]);
+        assert_eq!(
+            scaler.step(SCAN + UNNEEDED + 10_000, &emptied),
+            vec![Decision::Delete {
+                node: "autoscale-cx43-1".to_owned()
+            }]
+        );
+    }
+
+    #[test]
+    fn each_blocker_keeps_the_node() {
+        let cases: Vec<(&str, Vec<Change>)> = vec![
+            (
+                "safe-to-evict false",
+                vec![pod(
+                    "burst-a",
+                    Some("autoscale-cx43-1"),
+                    "500m",
+                    json!({"metadata": {"annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}}}),
+                )],
+            ),
+            ("a budget with no disruption left", vec![budget(0)]),
+            (
+                "local storage",
+                vec![pod(
+                    "burst-a",
+                    Some("autoscale-cx43-1"),
+                    "500m",
+                    json!({"spec": {"volumes": [{"name": "scratch", "emptyDir": {}}]}}),
+                )],
+            ),
+            (
+                "no controller",
+                vec![pod(
+                    "burst-a",
+                    Some("autoscale-cx43-1"),
+                    "500m",
+                    json!({"metadata": {"ownerReferences": []}}),
+                )],
+            ),
+            (
+                "no room elsewhere",
+                vec![node("prod-worker-1", "baseline", false, "100m")],
+            ),
+            (
+                "busy",
+                vec![pod("burst-a", Some("autoscale-cx43-1"), "6", json!({}))],
+            ),
+        ];
+        for (why, changes) in cases {
+            let observer = idle_autoscaler_node(changes);
+            let decisions = scale_downs(&mut scaler(), &observer);
+            assert!(
+                !decisions
+                    .iter()
+                    .any(|d| matches!(d, Decision::ScaleDown { .. })),
+                "{why}: {decisions:?}"
+            );
+        }
+        // The control: without a blocker the same node goes.
+        let decisions = scale_downs(&mut scaler(), &idle_autoscaler_node(vec![]));
+        assert!(
+            decisions
+                .iter()
+                .any(|d| matches!(d, Decision::ScaleDown { .. })),
+            "{decisions:?}"
+        );
+    }
+}
