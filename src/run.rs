@@ -158,6 +158,34 @@ fn needs_autoscaler(drill: &Drill) -> Option<String> {
     })
 }
 
+/// The first of the drill's workloads that claims a persistent volume: a
+/// StatefulSet's claim templates, a claim of its own, or a pod template's
+/// ephemeral or claimed volume.
+fn claims_volumes(drill: &Drill) -> Option<String> {
+    drill.workloads.iter().find_map(|doc| {
+        let value = &doc.value;
+        let template = match doc.kind()? {
+            "PersistentVolumeClaim" => return Some(crate::drill::workload_key(value)),
+            "Pod" => value.pointer("/spec"),
+            "CronJob" => value.pointer("/spec/jobTemplate/spec/template/spec"),
+            _ => value.pointer("/spec/template/spec"),
+        };
+        let templates = value
+            .pointer("/spec/volumeClaimTemplates")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|t| !t.is_empty());
+        let volumes = template
+            .and_then(|s| s.get("volumes"))
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|v| {
+                v.iter().any(|v| {
+                    v.get("persistentVolumeClaim").is_some() || v.get("ephemeral").is_some()
+                })
+            });
+        (templates || volumes).then(|| crate::drill::workload_key(value))
+    })
+}
+
 /// Refuses, before anything runs, a drill that asks the backend for more
 /// than it can do.
 fn check_capabilities(drill: &Drill, backend: &dyn Backend) -> Result<(), RunError> {
@@ -172,6 +200,13 @@ pub fn refuse_unsupported(
     caps: crate::backend::Capabilities,
 ) -> Result<(), RunError> {
     type Can = fn(&crate::backend::Capabilities) -> bool;
+    if !caps.storage
+        && let Some(workload) = claims_volumes(drill)
+    {
+        return Err(RunError::Unsupported(format!(
+            "the {backend} backend has no storage provisioner for the volumes {workload} claims; use --backend kind or sim"
+        )));
+    }
     if !caps.autoscaler
         && let Some(why) = needs_autoscaler(drill)
     {

@@ -350,6 +350,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: true,
     replace_nodes: false,
     whole_cluster_faults: false,
+    // kind ships the local-path provisioner; the drill's classes use it.
+    storage: true,
 };
 
 impl Machines for KindMachines {

@@ -38,6 +38,8 @@ pub struct Capabilities {
     /// Rolling upgrades, full rebuilds and pool removal: faults the bench
     /// plays out as whole-cluster runbooks.
     pub whole_cluster_faults: bool,
+    /// The cluster provides volumes for the workloads' claims.
+    pub storage: bool,
 }
 
 impl Capabilities {
@@ -50,6 +52,9 @@ impl Capabilities {
         autoscaler: false,
         replace_nodes: false,
         whole_cluster_faults: false,
+        // Not the bench's to give: an existing cluster has its own storage,
+        // and a read-only run applies no claim.
+        storage: true,
     };
 }
 

@@ -50,6 +50,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: true,
     replace_nodes: true,
     whole_cluster_faults: true,
+    storage: true,
 };
 
 fn timestamp(drill_ms: i64) -> jiff::Timestamp {

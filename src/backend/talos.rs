@@ -579,6 +579,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: true,
     replace_nodes: true,
     whole_cluster_faults: false,
+    // Talos in Docker ships no storage provisioner.
+    storage: false,
 };
 
 impl Machines for TalosMachines {
