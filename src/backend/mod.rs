@@ -10,6 +10,7 @@ pub mod clean;
 pub mod docker;
 pub mod kind;
 pub mod kube;
+pub mod local_path;
 pub mod machines;
 pub mod provision;
 pub mod served;

@@ -150,6 +150,22 @@ pub fn loopback_http_addr(server: &str) -> Option<SocketAddr> {
     addr.ip().is_loopback().then_some(addr)
 }
 
+/// Whether a kubeconfig's cluster is a served simulator (its bench
+/// endpoints answer): the stand-in for a cluster in tests, which models
+/// what a real one needs installed (storage) itself.
+pub async fn is_served_simulator(kubeconfig: &std::path::Path) -> bool {
+    let Some(addr) = super::kube::server_of(kubeconfig, None)
+        .await
+        .as_deref()
+        .and_then(loopback_http_addr)
+    else {
+        return false;
+    };
+    tokio::task::spawn_blocking(move || BenchApi::detect(addr).is_some())
+        .await
+        .unwrap_or(false)
+}
+
 fn to_backend(error: BenchApiError) -> BackendError {
     match error {
         BenchApiError::Status {

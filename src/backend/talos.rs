@@ -29,6 +29,7 @@ use super::clean::{DOCKER_HINT, RecordedBackend, Registry, RunRecord, TALOSCTL_H
 use super::docker::{
     Container, ContainerSpec, ContainerState, Docker, ForeignAllowance, RUN_LABEL, RunId,
 };
+use super::local_path;
 use super::machines::Machines;
 use super::provision::{
     self, DriverError, PlannedNode, ProvisionedNode, block_on, client_for, plan_nodes, yaml_str,
@@ -272,9 +273,15 @@ impl TalosMachines {
         let run_patch = self.dir.join("patches/run.yaml");
         let mut run_labels = BTreeMap::new();
         run_labels.insert(RUN_LABEL.to_owned(), self.run.as_str().to_owned());
+        // Also from the first boot: the kubelet sees the local-path
+        // provisioner's volumes (a kubelet mount cannot change live).
         provision::write_file(
             &run_patch,
-            &labels_patch("every node of the run, from its first boot", &run_labels),
+            &format!(
+                "{}{}",
+                labels_patch("every node of the run, from its first boot", &run_labels),
+                local_path::kubelet_mount_patch().trim_start_matches("machine:\n")
+            ),
         )?;
         let (run_patch, state, talosconfig) = (
             format!("@{}", run_patch.display()),
@@ -405,7 +412,12 @@ impl TalosMachines {
             let client = client_for(&kubeconfig).await?;
             provision::wait_labelled(&client, &nodes, ready_timeout).await?;
             provision::apply_api_labels(&client, &nodes).await?;
-            provision::ensure_storage_classes(&client, &topology, &run).await
+            provision::ensure_storage_classes(&client, &topology, &run).await?;
+            // A served simulator standing in for Talos models volumes.
+            if !super::served::is_served_simulator(&kubeconfig).await {
+                local_path::install(&client, &run).await?;
+            }
+            Ok::<(), DriverError>(())
         })??;
         Ok(())
     }
@@ -579,8 +591,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: true,
     replace_nodes: true,
     whole_cluster_faults: false,
-    // Talos in Docker ships no storage provisioner.
-    storage: false,
+    // Talos in Docker ships none; the backend installs local-path.
+    storage: true,
 };
 
 impl Machines for TalosMachines {

@@ -24,6 +24,7 @@
 
 pub mod access;
 pub mod admission;
+pub mod apply;
 pub mod autoscaler;
 pub mod drain;
 pub mod observer;
@@ -38,7 +39,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, DynamicObject, EvictParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
@@ -592,31 +593,8 @@ impl KubeBackend {
                         continue;
                     }
                 }
-                let (Some(api_version), Some(kind), Some(name)) = (
-                    value
-                        .get("apiVersion")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    doc.kind().map(str::to_owned),
-                    doc.name().map(str::to_owned),
-                ) else {
+                let (Some(kind), Some(name)) = (doc.kind(), doc.name()) else {
                     continue;
-                };
-                let (group, version) = match api_version.split_once('/') {
-                    Some((g, v)) => (g.to_owned(), v.to_owned()),
-                    None => (String::new(), api_version.clone()),
-                };
-                let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &kind);
-                let (resource, caps) = match kube::discovery::pinned_kind(&client, &gvk).await {
-                    Ok(found) => found,
-                    Err(_) => {
-                        not_served.push(ObjectRef {
-                            kind: kind.clone(),
-                            namespace: doc.namespace().unwrap_or_default().to_owned(),
-                            name: name.clone(),
-                        });
-                        continue;
-                    }
                 };
                 if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
                     let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -624,29 +602,19 @@ impl KubeBackend {
                         labels.insert(RUN_LABEL.to_owned(), json!(run));
                     }
                 }
-                let object: DynamicObject =
-                    serde_json::from_value(value).map_err(|e| KubeError::Api {
-                        what: format!("read {kind} {name} as an object"),
-                        source: kube::Error::SerdeError(e),
+                let applied = apply::server_side_apply(&client, &value, FIELD_MANAGER)
+                    .await
+                    .map_err(|source| KubeError::Api {
+                        what: format!("apply {kind} {name}"),
+                        source,
                     })?;
-                let api: Api<DynamicObject> = match caps.scope {
-                    kube::discovery::Scope::Namespaced => Api::namespaced_with(
-                        client.clone(),
-                        doc.namespace().unwrap_or("default"),
-                        &resource,
-                    ),
-                    kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &resource),
-                };
-                api.patch(
-                    &name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&object),
-                )
-                .await
-                .map_err(|source| KubeError::Api {
-                    what: format!("apply {kind} {name}"),
-                    source,
-                })?;
+                if applied == apply::Applied::NotServed {
+                    not_served.push(ObjectRef {
+                        kind: kind.to_owned(),
+                        namespace: doc.namespace().unwrap_or_default().to_owned(),
+                        name: name.to_owned(),
+                    });
+                }
             }
             Ok::<(), KubeError>(())
         })?;
