@@ -349,6 +349,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: false,
     replace_nodes: false,
     whole_cluster_faults: false,
+    restore_namespaces: false,
 };
 
 impl Machines for KindMachines {

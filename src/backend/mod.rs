@@ -38,6 +38,9 @@ pub struct Capabilities {
     /// Rolling upgrades, full rebuilds and pool removal: faults the bench
     /// plays out as whole-cluster runbooks.
     pub whole_cluster_faults: bool,
+    /// Back a namespace up, lose it and restore it (`restoreNamespace`),
+    /// measuring what its writers lost.
+    pub restore_namespaces: bool,
 }
 
 impl Capabilities {
@@ -50,6 +53,7 @@ impl Capabilities {
         autoscaler: false,
         replace_nodes: false,
         whole_cluster_faults: false,
+        restore_namespaces: false,
     };
 }
 
@@ -159,6 +163,17 @@ pub trait Backend {
         Err(BackendError::Unsupported {
             backend: self.name(),
             what: "rebuild the cluster from nothing".to_owned(),
+        })
+    }
+    /// Backs `namespace` up now under `schedule`, loses every object in it
+    /// and restores it from that backup, letting time pass; records the
+    /// restore and what the namespace's writers lost in the observation
+    /// (`restores`, `data_loss`), which the `rpo:` assertion judges.
+    fn restore_namespace(&mut self, namespace: &str, schedule: &str) -> Result<(), BackendError> {
+        let _ = schedule;
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: format!("lose namespace `{namespace}` and restore it from a backup"),
         })
     }
     /// Sets a workload's replicas (`namespace/Kind/name`).

@@ -27,6 +27,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: true,
     replace_nodes: true,
     whole_cluster_faults: false,
+    restore_namespaces: false,
 };
 
 /// Why a bench endpoint could not be used.

@@ -50,6 +50,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: true,
     replace_nodes: true,
     whole_cluster_faults: true,
+    restore_namespaces: true,
 };
 
 fn timestamp(drill_ms: i64) -> jiff::Timestamp {
@@ -167,6 +168,11 @@ impl Backend for SimBackend {
         Ok(outcome
             .failed_step
             .map(|s| format!("recovery step `{s}` exhausted its attempts")))
+    }
+
+    fn restore_namespace(&mut self, namespace: &str, schedule: &str) -> Result<(), BackendError> {
+        self.sim.restore_namespace(namespace, schedule);
+        Ok(())
     }
 
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {

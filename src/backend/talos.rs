@@ -578,6 +578,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: false,
     replace_nodes: true,
     whole_cluster_faults: false,
+    restore_namespaces: false,
 };
 
 impl Machines for TalosMachines {
