@@ -12,10 +12,12 @@ pub mod kind;
 pub mod kube;
 pub mod machines;
 pub mod provision;
+pub mod s3;
 pub mod served;
 pub mod sim;
 pub mod talos;
 pub mod tool;
+pub mod velero;
 
 use crate::duration::Duration;
 use crate::observe::{Observation, Time};
