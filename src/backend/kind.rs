@@ -349,7 +349,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: false,
     replace_nodes: false,
     whole_cluster_faults: false,
-    restore_namespaces: false,
+    restore_namespaces: true,
 };
 
 impl Machines for KindMachines {

@@ -27,7 +27,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: true,
     replace_nodes: true,
     whole_cluster_faults: false,
-    restore_namespaces: false,
+    restore_namespaces: true,
 };
 
 /// Why a bench endpoint could not be used.

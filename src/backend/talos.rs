@@ -578,7 +578,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     autoscaler: false,
     replace_nodes: true,
     whole_cluster_faults: false,
-    restore_namespaces: false,
+    restore_namespaces: true,
 };
 
 impl Machines for TalosMachines {

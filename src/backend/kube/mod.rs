@@ -26,6 +26,7 @@ pub mod access;
 pub mod admission;
 pub mod drain;
 pub mod observer;
+pub mod restore;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -256,6 +257,8 @@ pub struct KubeBackend {
     proxy: Option<crate::endpoint::Proxy>,
     /// When the previous look at the cluster ended.
     synced_at: Time,
+    /// Velero and its S3 target, once a restore set them up.
+    restore: restore::RestoreState,
 }
 
 impl KubeBackend {
@@ -362,6 +365,7 @@ impl KubeBackend {
             api_servers,
             proxy,
             synced_at: 0,
+            restore: restore::RestoreState::default(),
         };
         backend
             .observer
@@ -1358,6 +1362,16 @@ impl Backend for KubeBackend {
                 source,
             })),
         }
+    }
+
+    fn restore_namespace(&mut self, namespace: &str, schedule: &str) -> Result<(), BackendError> {
+        if !self.capabilities.restore_namespaces {
+            return Err(BackendError::Unsupported {
+                backend: self.options.name,
+                what: format!("lose namespace `{namespace}` and restore it from a backup"),
+            });
+        }
+        Ok(self.restore_namespace_with_velero(namespace, schedule)?)
     }
 
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {
