@@ -112,6 +112,10 @@ pub struct MinioOptions {
     /// A line the container prints once it serves; `None`: running is
     /// enough (an image that is not MinIO, in tests).
     pub ready_log: Option<String>,
+    /// The entrypoint replacing the image's, if any.
+    pub entrypoint: Option<String>,
+    /// The command (the entrypoint's arguments).
+    pub command: Vec<String>,
 }
 
 impl MinioOptions {
@@ -127,6 +131,15 @@ impl MinioOptions {
             network: network.to_owned(),
             run_id: run_id.to_owned(),
             ready_log: Some(MINIO_READY.to_owned()),
+            // The bucket is made as a directory before MinIO starts, so no
+            // client (mc) is needed inside the image.
+            entrypoint: Some("sh".to_owned()),
+            command: vec![
+                "-c".to_owned(),
+                format!(
+                    "mkdir -p /data/{BUCKET} && exec minio server /data --address :{MINIO_PORT}"
+                ),
+            ],
         }
     }
 
@@ -160,7 +173,10 @@ impl Minio {
             Some((name, tag)) if !tag.contains('/') => (name, tag),
             _ => (options.image.as_str(), "latest"),
         };
-        let mut image = GenericImage::new(name, tag).with_entrypoint("sh");
+        let mut image = GenericImage::new(name, tag);
+        if let Some(entrypoint) = &options.entrypoint {
+            image = image.with_entrypoint(entrypoint);
+        }
         if let Some(line) = &options.ready_log {
             image = image.with_wait_for(WaitFor::message_on_stdout(line.as_str()));
         }
@@ -172,12 +188,8 @@ impl Minio {
             (RUN_LABEL.to_owned(), options.run_id.clone()),
             ("drillbench.dev/role".to_owned(), "s3".to_owned()),
         ]);
-        // The bucket is made as a directory before MinIO starts, so no
-        // client (mc) is needed inside the image.
-        let script =
-            format!("mkdir -p /data/{BUCKET} && exec minio server /data --address :{MINIO_PORT}");
         let request = image
-            .with_cmd(["-c", script.as_str()])
+            .with_cmd(options.command.clone())
             .with_container_name(options.container_name())
             .with_network(options.network.clone())
             .with_labels(labels)
