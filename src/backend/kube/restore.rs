@@ -64,6 +64,9 @@ pub enum RestoreError {
         /// How long the bench waited.
         seconds: u64,
     },
+    /// The drill was aborted (cluster lost, interrupted) meanwhile.
+    #[error("the restore stopped: {0}")]
+    Aborted(String),
     /// The Velero backup's thread died.
     #[error("the Velero backup's thread panicked")]
     Panicked,
@@ -210,6 +213,12 @@ impl KubeBackend {
             std::thread::spawn(move || velero.backup(&backup, &namespace, &schedule, &run_id))
         };
         while !job.is_finished() {
+            if let Some(why) = self.observer.obs.aborted.clone() {
+                // Time no longer passes: writing on would spin. The backup
+                // ends within Velero's bound; its outcome no longer matters.
+                let _ = job.join();
+                return Err(RestoreError::Aborted(why));
+            }
             seq += 1;
             self.write_marker(&maps, namespace, schedule, seq, &mut acked);
             self.pass(MARKER_EVERY);
@@ -324,7 +333,10 @@ impl KubeBackend {
             if present.is_none() {
                 return Ok(());
             }
-            if Backend::now(self) >= deadline || self.observer.obs.aborted.is_some() {
+            if let Some(why) = self.observer.obs.aborted.clone() {
+                return Err(RestoreError::Aborted(why));
+            }
+            if Backend::now(self) >= deadline {
                 return Err(RestoreError::NotGone {
                     namespace: namespace.to_owned(),
                     seconds: GONE_WITHIN / 1000,
