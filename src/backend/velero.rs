@@ -113,7 +113,7 @@ impl Velero {
     /// The arguments of `velero install` against `target`, reading the
     /// credentials from `secret_file`: the aws plugin, no volume
     /// snapshots (the drill's data lives in API objects), path-style
-    /// addressing as MinIO needs. Labels Velero's objects with the run.
+    /// addressing as MinIO needs. Labels Velero's pods with the run.
     pub fn install_args(target: &S3Target, secret_file: &Path, run_id: &str) -> Vec<String> {
         vec![
             "install".to_owned(),
@@ -131,7 +131,8 @@ impl Velero {
                 "region={},s3ForcePathStyle=true,s3Url={}",
                 target.region, target.url
             ),
-            "--labels".to_owned(),
+            // `install` has no `--labels`; the Velero pods carry the run.
+            "--pod-labels".to_owned(),
             format!("{}={run_id}", super::docker::RUN_LABEL),
             "--wait".to_owned(),
         ]
