@@ -19,8 +19,9 @@ use super::docker::RUN_LABEL;
 
 /// The MinIO image started unless `DRILLBENCH_S3_IMAGE` names another.
 pub const MINIO_IMAGE: &str = "minio/minio:RELEASE.2025-04-22T22-12-26Z";
-/// What MinIO prints once it serves.
-pub const MINIO_READY: &str = "API:";
+/// What the MinIO container prints once it serves with its bucket made
+/// (the bench's own line, printed by [`minio_script`]).
+pub const MINIO_READY: &str = "drillbench-s3-ready";
 /// The bucket Velero writes to.
 pub const BUCKET: &str = "velero";
 /// MinIO's S3 port.
@@ -131,15 +132,8 @@ impl MinioOptions {
             network: network.to_owned(),
             run_id: run_id.to_owned(),
             ready_log: Some(MINIO_READY.to_owned()),
-            // The bucket is made as a directory before MinIO starts, so no
-            // client (mc) is needed inside the image.
             entrypoint: Some("sh".to_owned()),
-            command: vec![
-                "-c".to_owned(),
-                format!(
-                    "mkdir -p /data/{BUCKET} && exec minio server /data --address :{MINIO_PORT}"
-                ),
-            ],
+            command: vec!["-c".to_owned(), minio_script()],
         }
     }
 
@@ -229,6 +223,29 @@ impl Minio {
     }
 }
 
+/// The MinIO container's start: the bucket as a directory before the
+/// server starts (a single-drive MinIO serves top-level directories as
+/// buckets), then, where the image has `mc`, the bucket made through the
+/// API as well, which is the documented way; the ready line only after
+/// that, so Velero never sees the target without its bucket.
+pub fn minio_script() -> String {
+    format!(
+        "mkdir -p /data/{BUCKET}
+minio server /data --address :{MINIO_PORT} &
+server=$!
+if command -v mc >/dev/null 2>&1; then
+  until mc alias set drillbench http://127.0.0.1:{MINIO_PORT} \"$MINIO_ROOT_USER\" \"$MINIO_ROOT_PASSWORD\" >/dev/null 2>&1; do sleep 1; done
+  mc mb --ignore-existing drillbench/{BUCKET}
+else
+  # Without a client there is nothing to ask; MinIO serves within seconds.
+  sleep 5
+fi
+echo {MINIO_READY}
+wait $server
+"
+    )
+}
+
 fn url_host(ip: IpAddr, port: u16) -> String {
     match ip {
         IpAddr::V4(v4) => format!("{v4}:{port}"),
@@ -263,6 +280,29 @@ mod tests {
         assert_eq!(
             target.credentials_file(),
             "[default]\naws_access_key_id = a\naws_secret_access_key = b\n"
+        );
+    }
+
+    #[test]
+    fn the_start_script_is_valid_shell_and_ends_ready_and_serving() {
+        let script = minio_script();
+        let checked = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            checked.status.success(),
+            "{}",
+            String::from_utf8_lossy(&checked.stderr)
+        );
+        let ready = script.find(MINIO_READY).unwrap();
+        assert!(
+            script.find("mc mb").unwrap() < ready,
+            "ready only after the bucket"
+        );
+        assert!(
+            script.trim_end().ends_with("wait $server"),
+            "the server is the container's life"
         );
     }
 
