@@ -213,9 +213,13 @@ fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
         "{:?}",
         loose.evidence
     );
-    // The newest lost marker is `lost` after the newest restored one, and
-    // no restored marker is newer than the capture point.
-    assert!(restored.keys().all(|&seq| seq <= newest_seq));
+    // Every marker written was acknowledged (the namespace was there
+    // throughout): those that came back and those lost are all of them,
+    // numbered without a gap, the lost ones after the newest restored.
+    assert_eq!(
+        restored.keys().copied().collect::<Vec<_>>(),
+        (1..=newest_seq).collect::<Vec<_>>()
+    );
     let timeline: Vec<_> = report
         .timeline
         .iter()
@@ -224,7 +228,9 @@ fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
         .collect();
     assert!(
         timeline.iter().any(|m| m.contains(&format!(
-            "the newest written at +{captured} ms; {lost} lost"
+            "{} of {} acknowledged marker(s) came back, the newest written at +{captured} ms; {lost} lost",
+            restored.len(),
+            newest_seq + lost
         ))),
         "{timeline:?}"
     );
