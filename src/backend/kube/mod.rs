@@ -237,6 +237,10 @@ pub struct KubeBackend {
     options: KubeOptions,
     runtime: tokio::runtime::Runtime,
     client: kube::Client,
+    /// Velero and its S3 target, once a restore set them up. Before the
+    /// machines: fields drop in order, and the S3 container must leave the
+    /// cluster's network before the cluster (and a Talos network) goes.
+    restore: restore::RestoreState,
     guard: TeardownGuard,
     capabilities: Capabilities,
     clock: Clock,
@@ -257,8 +261,6 @@ pub struct KubeBackend {
     proxy: Option<crate::endpoint::Proxy>,
     /// When the previous look at the cluster ended.
     synced_at: Time,
-    /// Velero and its S3 target, once a restore set them up.
-    restore: restore::RestoreState,
 }
 
 impl KubeBackend {
@@ -349,6 +351,7 @@ impl KubeBackend {
             options,
             runtime,
             client,
+            restore: restore::RestoreState::default(),
             guard,
             capabilities,
             clock,
@@ -365,7 +368,6 @@ impl KubeBackend {
             api_servers,
             proxy,
             synced_at: 0,
-            restore: restore::RestoreState::default(),
         };
         backend
             .observer
@@ -1507,6 +1509,7 @@ impl Backend for KubeBackend {
 
     fn finish(mut self: Box<Self>) -> Observation {
         let end = self.now();
+        self.restore.teardown();
         if let Err(e) = self.guard.teardown() {
             self.event(
                 EventKind::StepStarted,

@@ -102,6 +102,14 @@ pub struct RestoreState {
     minio: Option<Minio>,
 }
 
+impl RestoreState {
+    /// Removes the S3 container, if one was started (before the cluster
+    /// goes: a Talos cluster's network cannot be removed while it is on it).
+    pub fn teardown(&mut self) {
+        self.minio = None;
+    }
+}
+
 /// A marker's name.
 pub fn marker_name(seq: u64) -> String {
     format!("drillbench-marker-{seq:06}")
