@@ -13,7 +13,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use drillbench::drill::Drill;
@@ -67,6 +67,38 @@ assertions:
     rpo: {schedule: daily, within: 1s}
 ";
 
+/// The drill in a temporary folder, served in `--step` mode: the folder,
+/// the drill file, the kubeconfig and the server.
+fn served() -> (tempfile::TempDir, PathBuf, PathBuf, Server) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("manifests.yaml"), MANIFESTS).expect("write");
+    let drill_path = dir.path().join("drill.yaml");
+    std::fs::write(&drill_path, DRILL).expect("write");
+    let drill = Drill::load(&drill_path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let kubeconfig = dir.path().join("kubeconfig.yaml");
+    let server = Server::start(
+        &drill,
+        &ServeOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            kubeconfig_out: Some(kubeconfig.clone()),
+            clock: Clock::Step,
+            seed: 1,
+            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+        },
+    )
+    .expect("the server starts");
+    (dir, drill_path, kubeconfig, server)
+}
+
+/// `PATH` with the stand-in CLIs first.
+fn stand_in_path() -> String {
+    format!(
+        "{}:{}",
+        common::root().join("harness/fake-cli").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 fn get(server: &Server, path: &str) -> Value {
     let out = Command::new("curl")
         .args(["-fsS", &format!("http://{}{path}", server.addr())])
@@ -113,29 +145,8 @@ fn calls(dir: &Path, kubeconfig: &Path) -> String {
 
 #[test]
 fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("manifests.yaml"), MANIFESTS).expect("write");
-    let drill_path = dir.path().join("drill.yaml");
-    std::fs::write(&drill_path, DRILL).expect("write");
-    let drill = Drill::load(&drill_path).unwrap_or_else(|d| panic!("{}", d.render(false)));
-    let kubeconfig = dir.path().join("kubeconfig.yaml");
-    let server = Server::start(
-        &drill,
-        &ServeOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            kubeconfig_out: Some(kubeconfig.clone()),
-            clock: Clock::Step,
-            seed: 1,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
-        },
-    )
-    .expect("the server starts");
+    let (dir, drill_path, kubeconfig, server) = served();
 
-    let path = format!(
-        "{}:{}",
-        common::root().join("harness/fake-cli").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     let out = dir.path().join("out");
     let run = Command::new(env!("CARGO_BIN_EXE_bench"))
         .arg("run")
@@ -144,7 +155,7 @@ fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
         .arg(&kubeconfig)
         .arg("--out")
         .arg(&out)
-        .env("PATH", path)
+        .env("PATH", stand_in_path())
         .env("DRILLBENCH_FAKE_CLI_LOG", dir.path().join("calls.log"))
         .env("DRILLBENCH_FAKE_VELERO_LAG", "0.5")
         .env("DRILLBENCH_S3_URL", "http://s3.drillbench.invalid:9000")
@@ -250,23 +261,7 @@ fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
 
 #[test]
 fn a_missing_velero_is_an_infrastructure_failure_naming_what_to_install() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("manifests.yaml"), MANIFESTS).expect("write");
-    let drill_path = dir.path().join("drill.yaml");
-    std::fs::write(&drill_path, DRILL).expect("write");
-    let drill = Drill::load(&drill_path).unwrap_or_else(|d| panic!("{}", d.render(false)));
-    let kubeconfig = dir.path().join("kubeconfig.yaml");
-    let server = Server::start(
-        &drill,
-        &ServeOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            kubeconfig_out: Some(kubeconfig.clone()),
-            clock: Clock::Step,
-            seed: 1,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
-        },
-    )
-    .expect("the server starts");
+    let (dir, drill_path, kubeconfig, server) = served();
     // A PATH with curl and sh but no velero.
     let run = Command::new(env!("CARGO_BIN_EXE_bench"))
         .arg("run")
@@ -284,4 +279,42 @@ fn a_missing_velero_is_an_infrastructure_failure_naming_what_to_install() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("install the velero CLI v1.16"), "{stderr}");
+}
+
+#[test]
+fn a_failed_backup_is_an_infrastructure_failure_and_nothing_is_deleted() {
+    let (dir, drill_path, kubeconfig, server) = served();
+    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("run")
+        .arg(&drill_path)
+        .args(["--backend", "kubeconfig", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .env("PATH", stand_in_path())
+        .env("DRILLBENCH_FAKE_CLI_LOG", dir.path().join("calls.log"))
+        .env(
+            "DRILLBENCH_FAKE_CLI_FAIL",
+            "backup storage location not available",
+        )
+        .env("DRILLBENCH_FAKE_CLI_FAIL_ON", "backup create")
+        .env("DRILLBENCH_S3_URL", "http://s3.drillbench.invalid:9000")
+        .env("DRILLBENCH_RUNS_DIR", dir.path().join("runs"))
+        .output()
+        .expect("bench runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("backup storage location not available"),
+        "{stderr}"
+    );
+    // The namespace was not deleted: without a backup there is nothing to
+    // restore it from.
+    assert_eq!(
+        get(&server, "/apis/apps/v1/namespaces/data/deployments")["items"][0]["metadata"]["name"],
+        "db"
+    );
+    server.stop();
+    let calls = calls(dir.path(), &kubeconfig);
+    assert!(!calls.contains("restore create"), "{calls}");
 }
