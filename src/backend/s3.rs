@@ -174,10 +174,17 @@ impl Minio {
         if let Some(line) = &options.ready_log {
             image = image.with_wait_for(WaitFor::message_on_stdout(line.as_str()));
         }
-        // Per run: the credentials only need to agree between the
-        // container and Velero's secret, both made here.
-        let access_key = format!("drillbench-{}", options.run_id);
-        let secret_key = format!("{}-secret-{}", options.run_id, std::process::id());
+        // The credentials only need to agree between the container and
+        // Velero's secret, both made here; they stay within MinIO's
+        // bounds (an access key of 3 to 20 characters, a secret of 8 to 40)
+        // whatever the run id's length.
+        let access_key = "drillbench".to_owned();
+        let secret_key = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            (options.run_id.as_str(), std::process::id()).hash(&mut hasher);
+            format!("drillbench-{:016x}", hasher.finish())
+        };
         let labels = BTreeMap::from([
             (RUN_LABEL.to_owned(), options.run_id.clone()),
             ("drillbench.dev/role".to_owned(), "s3".to_owned()),
