@@ -279,6 +279,10 @@ fn check_references(
                         refs.schedule(schedule, checker);
                     }
                 }
+                Fault::RestoreNamespace(f) => {
+                    refs.namespace(&f.namespace, checker);
+                    refs.schedule(&f.schedule, checker);
+                }
             }
         }
         if let Some(scale) = &step.scale {
@@ -329,6 +333,8 @@ struct References<'t> {
     nodes: Vec<String>,
     control_planes: Vec<String>,
     workloads: BTreeSet<String>,
+    /// Namespaces the drill's documents live in or create.
+    namespaces: BTreeSet<String>,
 }
 
 impl<'t> References<'t> {
@@ -341,6 +347,17 @@ impl<'t> References<'t> {
                 .iter()
                 .filter(|d| d.kind().is_some_and(|k| WORKLOAD_KINDS.contains(&k)))
                 .map(|d| workload_key(&d.value))
+                .collect(),
+            namespaces: workloads
+                .iter()
+                .filter_map(|d| {
+                    let field = |pointer: &str| d.value.pointer(pointer).and_then(|v| v.as_str());
+                    match d.kind() {
+                        Some("Namespace") => field("/metadata/name"),
+                        _ => field("/metadata/namespace"),
+                    }
+                })
+                .map(str::to_owned)
                 .collect(),
         }
     }
@@ -408,6 +425,22 @@ impl<'t> References<'t> {
                     "`{}` is not a backup schedule of the cluster; {}",
                     schedule.value,
                     one_of(&known, "cluster.backups")
+                ),
+            );
+        }
+    }
+
+    /// A namespace the drill deploys something into: a restore of any
+    /// other would have nothing of the drill's to lose.
+    fn namespace(&self, namespace: &Located<String>, checker: &mut Checker<'_>) {
+        if !self.namespaces.contains(namespace.as_str()) {
+            let known: Vec<&str> = self.namespaces.iter().map(String::as_str).collect();
+            checker.error(
+                namespace.at,
+                format!(
+                    "the drill deploys nothing into namespace `{}`; {}",
+                    namespace.value,
+                    one_of(&known, "workloads")
                 ),
             );
         }

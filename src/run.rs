@@ -230,6 +230,9 @@ pub fn refuse_unsupported(
             Fault::RemovePool(_) => ("remove a pool from the autoscaler's configuration", |c| {
                 c.whole_cluster_faults
             }),
+            Fault::RestoreNamespace(_) => ("lose a namespace and restore it from a backup", |c| {
+                c.restore_namespaces
+            }),
         };
         if !can(&caps) {
             let able: Vec<&str> = [
@@ -537,6 +540,16 @@ fn inject(
             backend.mark_fault(None, "full rebuild: every node and volume lost");
             let from = f.restore_from.as_ref().map(|s| s.value.as_str());
             return Ok(backend.full_rebuild(from, drill.spec.recovery.as_ref())?);
+        }
+        Fault::RestoreNamespace(f) => {
+            backend.mark_fault(
+                None,
+                &format!(
+                    "namespace {} backed up under {}, lost and restored",
+                    f.namespace.value, f.schedule.value
+                ),
+            );
+            backend.restore_namespace(&f.namespace.value, &f.schedule.value)?;
         }
     }
     Ok(None)

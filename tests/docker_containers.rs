@@ -481,3 +481,57 @@ fn a_missing_cli_and_an_unreachable_engine_are_infrastructure_errors() {
     assert!(unreachable.is_unavailable());
     assert_eq!(unreachable.exit(), Exit::Infrastructure);
 }
+
+#[test]
+fn the_s3_target_is_labelled_on_the_clusters_network_and_removed_when_dropped() {
+    use drillbench::backend::s3::{Minio, MinioOptions};
+    docker();
+    let mut scratch = Scratch::new();
+    let run = scratch.run("s3");
+    let (net, prefix) = scratch.network(&run, "s3net");
+    // The local test image stands in for MinIO: what is checked is where
+    // the container is and what it carries, not that it serves S3.
+    let options = MinioOptions {
+        image: IMAGE.to_owned(),
+        ready_log: None,
+        entrypoint: None,
+        command: Vec::new(),
+        ..MinioOptions::new(&net, run.as_str())
+    };
+    let name = options.container_name();
+    scratch.containers.push(name.clone());
+    let minio = Minio::start(&options).unwrap_or_else(|e| panic!("{e}: {e:?}"));
+
+    let labels = must(&["inspect", "--format", "{{json .Config.Labels}}", &name]);
+    let labels: BTreeMap<String, String> = serde_json::from_str(&labels).expect("labels");
+    assert_eq!(
+        labels.get(RUN_LABEL).map(String::as_str),
+        Some(run.as_str())
+    );
+    let networks = must(&[
+        "inspect",
+        "--format",
+        "{{range $k, $v := .NetworkSettings.Networks}}{{$k}}={{$v.IPAddress}} {{end}}",
+        &name,
+    ]);
+    let ip = networks
+        .split_whitespace()
+        .find_map(|n| n.strip_prefix(&format!("{net}=")))
+        .unwrap_or_else(|| panic!("not on {net}: {networks}"));
+    assert!(
+        ip.starts_with(&format!("{}.{}.{}.", prefix[0], prefix[1], prefix[2])),
+        "{ip}"
+    );
+    // Velero is pointed at the container's address on that network.
+    assert_eq!(minio.target().url, format!("http://{ip}:9000"));
+    assert!(
+        minio
+            .target()
+            .credentials_file()
+            .contains("aws_access_key_id")
+    );
+
+    drop(minio);
+    let left = must(&["ps", "-aq", "--filter", &format!("name=^{name}$")]);
+    assert_eq!(left, "", "the container is removed at teardown");
+}

@@ -2,7 +2,9 @@
 //! cluster (`BENCH_E2E=talos`) shaped like the `cp-recreate` drill, its
 //! nodes and labels checked, a worker crashed, (Talos) a control plane
 //! recreated until etcd has three voters again, then torn down, and nothing
-//! left. These need the real CLIs, a Docker engine that can run privileged
+//! left; MinIO as the bench starts it for Velero (`BENCH_E2E=minio`); a
+//! namespace backed up and restored with Velero on kind, its RPO measured
+//! from markers (`BENCH_E2E=velero`). These need the real CLIs, a Docker engine that can run privileged
 //! containers and pull images: the nightly workflow runs them. Elsewhere
 //! they print why they skipped and pass.
 
@@ -23,13 +25,19 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams};
 
 fn wanted(backend: &str) -> bool {
+    wanted_for(
+        backend,
+        &format!("create a real {backend} cluster (needs {backend} and Docker)"),
+    )
+}
+
+/// Whether `BENCH_E2E` names `name`; says why the test skips otherwise.
+fn wanted_for(name: &str, what: &str) -> bool {
     let asked = std::env::var("BENCH_E2E").unwrap_or_default();
-    if asked.split(',').any(|b| b.trim() == backend) {
+    if asked.split(',').any(|b| b.trim() == name) {
         return true;
     }
-    eprintln!(
-        "skipped: set BENCH_E2E={backend} to create a real {backend} cluster (needs {backend} and Docker)"
-    );
+    eprintln!("skipped: set BENCH_E2E={name} to {what}");
     false
 }
 
@@ -203,4 +211,111 @@ fn talos_cluster_recreates_a_control_plane_and_leaves_nothing() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&volumes.stdout).trim(), "");
     assert!(registry.list().unwrap().0.is_empty());
+}
+
+#[test]
+fn minio_serves_the_velero_bucket_on_a_network_and_leaves_nothing() {
+    if !wanted_for(
+        "minio",
+        "start MinIO beside a cluster (needs Docker that can pull minio/minio)",
+    ) {
+        return;
+    }
+    use drillbench::backend::s3::{BUCKET, Minio, MinioOptions};
+    let run = run_id("em");
+    let network = format!("drillbench-{run}");
+    let created = Command::new("docker")
+        .args(["network", "create", "--label"])
+        .arg(format!("drillbench.dev/run={run}"))
+        .arg(&network)
+        .status()
+        .expect("docker runs");
+    assert!(created.success(), "docker network create {network}");
+    let minio = Minio::start(&MinioOptions::new(&network, run.as_str()));
+    let checked = minio.as_ref().map_err(|e| e.to_string()).map(|minio| {
+        // The bucket exists: an anonymous request is denied, not told that
+        // there is no such bucket.
+        let answer = Command::new("curl")
+            .args(["-sS", &format!("{}/{BUCKET}/", minio.target().url)])
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&answer.stdout).into_owned()
+    });
+    drop(minio);
+    let _ = Command::new("docker")
+        .args(["network", "rm", &network])
+        .status();
+    let answer = checked.unwrap_or_else(|e| panic!("MinIO did not start: {e}"));
+    assert!(answer.contains("AccessDenied"), "{answer}");
+    assert_eq!(docker_names(&format!("label=drillbench.dev/run={run}")), "");
+}
+
+#[test]
+fn kind_restores_a_namespace_with_velero_and_measures_the_rpo() {
+    if !wanted_for(
+        "velero",
+        "back a kind cluster's namespace up and restore it (needs kind, velero v1.16 and Docker that can pull)",
+    ) {
+        return;
+    }
+    // A small cluster and one namespace of pause pods (kind's node image
+    // carries the pause image, so nothing is pulled for the workload).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: data}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers: [{name: app, image: registry.k8s.io/pause:3.10}]
+",
+    )
+    .unwrap();
+    let drill = dir.path().join("drill.yaml");
+    std::fs::write(
+        &drill,
+        "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: e2e-restore}
+cluster:
+  pools: [{name: baseline, count: 1, serverType: cx43}]
+  backups: [{schedule: daily, every: 24h, duration: 1m}]
+workloads: [{path: manifests.yaml}]
+steps:
+  - fault:
+      restoreNamespace: {namespace: data, schedule: daily}
+assertions:
+  - name: rpo
+    rpo: {schedule: daily, within: 10m}
+",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .arg("run")
+        .arg(&drill)
+        .args(["--backend", "kind", "--out"])
+        .arg(&out)
+        .env("DRILLBENCH_RUNS_DIR", dir.path().join("runs"))
+        .output()
+        .expect("bench runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let report = drillbench::report::DrillReport::read(&out.join("report.json"))
+        .unwrap_or_else(|e| panic!("no report ({e}): {stderr}"));
+    let rpo = &report.assertions[0];
+    assert_eq!(rpo.name, "rpo");
+    assert!(
+        rpo.summary.contains("acknowledged write(s) lost"),
+        "measured from the markers: {rpo:?}\n{stderr}"
+    );
+    assert_eq!(
+        docker_names("label=drillbench.dev/role=s3"),
+        "",
+        "the MinIO is gone with the run"
+    );
 }

@@ -623,3 +623,97 @@ fn get_pods_watch_shows_what_a_crash_causes() {
         "and a replacement is created: {text}"
     );
 }
+
+/// Writes a manifest beside the kubeconfig for `kubectl create -f`
+/// (`kubectl create configmap` speaks protobuf, which the façade does not).
+fn manifest(s: &Served, name: &str, text: &str) -> String {
+    let path = s.dir.path().join(format!("{name}.yaml"));
+    std::fs::write(&path, text).expect("write manifest");
+    path.display().to_string()
+}
+
+fn config_map(s: &Served, name: &str) -> String {
+    manifest(
+        s,
+        name,
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: apps}}\ndata: {{seq: \"1\"}}\n"
+        ),
+    )
+}
+
+#[test]
+fn config_maps_are_stored_and_go_with_their_namespace() {
+    let s = serve();
+    s.ok(&["create", "-f", &config_map(&s, "marker")]);
+    assert_eq!(
+        s.ok(&[
+            "get",
+            "cm",
+            "marker",
+            "-n",
+            "apps",
+            "-o",
+            "jsonpath={.data.seq}"
+        ]),
+        "1"
+    );
+    assert!(
+        s.ok(&["get", "cm", "-A", "-o", "name"])
+            .contains("configmap/marker")
+    );
+    s.ok(&["delete", "configmap", "marker", "-n", "apps"]);
+    let gone = s.run(&["get", "cm", "marker", "-n", "apps"]);
+    assert!(
+        !gone.ok && gone.stderr.contains("NotFound"),
+        "{}",
+        gone.stderr
+    );
+
+    s.ok(&["create", "-f", &config_map(&s, "kept")]);
+    assert!(
+        !s.ok(&["get", "deploy", "-n", "apps", "-o", "name"])
+            .is_empty()
+    );
+    s.ok(&["delete", "namespace", "apps", "--wait=false"]);
+    // Terminating while its pods terminate: nothing new goes in.
+    assert!(s.ok(&["get", "ns", "apps"]).contains("Terminating"));
+    let refused = s.run(&["create", "-f", &config_map(&s, "early")]);
+    assert!(
+        !refused.ok && refused.stderr.contains("because it is being terminated"),
+        "{}",
+        refused.stderr
+    );
+    s.advance("1m");
+    // Everything in it went with it.
+    for kind in ["configmaps", "deployments", "pods"] {
+        assert_eq!(
+            s.ok(&["get", kind, "-n", "apps", "-o", "name"]),
+            "",
+            "{kind}"
+        );
+    }
+    assert!(
+        !s.ok(&["get", "ns", "-o", "name"])
+            .contains("namespace/apps")
+    );
+    // Gone: nothing can be put there.
+    let refused = s.run(&["create", "-f", &config_map(&s, "late")]);
+    assert!(
+        !refused.ok && refused.stderr.contains("namespaces \"apps\" not found"),
+        "{}",
+        refused.stderr
+    );
+    // A namespace created again takes objects again.
+    let namespace = manifest(
+        &s,
+        "ns",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
+    );
+    s.ok(&["create", "-f", &namespace]);
+    s.ok(&["create", "-f", &config_map(&s, "late")]);
+    assert_eq!(
+        s.ok(&["get", "cm", "-n", "apps", "-o", "name"]).trim(),
+        "configmap/late"
+    );
+}

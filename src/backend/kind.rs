@@ -337,11 +337,9 @@ impl KindMachines {
     }
 }
 
-/// What a kind cluster can do: no control-plane recreate (kind cannot add
-/// or recreate nodes). No autoscaler yet: the
-/// standby nodes and their release are built, the loop that would scale
-/// on pending pods and idle nodes is not, so drills that need one are
-/// refused rather than judged on a cluster that cannot scale.
+/// What a kind cluster can do: no control-plane recreate or replacement
+/// (kind cannot add or recreate nodes) and no runbook faults; its
+/// autoscaler is the bench's, over the standby nodes booted up front.
 pub const CAPABILITIES: Capabilities = Capabilities {
     recreate_control_planes: false,
     crash_nodes: true,
@@ -352,6 +350,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     whole_cluster_faults: false,
     // kind ships the local-path provisioner; the drill's classes use it.
     storage: true,
+    restore_namespaces: true,
 };
 
 impl Machines for KindMachines {

@@ -13,10 +13,12 @@ pub mod kube;
 pub mod local_path;
 pub mod machines;
 pub mod provision;
+pub mod s3;
 pub mod served;
 pub mod sim;
 pub mod talos;
 pub mod tool;
+pub mod velero;
 
 use crate::duration::Duration;
 use crate::observe::{Observation, Time};
@@ -41,6 +43,9 @@ pub struct Capabilities {
     pub whole_cluster_faults: bool,
     /// The cluster provides volumes for the workloads' claims.
     pub storage: bool,
+    /// Back a namespace up, lose it and restore it (`restoreNamespace`),
+    /// measuring what its writers lost.
+    pub restore_namespaces: bool,
 }
 
 impl Capabilities {
@@ -56,6 +61,7 @@ impl Capabilities {
         // Not the bench's to give: an existing cluster has its own storage,
         // and a read-only run applies no claim.
         storage: true,
+        restore_namespaces: false,
     };
 }
 
@@ -165,6 +171,17 @@ pub trait Backend {
         Err(BackendError::Unsupported {
             backend: self.name(),
             what: "rebuild the cluster from nothing".to_owned(),
+        })
+    }
+    /// Backs `namespace` up now under `schedule`, loses every object in it
+    /// and restores it from that backup, letting time pass; records the
+    /// restore and what the namespace's writers lost in the observation
+    /// (`restores`, `data_loss`), which the `rpo:` assertion judges.
+    fn restore_namespace(&mut self, namespace: &str, schedule: &str) -> Result<(), BackendError> {
+        let _ = schedule;
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: format!("lose namespace `{namespace}` and restore it from a backup"),
         })
     }
     /// Sets a workload's replicas (`namespace/Kind/name`).

@@ -28,6 +28,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     replace_nodes: true,
     whole_cluster_faults: false,
     storage: true,
+    restore_namespaces: true,
 };
 
 /// Why a bench endpoint could not be used.

@@ -51,6 +51,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     replace_nodes: true,
     whole_cluster_faults: true,
     storage: true,
+    restore_namespaces: true,
 };
 
 fn timestamp(drill_ms: i64) -> jiff::Timestamp {
@@ -168,6 +169,11 @@ impl Backend for SimBackend {
         Ok(outcome
             .failed_step
             .map(|s| format!("recovery step `{s}` exhausted its attempts")))
+    }
+
+    fn restore_namespace(&mut self, namespace: &str, schedule: &str) -> Result<(), BackendError> {
+        self.sim.restore_namespace(namespace, schedule);
+        Ok(())
     }
 
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {

@@ -582,7 +582,7 @@ impl TalosMachines {
 }
 
 /// What a Talos-in-Docker cluster can do: everything but the runbook
-/// faults, and no autoscaler yet (see [`crate::backend::kind::CAPABILITIES`]).
+/// faults; its autoscaler is the bench's, as on kind.
 pub const CAPABILITIES: Capabilities = Capabilities {
     recreate_control_planes: true,
     crash_nodes: true,
@@ -593,6 +593,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     whole_cluster_faults: false,
     // Talos in Docker ships none; the backend installs local-path.
     storage: true,
+    restore_namespaces: true,
 };
 
 impl Machines for TalosMachines {

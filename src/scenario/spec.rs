@@ -529,6 +529,11 @@ pub enum Fault {
     RollingUpgrade(UpgradeFault),
     /// Every node and every volume is lost; recovery follows `recovery`.
     FullRebuild(RebuildFault),
+    /// One namespace's objects are lost and restored from a backup of it
+    /// taken at the fault: what writers in it acknowledged after the
+    /// backup captured them is lost, the window the `rpo:` assertion of
+    /// the schedule judges.
+    RestoreNamespace(RestoreNamespaceFault),
 }
 
 /// A fault aimed at one node.
@@ -589,6 +594,18 @@ pub struct RebuildFault {
     /// The backup schedule restored from.
     #[serde(default)]
     pub restore_from: Option<Located<String>>,
+}
+
+/// A namespace lost and restored from a backup of it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RestoreNamespaceFault {
+    /// The namespace: one the drill's manifests put objects into.
+    pub namespace: Located<String>,
+    /// The backup schedule the backup is taken under (one of
+    /// `cluster.backups`; its `duration` is how long the backup runs while
+    /// the writers keep writing).
+    pub schedule: Located<String>,
 }
 
 /// A change of a workload's replica count.

@@ -1,6 +1,6 @@
 //! The resource kinds the façade serves and the discovery documents that
-//! describe them, so `kubectl` resolves `po`, `no`, `sts`, `pdb` and finds
-//! the eviction subresource.
+//! describe them, so `kubectl` resolves `po`, `no`, `sts`, `pdb`, `cm` and
+//! finds the eviction subresource.
 
 use serde_json::{Value, json};
 
@@ -104,6 +104,18 @@ pub const RESOURCES: &[Resource] = &[
         true,
         &["po"],
         &["eviction", "status"],
+        true,
+    ),
+    // Plain stored objects: what a restore drill's marker writer writes
+    // and a backup carries; the simulator gives them no behaviour.
+    res(
+        "",
+        "configmaps",
+        "configmap",
+        "ConfigMap",
+        true,
+        &["cm"],
+        &[],
         true,
     ),
     res(

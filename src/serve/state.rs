@@ -201,6 +201,13 @@ pub struct Facade {
     /// namespaces): metadata only, never behaviour.
     metadata: BTreeMap<Key, (Value, Value)>,
     created_namespaces: BTreeSet<String>,
+    /// Namespaces deleted through the API and not created again: each is
+    /// Terminating while its pods terminate, then gone (the simulator
+    /// itself keeps a namespace as long as anything ever lived in it).
+    deleted_namespaces: BTreeSet<String>,
+    /// ConfigMaps by (namespace, name), stored as written: the simulator
+    /// models no behaviour for them.
+    config_maps: BTreeMap<(String, String), Value>,
     /// The last state announced of each object (without resourceVersion),
     /// so a change derived or made through the API is announced once.
     last: BTreeMap<Key, Value>,
@@ -263,6 +270,8 @@ impl Facade {
             object_rv: BTreeMap::new(),
             metadata: BTreeMap::new(),
             created_namespaces: BTreeSet::new(),
+            deleted_namespaces: BTreeSet::new(),
+            config_maps: BTreeMap::new(),
             last: BTreeMap::new(),
             watchers: Vec::new(),
             drill: drill.clone(),
@@ -507,8 +516,20 @@ impl Facade {
                 if !exists {
                     return None;
                 }
-                to_json(&Simulation::namespace_view(name))
+                let mut object = to_json(&Simulation::namespace_view(name));
+                if self.deleted_namespaces.contains(name) {
+                    // Terminating while its pods terminate, then gone.
+                    if !self.has_pods(name) {
+                        return None;
+                    }
+                    object["status"]["phase"] = json!("Terminating");
+                }
+                object
             }
+            "ConfigMap" => self
+                .config_maps
+                .get(&(namespace.to_owned(), name.to_owned()))?
+                .clone(),
             "StorageClass" => sim
                 .storage_class_views()
                 .iter()
@@ -585,9 +606,10 @@ impl Facade {
                 names.extend(self.created_namespaces.iter().cloned());
                 names
                     .iter()
-                    .map(|n| to_json(&Simulation::namespace_view(n)))
+                    .filter_map(|n| self.view("Namespace", "", n, false))
                     .collect()
             }
+            "ConfigMap" => self.config_maps.values().cloned().collect(),
             "StorageClass" => sim.storage_class_views().iter().map(to_json).collect(),
             "Lease" => sim.lease_views().iter().map(to_json).collect(),
             _ => Vec::new(),
@@ -1208,6 +1230,31 @@ impl Facade {
                 _ => object["metadata"]["namespace"] = json!(namespace),
             }
         }
+        // Nothing is created in a namespace that was deleted; ConfigMaps,
+        // which the simulator does not derive from anything, also need it
+        // to exist, as on a real API server.
+        if resource.namespaced {
+            let exists = self.view("Namespace", "", &namespace, false).is_some();
+            if exists && self.deleted_namespaces.contains(&namespace) {
+                return Err(ApiError::new(
+                    403,
+                    "Forbidden",
+                    format!(
+                        "{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                        resource.qualified()
+                    ),
+                ));
+            }
+            if !exists
+                && (resource.kind == "ConfigMap" || self.deleted_namespaces.contains(&namespace))
+            {
+                return Err(ApiError::new(
+                    404,
+                    "NotFound",
+                    format!("namespaces \"{namespace}\" not found"),
+                ));
+            }
+        }
         if self.view(resource.kind, &namespace, &name, false).is_some() {
             return Err(ApiError::new(
                 409,
@@ -1218,7 +1265,19 @@ impl Facade {
         let key: Key = (resource.kind, namespace.clone(), name.clone());
         match resource.kind {
             "Namespace" => {
+                self.deleted_namespaces.remove(&name);
                 self.created_namespaces.insert(name.clone());
+            }
+            "ConfigMap" => {
+                strip_rv_mut(&mut object);
+                if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.insert(
+                        "creationTimestamp".to_owned(),
+                        json!(stamp(self.sim.now as i64)),
+                    );
+                }
+                self.config_maps
+                    .insert((namespace.clone(), name.clone()), object.clone());
             }
             "Node" | "StorageClass" | "Lease" => {
                 return Err(ApiError::new(
@@ -1586,6 +1645,12 @@ impl Facade {
                 }
             }
             "Namespace" => {}
+            "ConfigMap" => {
+                let mut object = wanted.clone();
+                strip_rv_mut(&mut object);
+                self.config_maps
+                    .insert((namespace.to_owned(), name.to_owned()), object);
+            }
             _ => {
                 if changed("/spec") {
                     return Err(ApiError::invalid(format!(
@@ -1669,6 +1734,22 @@ impl Facade {
                 self.sim.delete_pdb(index);
                 self.metadata.remove(&key);
             }
+            "ConfigMap" => {
+                self.config_maps
+                    .remove(&(namespace.to_owned(), name.to_owned()));
+                self.metadata.remove(&key);
+            }
+            "Namespace" => {
+                self.delete_namespace(name);
+                // Terminating until its pods are gone (no finalizers are
+                // modelled beyond that).
+                let mut terminating = current;
+                terminating["status"] = json!({"phase": "Terminating"});
+                let shown = self
+                    .view(resource.kind, namespace, name, false)
+                    .unwrap_or(terminating);
+                return Ok(Reply::Json(200, shown));
+            }
             _ => {
                 return Err(ApiError::new(
                     405,
@@ -1687,6 +1768,98 @@ impl Facade {
             .unwrap_or(current);
         Ok(Reply::Json(200, after))
     }
+}
+
+impl Facade {
+    /// Deletes a namespace and what lives in it: its ConfigMaps, budgets
+    /// and workloads (their pods with them) and bare pods. Claims stay:
+    /// the simulator does not model deleting them.
+    fn delete_namespace(&mut self, namespace: &str) {
+        let maps: Vec<(String, String)> = self
+            .config_maps
+            .keys()
+            .filter(|(ns, _)| ns == namespace)
+            .cloned()
+            .collect();
+        for (ns, name) in maps {
+            let before = self.config_maps.remove(&(ns.clone(), name.clone()));
+            self.metadata
+                .remove(&("ConfigMap", ns.clone(), name.clone()));
+            self.api_change(("ConfigMap", ns, name), before.as_ref());
+        }
+        let workloads: Vec<usize> = self
+            .sim
+            .live_workloads()
+            .into_iter()
+            .filter(|&w| self.sim.workloads[w].namespace == namespace)
+            .collect();
+        for w in workloads {
+            let kind = match self.sim.workloads[w].kind {
+                WorkloadKind::Deployment => "Deployment",
+                WorkloadKind::StatefulSet { .. } => "StatefulSet",
+                WorkloadKind::DaemonSet => "DaemonSet",
+                WorkloadKind::Job { .. } => "Job",
+                _ => "",
+            };
+            let name = self.sim.workloads[w].name.clone();
+            let before = self.view_known(kind, namespace, &name);
+            self.sim.delete_workload(w, Propagation::Cascade);
+            if let Some(kind) = resources::by_kind(kind).map(|r| r.kind) {
+                self.metadata
+                    .remove(&(kind, namespace.to_owned(), name.clone()));
+                self.sync();
+                self.api_change((kind, namespace.to_owned(), name), before.as_ref());
+            }
+        }
+        let pods: Vec<usize> = (0..self.sim.pods.len())
+            .filter(|&p| self.sim.pods[p].namespace == namespace && self.sim.pods[p].is_active())
+            .collect();
+        for pod in pods {
+            self.sim.delete_pod_api(pod, None);
+        }
+        while let Some(index) = (0..self.sim.pdbs.len())
+            .find(|&i| self.sim.pdbs[i].object.metadata.namespace.as_deref() == Some(namespace))
+        {
+            let name = self.sim.pdbs[index]
+                .object
+                .metadata
+                .name
+                .clone()
+                .unwrap_or_default();
+            let before = self.view_known("PodDisruptionBudget", namespace, &name);
+            self.sim.delete_pdb(index);
+            self.metadata
+                .remove(&("PodDisruptionBudget", namespace.to_owned(), name.clone()));
+            self.api_change(
+                ("PodDisruptionBudget", namespace.to_owned(), name),
+                before.as_ref(),
+            );
+        }
+        self.created_namespaces.remove(namespace);
+        self.deleted_namespaces.insert(namespace.to_owned());
+        self.sync();
+    }
+
+    /// Whether a pod of the namespace has not finished terminating.
+    fn has_pods(&self, namespace: &str) -> bool {
+        self.sim
+            .pods
+            .iter()
+            .any(|p| p.namespace == namespace && p.phase != PodPhase::Gone)
+    }
+
+    /// The current object of a kind the façade serves, by its kind's name.
+    fn view_known(&self, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+        let kind = resources::by_kind(kind)?.kind;
+        self.view(kind, namespace, name, false)
+    }
+}
+
+/// RFC 3339 time of a drill instant (ms, negative before the drill).
+fn stamp(ms: i64) -> String {
+    jiff::Timestamp::from_second(crate::sim::EPOCH_SECONDS + ms.div_euclid(1000))
+        .map(|t| t.to_string())
+        .unwrap_or_default()
 }
 
 fn to_json<T: serde::Serialize>(object: &T) -> Value {

@@ -1,5 +1,6 @@
 //! The long faults: a pool removed from the autoscaler's configuration, a
-//! rolling upgrade, and a full rebuild along a recovery runbook.
+//! rolling upgrade, a full rebuild along a recovery runbook, and one
+//! namespace lost and restored from a backup taken at the fault.
 //!
 //! Each is driven from here against the simulation's own primitives (cordon,
 //! the eviction API, server loss, the clock), so they obey the same rules
@@ -392,6 +393,74 @@ impl Simulation {
             self.server_back(node);
         }
         outcome
+    }
+
+    /// A backup of `namespace` is taken now under `schedule` (its capture
+    /// point is now) and runs for the schedule's `duration`, while the
+    /// namespace's writers keep acknowledging writes; then every pod of the
+    /// namespace is lost at once, and the restore brings its workloads back
+    /// as they were captured, so their controllers start their pods again.
+    /// What the namespace's writers acknowledged after the capture point is
+    /// lost; the observation records the restore and those losses as the
+    /// full rebuild does, for the `rpo:` assertion. Time passes here.
+    pub fn restore_namespace(&mut self, namespace: &str, schedule: &str) {
+        let duration = self
+            .topology
+            .backups
+            .iter()
+            .find(|b| b.schedule == schedule)
+            .map_or(Duration::ZERO, |b| b.duration);
+        let captured = self.now as i64;
+        let name = format!("{}-{namespace}", super::backup_name(schedule, captured));
+        self.backups.push(super::Backup {
+            name: name.clone(),
+            schedule: schedule.to_owned(),
+            started: captured,
+            finished: None,
+            phase: BackupPhase::InProgress,
+        });
+        let index = self.backups.len() - 1;
+        self.record(
+            EventKind::BackupStarted,
+            super::backup_ref(&name),
+            None,
+            &format!("backup of namespace {namespace} started"),
+        );
+        // The on-demand backup finishes through the event loop like a
+        // scheduled one, so everything due meanwhile (writes, probes,
+        // other backups) happens in order.
+        self.schedule(
+            after(self.now, duration),
+            Action::BackupFinish(index, BackupPhase::Completed),
+        );
+        self.advance_to(after(self.now, duration));
+        let lost_at = self.now;
+        let lost: Vec<_> = (0..self.pods.len())
+            .filter(|&p| {
+                self.pods[p].namespace == namespace && self.pods[p].phase != PodPhase::Gone
+            })
+            .collect();
+        for pod in lost {
+            self.pod_gone(pod);
+        }
+        self.obs
+            .restores
+            .push((lost_at, captured, schedule.to_owned()));
+        let prefix = format!("{namespace}/");
+        let lost = self.data_lost(lost_at, captured, schedule);
+        self.obs
+            .data_loss
+            .extend(lost.into_iter().filter(|d| d.writer.starts_with(&prefix)));
+        self.record(
+            EventKind::BackupFinished,
+            super::backup_ref(&name),
+            None,
+            &format!(
+                "namespace {namespace} lost and restored from {name}, captured {} before the loss",
+                Duration::from_millis(lost_at - captured as u64)
+            ),
+        );
+        self.settle();
     }
 
     /// Runs a recovery graph: a step starts when every step it comes after

@@ -28,6 +28,7 @@ pub mod apply;
 pub mod autoscaler;
 pub mod drain;
 pub mod observer;
+pub mod restore;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -256,6 +257,10 @@ pub struct KubeBackend {
     options: KubeOptions,
     runtime: tokio::runtime::Runtime,
     client: kube::Client,
+    /// Velero and its S3 target, once a restore set them up. Before the
+    /// machines: fields drop in order, and the S3 container must leave the
+    /// cluster's network before the cluster (and a Talos network) goes.
+    restore: restore::RestoreState,
     guard: TeardownGuard,
     capabilities: Capabilities,
     clock: Clock,
@@ -370,6 +375,7 @@ impl KubeBackend {
             options,
             runtime,
             client,
+            restore: restore::RestoreState::default(),
             guard,
             capabilities,
             clock,
@@ -1522,6 +1528,16 @@ impl Backend for KubeBackend {
         }
     }
 
+    fn restore_namespace(&mut self, namespace: &str, schedule: &str) -> Result<(), BackendError> {
+        if !self.capabilities.restore_namespaces {
+            return Err(BackendError::Unsupported {
+                backend: self.options.name,
+                what: format!("lose namespace `{namespace}` and restore it from a backup"),
+            });
+        }
+        Ok(self.restore_namespace_with_velero(namespace, schedule)?)
+    }
+
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {
         let Some((namespace, kind, name)) = workload_parts(workload) else {
             return Err(BackendError::NotFound(format!("no workload `{workload}`")));
@@ -1655,6 +1671,7 @@ impl Backend for KubeBackend {
 
     fn finish(mut self: Box<Self>) -> Observation {
         let end = self.now();
+        self.restore.teardown();
         if let Err(e) = self.guard.teardown() {
             self.event(
                 EventKind::StepStarted,
