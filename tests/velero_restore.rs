@@ -84,6 +84,7 @@ fn served() -> (tempfile::TempDir, PathBuf, PathBuf, Server) {
             clock: Clock::Step,
             seed: 1,
             history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            standby_nodes: None,
         },
     )
     .expect("the server starts");
