@@ -81,7 +81,7 @@ fn run_validates_first_and_never_pretends_a_drill_ran() {
     assert_eq!(run.code, 2);
     assert!(
         run.stderr.contains(
-            "no drill named `no-such-drill`; expected a drill file or one of: autoscaler-scale-down, cp-recreate, full-rebuild, node-loss, pre-upgrade, stranded-pool, unlabelled-autoscaler-node"
+            "no drill named `no-such-drill`; expected a drill file or one of: autoscaler-scale-down, cp-recreate, full-rebuild, namespace-restore, node-loss, pre-upgrade, stranded-pool, unlabelled-autoscaler-node"
         ),
         "{}",
         run.stderr

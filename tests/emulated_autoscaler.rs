@@ -135,7 +135,7 @@ fn the_bench_autoscales_a_kind_cluster_to_the_simulators_verdicts() {
     let sim = bench(sim_dir.path(), None, &["--backend", "sim"]);
     assert_eq!(sim.code, 0, "{}", sim.stderr);
 
-    let server = serve_with_standby(2, "127.0.0.2");
+    let server = serve_with_standby(2, "127.13.0.1");
     let dir = tempfile::tempdir().unwrap();
     let kind = bench(
         dir.path(),
@@ -180,7 +180,7 @@ fn without_standby_nodes_nothing_scales_up_and_the_drill_cannot_go_on() {
     // The control for the test above: with no standby node to release,
     // the burst never reaches the autoscaled pools, so the drill finds no
     // node there for the autoscaler to reclaim and stops.
-    let server = serve_with_standby(0, "127.0.0.3");
+    let server = serve_with_standby(0, "127.13.0.2");
     let dir = tempfile::tempdir().unwrap();
     let kind = bench(
         dir.path(),
