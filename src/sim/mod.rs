@@ -575,6 +575,7 @@ impl Simulation {
             bound: false,
             pv_topology: None,
             attached: None,
+            selected_node: None,
             release_at: None,
         });
         self.claim_index.insert(key, id);
@@ -615,6 +616,7 @@ impl Simulation {
             return;
         }
         self.claims[claim].bound = true;
+        self.claims[claim].selected_node = Some(node);
         if let Some(key) = &self.claims[claim].topology_key {
             self.claims[claim].pv_topology = self.nodes[node].labels().get(key).cloned();
         }

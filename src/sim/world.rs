@@ -381,6 +381,11 @@ pub struct Claim {
     pub pv_topology: Option<String>,
     /// The node its volume is attached to (single-attach volumes).
     pub attached: Option<NodeId>,
+    /// The node the scheduler picked for its first consumer when a
+    /// `WaitForFirstConsumer` volume was provisioned: the claim's
+    /// `volume.kubernetes.io/selected-node`, which, as on a real cluster,
+    /// stays when the volume later detaches or moves.
+    pub selected_node: Option<NodeId>,
     /// When a departed node's attachment will be released.
     pub release_at: Option<Time>,
 }
