@@ -1,9 +1,10 @@
 //! The one Kubernetes layer of every real backend: a [`Backend`] over a
 //! [`Machines`] and a kube-rs client.
 //!
-//! - [`observer`]: watches on Nodes, Pods, claims and workloads rebuilt into
-//!   the same [`Observation`] the simulator records, so the assertions
-//!   judge it unchanged;
+//! - [`observer`]: watches on Nodes, Pods, claims, PersistentVolumes,
+//!   VolumeAttachments and workloads rebuilt into the same
+//!   [`Observation`] the simulator records, so the assertions judge it
+//!   unchanged;
 //! - [`drain`]: eviction-based drains with 429 retries;
 //! - server-side apply of the drill's workloads (field manager
 //!   `drillbench`, run label `drillbench.dev/run`);
@@ -36,8 +37,9 @@ use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::api::{Api, DeleteParams, DynamicObject, EvictParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use rand_chacha::ChaCha8Rng;
@@ -239,16 +241,48 @@ where
 }
 
 /// The kinds watched.
-const WATCHED: [&str; 8] = [
+const WATCHED: [&str; 10] = [
     "Node",
     "Pod",
     "PersistentVolumeClaim",
+    "PersistentVolume",
+    "VolumeAttachment",
     "Deployment",
     "StatefulSet",
     "DaemonSet",
     "Job",
     "PodDisruptionBudget",
 ];
+
+/// A watch of a kind the cluster may not serve: a 404 on its initial list
+/// reads as an empty list and ends the watch, so the kind counts as caught
+/// up (the observer then falls back to what the other kinds show) instead
+/// of holding [`KubeBackend::sync`] until its deadline. Any other error is
+/// left to the watcher's retries: a kind served but forbidden must not
+/// pass for an empty one.
+fn optional(stream: BoxStream<'static, Watched>) -> BoxStream<'static, Watched> {
+    stream
+        .flat_map(|(kind, event)| {
+            let unserved = matches!(
+                &event,
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(status)))
+                    if status.code == 404
+            );
+            let items = if unserved {
+                vec![
+                    Some((kind, Ok(watcher::Event::Init))),
+                    Some((kind, Ok(watcher::Event::InitDone))),
+                    None,
+                ]
+            } else {
+                vec![Some((kind, event))]
+            };
+            futures::stream::iter(items)
+        })
+        .take_while(|item| futures::future::ready(item.is_some()))
+        .filter_map(futures::future::ready)
+        .boxed()
+}
 
 /// A real cluster (or a served simulator) as a [`Backend`].
 pub struct KubeBackend {
@@ -410,6 +444,16 @@ impl KubeBackend {
             "PersistentVolumeClaim",
             |o| Object::Claim(Box::new(o)),
         ));
+        backend.streams.push(optional(watch::<PersistentVolume>(
+            &client,
+            "PersistentVolume",
+            |o| Object::Volume(Box::new(o)),
+        )));
+        backend.streams.push(optional(watch::<VolumeAttachment>(
+            &client,
+            "VolumeAttachment",
+            |o| Object::Attachment(Box::new(o)),
+        )));
         backend
             .streams
             .push(watch::<Deployment>(&client, "Deployment", |o| {
@@ -1089,6 +1133,8 @@ fn object_key(object: &Object) -> String {
     match object {
         Object::Node(o) => o.name_any(),
         Object::Pod(o) => format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()),
+        Object::Volume(o) => o.name_any(),
+        Object::Attachment(o) => o.name_any(),
         _ => String::new(),
     }
 }
@@ -1104,6 +1150,14 @@ fn gone(kind: &str, key: &str) -> Object {
     };
     match kind {
         "Node" => Object::Node(Box::new(Node {
+            metadata,
+            ..Default::default()
+        })),
+        "PersistentVolume" => Object::Volume(Box::new(PersistentVolume {
+            metadata,
+            ..Default::default()
+        })),
+        "VolumeAttachment" => Object::Attachment(Box::new(VolumeAttachment {
             metadata,
             ..Default::default()
         })),
