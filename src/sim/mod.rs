@@ -575,6 +575,7 @@ impl Simulation {
             bound: false,
             pv_topology: None,
             attached: None,
+            attached_at: 0,
             selected_node: None,
             release_at: None,
         });
@@ -1374,6 +1375,7 @@ impl Simulation {
             match c.attached {
                 None => {
                     self.claims[claim].attached = Some(node);
+                    self.claims[claim].attached_at = self.now;
                     self.claims[claim].release_at = None;
                     let r = claim_ref(&self.claims[claim]);
                     self.record(EventKind::VolumeAttached, r, Some(node), "volume attached");

@@ -621,24 +621,13 @@ impl Simulation {
                 let volume = volume_name(id);
                 let attacher = self.claim_driver(id);
                 let node_name = self.nodes[node].name.clone();
-                let attached_at = self
-                    .obs
-                    .events
-                    .iter()
-                    .rev()
-                    .find(|e| {
-                        e.kind == EventKind::VolumeAttached
-                            && e.object.name == c.name
-                            && e.object.namespace == c.namespace
-                    })
-                    .map_or(0, |e| e.at_ms);
                 VolumeAttachment {
                     metadata: ObjectMeta {
                         name: Some(attachment_name(&volume, attacher, &node_name)),
                         // One UID per claim and node: an attachment made
                         // again on another node is another object.
                         uid: Some(uid(9, (id << 20) | node)),
-                        creation_timestamp: Some(timestamp(attached_at)),
+                        creation_timestamp: Some(timestamp(c.attached_at)),
                         ..Default::default()
                     },
                     spec: VolumeAttachmentSpec {
