@@ -1783,3 +1783,54 @@ pub fn run_id(drill: &Drill, seed: u64) -> String {
         .collect();
     format!("{name}-{seed}-{stamp}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list_failed(code: u16) -> Watched {
+        let status = kube::core::Status::failure("refused", "Refused").with_code(code);
+        (
+            "VolumeAttachment",
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(
+                status.boxed(),
+            ))),
+        )
+    }
+
+    fn outcome(events: Vec<Watched>) -> Vec<String> {
+        let stream = optional(futures::stream::iter(events).boxed());
+        futures::executor::block_on(stream.collect::<Vec<_>>())
+            .into_iter()
+            .map(|(kind, event)| match event {
+                Ok(watcher::Event::Init) => format!("{kind} Init"),
+                Ok(watcher::Event::InitDone) => format!("{kind} InitDone"),
+                Ok(_) => format!("{kind} object"),
+                Err(e) => format!("{kind} error: {e}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_optional_kind_the_cluster_does_not_serve_is_an_empty_list_and_its_watch_ends() {
+        // The watcher would retry the list for ever; what follows the 404
+        // is never read.
+        let events = vec![list_failed(404), list_failed(404)];
+        assert_eq!(
+            outcome(events),
+            ["VolumeAttachment Init", "VolumeAttachment InitDone"]
+        );
+    }
+
+    #[test]
+    fn an_optional_kind_that_is_forbidden_is_not_taken_for_an_empty_one() {
+        let events = vec![
+            list_failed(403),
+            ("VolumeAttachment", Ok(watcher::Event::Init)),
+            ("VolumeAttachment", Ok(watcher::Event::InitDone)),
+        ];
+        let seen = outcome(events);
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(seen[0].contains("error"), "{seen:?}");
+    }
+}
