@@ -720,3 +720,27 @@ impl Simulation {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attachment_is_named_by_its_volume_attacher_and_node_alone() {
+        let name = attachment_name("pvc-1", SINGLE_ATTACH_DRIVER, "prod-worker-1");
+        assert_eq!(
+            name,
+            attachment_name("pvc-1", SINGLE_ATTACH_DRIVER, "prod-worker-1")
+        );
+        assert!(name.starts_with("csi-") && name.len() == 4 + 64, "{name}");
+        assert_ne!(
+            name,
+            attachment_name("pvc-1", SINGLE_ATTACH_DRIVER, "prod-worker-2"),
+            "a move to another node is another object"
+        );
+        assert_ne!(
+            name,
+            attachment_name("pvc-2", SINGLE_ATTACH_DRIVER, "prod-worker-1")
+        );
+    }
+}

@@ -29,7 +29,11 @@
 //! A node deleted while a claim of a single-attach class is attached to it
 //! strands that claim there; the stranding is released when the claim's
 //! attachment no longer names the node (its VolumeAttachment deleted or
-//! moved, its PV gone, its annotation changed).
+//! moved, its PV gone, its annotation changed). Which classes are
+//! single-attach is the drill's to say, not the volume's: kind and Talos
+//! back every class with local-path, so a replicated (Longhorn-like)
+//! class's volume is node-pinned there too, and is not judged, as the
+//! simulator does not judge it.
 //!
 //! Pure: the caller feeds each change with the drill time it happened at
 //! ([`Observer::apply`]) and closes each batch of one instant with
