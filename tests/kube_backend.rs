@@ -214,6 +214,41 @@ fn a_platform_without_its_guard_fails_the_same_assertion_on_both() {
         failed(&sim)
     );
     assert_eq!(failed(&kube), failed(&sim));
+    // The stranding is read from the served VolumeAttachments (the served
+    // claims' PVs are CSI volumes, so their `selected-node` annotation is
+    // not read): the same claims, stranded on the same departed nodes.
+    let stranded = |r: &DrillReport| {
+        let assertion = r
+            .assertions
+            .iter()
+            .find(|a| a.name == "no-stranded-volumes")
+            .expect("the drill asserts no stranded volumes");
+        assert_eq!(assertion.verdict, Verdict::Fail);
+        assertion
+            .evidence
+            .iter()
+            .map(|e| {
+                let node = e.node.clone().expect("the evidence names the node");
+                let claim = e.detail.split(' ').next().unwrap_or_default().to_owned();
+                (claim, node)
+            })
+            .collect::<Vec<_>>()
+    };
+    let on_kube = stranded(&kube);
+    assert!(!on_kube.is_empty());
+    assert_eq!(on_kube, stranded(&sim));
+    for (claim, node) in &on_kube {
+        assert!(
+            !node.starts_with("prod-worker"),
+            "{claim} strands on an autoscaler node, not {node}"
+        );
+        assert!(
+            kube.timeline
+                .iter()
+                .any(|e| e.kind == EventKind::NodeDeleted && &e.object.name == node),
+            "{node}, where {claim} stranded, was seen deleted"
+        );
+    }
 }
 
 #[test]

@@ -44,9 +44,14 @@ fn kubectl_present() {
 }
 
 fn serve() -> Served {
+    serve_drill("harness/serve/serve.yaml")
+}
+
+/// A drill of the repository (a path under its root), served.
+fn serve_drill(path: &str) -> Served {
     kubectl_present();
-    let drill = Drill::load(&common::root().join("harness/serve/serve.yaml"))
-        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let drill =
+        Drill::load(&common::root().join(path)).unwrap_or_else(|d| panic!("{}", d.render(false)));
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     let server = Server::start(
@@ -716,4 +721,170 @@ fn config_maps_are_stored_and_go_with_their_namespace() {
         s.ok(&["get", "cm", "-n", "apps", "-o", "name"]).trim(),
         "configmap/late"
     );
+}
+
+#[test]
+fn get_volumes_and_attachments_through_the_incident() {
+    // node-loss: production's hcloud volumes, released never.
+    let s = serve_drill("scenarios/node-loss.yaml");
+    let volumes = s.ok(&["get", "pv"]);
+    let header = volumes.lines().next().unwrap_or_default();
+    for column in [
+        "CAPACITY",
+        "ACCESS MODES",
+        "STATUS",
+        "CLAIM",
+        "STORAGECLASS",
+    ] {
+        assert!(header.contains(column), "{volumes}");
+    }
+    assert!(
+        volumes
+            .lines()
+            .any(|l| l.contains("Bound") && l.contains("hcloud") && l.contains("RWO")),
+        "{volumes}"
+    );
+    // A single-attach volume, its PV and its node.
+    let attachment = s.ok(&[
+        "get",
+        "volumeattachments",
+        "-o",
+        "jsonpath={.items[0].metadata.name} {.items[0].spec.source.persistentVolumeName} {.items[0].spec.nodeName} {.items[0].status.attached}",
+    ]);
+    let [name, volume, node, attached] = attachment.split(' ').collect::<Vec<_>>()[..] else {
+        panic!("one attachment: {attachment}");
+    };
+    assert!(name.starts_with("csi-"), "{attachment}");
+    assert_eq!(attached, "true");
+    let claim = s.ok(&["get", "pv", volume, "-o", "jsonpath={.spec.claimRef.namespace}/{.spec.claimRef.name} {.spec.storageClassName} {.spec.csi.driver}"]);
+    assert!(claim.contains(" hcloud "), "{claim}");
+    let (claim_key, _) = claim.split_once(' ').expect("claim and class");
+    let (namespace, claim_name) = claim_key.split_once('/').expect("namespace/name");
+    assert_eq!(
+        s.ok(&[
+            "get",
+            "pvc",
+            "-n",
+            namespace,
+            claim_name,
+            "-o",
+            "jsonpath={.spec.volumeName}"
+        ]),
+        volume,
+        "the claim names its volume"
+    );
+    let attacher = s.ok(&[
+        "get",
+        "volumeattachment",
+        name,
+        "-o",
+        "jsonpath={.spec.attacher}",
+    ]);
+    assert!(
+        claim.ends_with(&attacher),
+        "the attacher is the PV's driver: {claim} / {attacher}"
+    );
+
+    // Read-only: the simulator attaches volumes, not the API.
+    let refused = s.run(&["delete", "volumeattachment", name]);
+    assert!(
+        !refused.ok && refused.stderr.contains("not modelled"),
+        "{}",
+        refused.stderr
+    );
+
+    // The incident: the node goes with the volume attached; the
+    // VolumeAttachment still names it, and a watch saw nothing deleted.
+    let (mut watch, out, _) = s.spawn(
+        &["get", "volumeattachments", "-w", "--output-watch-events"],
+        "watch-attachments",
+    );
+    let start = Instant::now();
+    while !read(&out).contains(name) {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the watch never listed the attachments"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        s.ok(&["delete", "node", node])
+            .contains(&format!("node \"{node}\" deleted"))
+    );
+    s.advance("10m");
+    assert!(!s.ok(&["get", "nodes"]).contains(&format!("{node} ")));
+    let table = s.ok(&["get", "volumeattachments"]);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_else(|| panic!("the attachment is still there: {table}"));
+    assert!(
+        row.contains(node) && row.contains(volume) && row.contains("true"),
+        "{table}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let events = read(&out);
+    assert!(
+        !events
+            .lines()
+            .any(|l| l.starts_with("DELETED") && l.contains(name)),
+        "{events}"
+    );
+}
+
+#[test]
+fn an_attachment_released_with_its_node_is_deleted_for_watchers() {
+    // The other way an attachment ends: its pods leave a running node,
+    // which unmounts and detaches the volume.
+    let s = serve_drill("scenarios/node-loss.yaml");
+    let attachment = s.ok(&[
+        "get",
+        "volumeattachments",
+        "-o",
+        "jsonpath={.items[0].metadata.name} {.items[0].spec.nodeName}",
+    ]);
+    let (name, node) = attachment.split_once(' ').expect("name and node");
+    let (mut watch, out, _) = s.spawn(
+        &["get", "volumeattachments", "-w", "--output-watch-events"],
+        "watch-released",
+    );
+    let start = Instant::now();
+    while !read(&out).contains(name) {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the watch never listed the attachments"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The node's pods deleted (it cordoned, so they come back elsewhere or
+    // wait): their volumes detach from the running node, and the
+    // attachment goes.
+    s.ok(&["cordon", node]);
+    s.ok(&[
+        "delete",
+        "pods",
+        "-A",
+        "--field-selector",
+        &format!("spec.nodeName={node}"),
+        "--wait=false",
+    ]);
+    for _ in 0..5 {
+        s.advance("1m");
+    }
+    let start = Instant::now();
+    let deleted = |text: &str| {
+        text.lines()
+            .any(|l| l.starts_with("DELETED") && l.contains(name))
+    };
+    while !deleted(&read(&out)) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let events = read(&out);
+    assert!(deleted(&events), "the detach is announced: {events}");
+    let left = s.ok(&["get", "volumeattachments", "-o", "name"]);
+    assert!(!left.contains(name), "{left}");
 }

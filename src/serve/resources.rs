@@ -128,6 +128,18 @@ pub const RESOURCES: &[Resource] = &[
         &["status"],
         true,
     ),
+    // Read-only: the simulator provisions volumes for bound claims and
+    // attaches them for their pods; neither is written through the API.
+    res(
+        "",
+        "persistentvolumes",
+        "persistentvolume",
+        "PersistentVolume",
+        false,
+        &["pv"],
+        &[],
+        false,
+    ),
     res(
         "apps",
         "deployments",
@@ -176,6 +188,16 @@ pub const RESOURCES: &[Resource] = &[
         "StorageClass",
         false,
         &["sc"],
+        &[],
+        false,
+    ),
+    res(
+        "storage.k8s.io",
+        "volumeattachments",
+        "volumeattachment",
+        "VolumeAttachment",
+        false,
+        &[],
         &[],
         false,
     ),

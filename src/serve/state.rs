@@ -243,6 +243,11 @@ pub const RUN_LABEL: &str = "drillbench.dev/run";
 
 const WATCH_TYPES: [&str; 3] = ["ADDED", "MODIFIED", "DELETED"];
 
+/// Derived kinds whose objects come and go with the state they show, so
+/// [`Facade::sync`] announces their disappearance itself: no timeline
+/// event and no API call deletes a VolumeAttachment.
+const DERIVED_LIFETIMES: [&str; 2] = ["PersistentVolume", "VolumeAttachment"];
+
 impl Facade {
     /// Serves a drill's cluster, provisioned with the seed.
     pub fn new(drill: &Drill, sim: Simulation, clock: Clock, window: usize) -> Facade {
@@ -393,6 +398,8 @@ impl Facade {
         self.sim.refresh_budgets();
         for kind in [
             "PersistentVolumeClaim",
+            "PersistentVolume",
+            "VolumeAttachment",
             "Deployment",
             "StatefulSet",
             "DaemonSet",
@@ -402,7 +409,24 @@ impl Facade {
             let Some(resource) = resources::by_kind(kind) else {
                 continue;
             };
-            for object in self.list(resource) {
+            let objects = self.list(resource);
+            if DERIVED_LIFETIMES.contains(&kind) {
+                // Objects that exist only while the state they show does
+                // (an attachment until its volume detaches): gone from the
+                // list is a deletion, announced with its last state.
+                let current: BTreeSet<Key> = objects.iter().map(|o| key_of(kind, o)).collect();
+                let gone: Vec<(Key, Value)> = self
+                    .last
+                    .range((kind, String::new(), String::new())..)
+                    .take_while(|(k, _)| k.0 == kind)
+                    .filter(|(k, _)| !current.contains(*k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                for (key, object) in gone {
+                    self.push(key, "DELETED", object);
+                }
+            }
+            for object in objects {
                 let key = key_of(kind, &object);
                 let bare = strip_rv(&object);
                 if self.last.get(&key) == Some(&bare) {
@@ -535,6 +559,16 @@ impl Facade {
                 .iter()
                 .find(|c| c.metadata.name.as_deref() == Some(name))
                 .map(to_json)?,
+            "PersistentVolume" => sim
+                .volume_views()
+                .iter()
+                .find(|v| v.metadata.name.as_deref() == Some(name))
+                .map(to_json)?,
+            "VolumeAttachment" => sim
+                .attachment_views()
+                .iter()
+                .find(|a| a.metadata.name.as_deref() == Some(name))
+                .map(to_json)?,
             "Lease" => sim
                 .lease_views()
                 .iter()
@@ -612,6 +646,8 @@ impl Facade {
             "ConfigMap" => self.config_maps.values().cloned().collect(),
             "StorageClass" => sim.storage_class_views().iter().map(to_json).collect(),
             "Lease" => sim.lease_views().iter().map(to_json).collect(),
+            "PersistentVolume" => sim.volume_views().iter().map(to_json).collect(),
+            "VolumeAttachment" => sim.attachment_views().iter().map(to_json).collect(),
             _ => Vec::new(),
         };
         for object in &mut objects {
@@ -1285,6 +1321,16 @@ impl Facade {
                     "MethodNotAllowed",
                     format!(
                         "{} are not created through the API: they come from the drill",
+                        resource.qualified()
+                    ),
+                ));
+            }
+            "PersistentVolume" | "VolumeAttachment" => {
+                return Err(ApiError::new(
+                    405,
+                    "MethodNotAllowed",
+                    format!(
+                        "{} are not created through the API: the simulator provisions and attaches volumes for the claims and pods that use them",
                         resource.qualified()
                     ),
                 ));

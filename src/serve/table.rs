@@ -66,6 +66,24 @@ fn columns(kind: &str) -> Vec<Value> {
             column("StorageClass", "string", 0, ""),
             age,
         ],
+        "PersistentVolume" => vec![
+            name,
+            column("Capacity", "string", 0, ""),
+            column("Access Modes", "string", 0, ""),
+            column("Reclaim Policy", "string", 0, ""),
+            column("Status", "string", 0, ""),
+            column("Claim", "string", 0, ""),
+            column("StorageClass", "string", 0, ""),
+            age,
+        ],
+        "VolumeAttachment" => vec![
+            name,
+            column("Attacher", "string", 0, ""),
+            column("PV", "string", 0, ""),
+            column("Node", "string", 0, ""),
+            column("Attached", "boolean", 0, ""),
+            age,
+        ],
         "Namespace" => vec![name, column("Status", "string", 0, ""), age],
         _ => vec![name, age],
     }
@@ -232,6 +250,58 @@ fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
             name,
             json!(text(object, "/status/phase")),
             json!(text(object, "/spec/storageClassName")),
+            age,
+        ],
+        "PersistentVolume" => {
+            let modes: Vec<&str> = object
+                .pointer("/spec/accessModes")
+                .and_then(Value::as_array)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(Value::as_str)
+                        .map(|m| match m {
+                            "ReadWriteOnce" => "RWO",
+                            "ReadOnlyMany" => "ROX",
+                            "ReadWriteMany" => "RWX",
+                            "ReadWriteOncePod" => "RWOP",
+                            other => other,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let claim = match (
+                object
+                    .pointer("/spec/claimRef/namespace")
+                    .and_then(Value::as_str),
+                object
+                    .pointer("/spec/claimRef/name")
+                    .and_then(Value::as_str),
+            ) {
+                (Some(namespace), Some(claim)) => format!("{namespace}/{claim}"),
+                _ => String::new(),
+            };
+            vec![
+                name,
+                json!(text(object, "/spec/capacity/storage")),
+                json!(modes.join(",")),
+                json!(text(object, "/spec/persistentVolumeReclaimPolicy")),
+                json!(text(object, "/status/phase")),
+                json!(claim),
+                json!(text(object, "/spec/storageClassName")),
+                age,
+            ]
+        }
+        "VolumeAttachment" => vec![
+            name,
+            json!(text(object, "/spec/attacher")),
+            json!(text(object, "/spec/source/persistentVolumeName")),
+            json!(text(object, "/spec/nodeName")),
+            json!(
+                object
+                    .pointer("/status/attached")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            ),
             age,
         ],
         "Namespace" => vec![name, json!(text(object, "/status/phase")), age],

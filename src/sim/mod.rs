@@ -575,6 +575,8 @@ impl Simulation {
             bound: false,
             pv_topology: None,
             attached: None,
+            attached_at: 0,
+            selected_node: None,
             release_at: None,
         });
         self.claim_index.insert(key, id);
@@ -615,6 +617,7 @@ impl Simulation {
             return;
         }
         self.claims[claim].bound = true;
+        self.claims[claim].selected_node = Some(node);
         if let Some(key) = &self.claims[claim].topology_key {
             self.claims[claim].pv_topology = self.nodes[node].labels().get(key).cloned();
         }
@@ -1372,6 +1375,7 @@ impl Simulation {
             match c.attached {
                 None => {
                     self.claims[claim].attached = Some(node);
+                    self.claims[claim].attached_at = self.now;
                     self.claims[claim].release_at = None;
                     let r = claim_ref(&self.claims[claim]);
                     self.record(EventKind::VolumeAttached, r, Some(node), "volume attached");

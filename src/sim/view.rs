@@ -12,21 +12,58 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::batch::v1::{Job, JobSpec, JobStatus};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{
-    Namespace, Node, NodeAddress, NodeCondition, NodeStatus, NodeSystemInfo, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimStatus, Pod, PodTemplateSpec,
+    CSIPersistentVolumeSource, Namespace, Node, NodeAddress, NodeCondition, NodeSelector,
+    NodeSelectorRequirement, NodeSelectorTerm, NodeStatus, NodeSystemInfo, ObjectReference,
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimStatus, PersistentVolumeSpec, PersistentVolumeStatus, Pod,
+    PodTemplateSpec, VolumeNodeAffinity,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{
+    StorageClass, VolumeAttachment, VolumeAttachmentSource, VolumeAttachmentSpec,
+    VolumeAttachmentStatus,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, MicroTime, ObjectMeta, OwnerReference, Time as MetaTime,
 };
+use sha2::{Digest, Sha256};
 
 use super::clock::Time;
 use super::world::{ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadId, WorkloadKind};
 use super::{EPOCH_SECONDS, Simulation};
 use crate::report::EventKind;
 use crate::scenario::spec::{AttachModel, BindingMode};
+
+/// The CSI driver (a StorageClass's provisioner, a PersistentVolume's
+/// `spec.csi.driver` and a VolumeAttachment's attacher) of single-attach
+/// volumes, which attach to one node at a time as `csi.hetzner.cloud` does.
+pub const SINGLE_ATTACH_DRIVER: &str = "single-attach.csi.drillbench.dev";
+
+/// The CSI driver of replicated volumes (Longhorn-like: any node can use
+/// them, so the simulator tracks no attachment and shows none), and of
+/// claims whose class the drill does not define.
+pub const REPLICATED_DRIVER: &str = "replicated.csi.drillbench.dev";
+
+/// The size every simulated volume shows: the simulator does not model
+/// sizes, and 10 GiB is the smallest `hcloud` volume.
+pub const VOLUME_CAPACITY: &str = "10Gi";
+
+/// The name of a claim's PersistentVolume: `pvc-` and the claim's UID, as
+/// dynamic provisioning names volumes.
+pub fn volume_name(claim: ClaimId) -> String {
+    format!("pvc-{}", uid(4, claim))
+}
+
+/// The name of the VolumeAttachment of a volume to a node: `csi-` and the
+/// SHA-256 of volume, attacher and node, as the CSI external-attacher
+/// names them, so the same attachment always has the same name and a
+/// move to another node is a new object.
+pub fn attachment_name(volume: &str, attacher: &str, node: &str) -> String {
+    let digest = Sha256::digest(format!("{volume}{attacher}{node}").as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("csi-{hex}")
+}
 
 /// Drill time as an API timestamp, from the same fixed epoch reports use.
 pub fn timestamp(at: Time) -> MetaTime {
@@ -38,6 +75,14 @@ pub fn timestamp(at: Time) -> MetaTime {
 /// the same UIDs and a recreated pod (a new index) gets a new one.
 pub fn uid(kind: u8, index: usize) -> String {
     format!("00000000-0000-4000-8{kind:03x}-{index:012x}")
+}
+
+/// The CSI driver of a class's volumes, by how they attach.
+fn class_driver(attach: AttachModel) -> &'static str {
+    match attach {
+        AttachModel::SingleNode => SINGLE_ATTACH_DRIVER,
+        AttachModel::Replicated => REPLICATED_DRIVER,
+    }
 }
 
 impl Simulation {
@@ -396,11 +441,16 @@ impl Simulation {
     }
 
     /// The claims that exist (every claim the simulator knows is bound to a
-    /// volume once a pod using it was scheduled).
+    /// volume once a pod using it was scheduled). The
+    /// `volume.kubernetes.io/selected-node` annotation names the node of the
+    /// first consumer of a `WaitForFirstConsumer` claim.
     pub fn claim_view(&self, claim: ClaimId) -> PersistentVolumeClaim {
         let c = &self.claims[claim];
         let mut annotations = BTreeMap::new();
-        if let Some(node) = c.attached {
+        // The scheduler's pick for the first consumer, kept after the
+        // volume detaches or moves, as on a real cluster: where the volume
+        // is attached is its VolumeAttachment's to say.
+        if let Some(node) = c.selected_node {
             annotations.insert(
                 "volume.kubernetes.io/selected-node".to_owned(),
                 self.nodes[node].name.clone(),
@@ -418,7 +468,7 @@ impl Simulation {
             spec: Some(PersistentVolumeClaimSpec {
                 storage_class_name: c.class.clone(),
                 access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
-                volume_name: c.bound.then(|| format!("pvc-{}", uid(4, claim))),
+                volume_name: c.bound.then(|| volume_name(claim)),
                 ..Default::default()
             }),
             status: Some(PersistentVolumeClaimStatus {
@@ -469,7 +519,7 @@ impl Simulation {
                         annotations: Some(annotations),
                         ..Default::default()
                     },
-                    provisioner: "drillbench.dev/simulated".to_owned(),
+                    provisioner: class_driver(class.attach).to_owned(),
                     volume_binding_mode: Some(
                         match class.binding_mode {
                             BindingMode::Immediate => "Immediate",
@@ -478,6 +528,120 @@ impl Simulation {
                         .to_owned(),
                     ),
                     ..Default::default()
+                }
+            })
+            .collect()
+    }
+
+    /// The CSI driver of a claim's volume: its class's.
+    fn claim_driver(&self, claim: ClaimId) -> &'static str {
+        class_driver(self.claims[claim].attach)
+    }
+
+    /// The PersistentVolume of every bound claim, in claim order: bound
+    /// to its claim (`claimRef`), a CSI volume of its class's driver, and,
+    /// when its class confines volumes to a node label and the volume was
+    /// provisioned in a domain, required to be there (`nodeAffinity`: a
+    /// `kubernetes.io/hostname` class pins the volume to one node). The
+    /// simulator never deletes a claim, so a volume is never `Released`.
+    pub fn volume_views(&self) -> Vec<PersistentVolume> {
+        self.claims
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.bound)
+            .map(|(id, c)| {
+                let affinity =
+                    c.topology_key
+                        .clone()
+                        .zip(c.pv_topology.clone())
+                        .map(|(key, value)| VolumeNodeAffinity {
+                            required: Some(NodeSelector {
+                                node_selector_terms: vec![NodeSelectorTerm {
+                                    match_expressions: Some(vec![NodeSelectorRequirement {
+                                        key,
+                                        operator: "In".to_owned(),
+                                        values: Some(vec![value]),
+                                    }]),
+                                    match_fields: None,
+                                }],
+                            }),
+                        });
+                PersistentVolume {
+                    metadata: ObjectMeta {
+                        name: Some(volume_name(id)),
+                        uid: Some(uid(8, id)),
+                        creation_timestamp: Some(timestamp(0)),
+                        ..Default::default()
+                    },
+                    spec: Some(PersistentVolumeSpec {
+                        capacity: Some(BTreeMap::from([(
+                            "storage".to_owned(),
+                            Quantity(VOLUME_CAPACITY.to_owned()),
+                        )])),
+                        access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+                        claim_ref: Some(ObjectReference {
+                            api_version: Some("v1".to_owned()),
+                            kind: Some("PersistentVolumeClaim".to_owned()),
+                            namespace: Some(c.namespace.clone()),
+                            name: Some(c.name.clone()),
+                            uid: Some(uid(4, id)),
+                            ..Default::default()
+                        }),
+                        csi: Some(CSIPersistentVolumeSource {
+                            driver: self.claim_driver(id).to_owned(),
+                            volume_handle: uid(8, id),
+                            ..Default::default()
+                        }),
+                        node_affinity: affinity,
+                        persistent_volume_reclaim_policy: Some("Delete".to_owned()),
+                        storage_class_name: c.class.clone(),
+                        volume_mode: Some("Filesystem".to_owned()),
+                        ..Default::default()
+                    }),
+                    status: Some(PersistentVolumeStatus {
+                        phase: Some("Bound".to_owned()),
+                        ..Default::default()
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// A VolumeAttachment for every attached single-attach volume, in
+    /// claim order, naming the node it is attached to, whether or not that
+    /// node still exists: an attachment to a deleted node is the stranding
+    /// the drills judge, and stays until the class's release rule (or a
+    /// detach) ends it. Created when the volume last attached.
+    pub fn attachment_views(&self) -> Vec<VolumeAttachment> {
+        self.claims
+            .iter()
+            .enumerate()
+            .filter_map(|(id, c)| c.attached.map(|node| (id, c, node)))
+            .map(|(id, c, node)| {
+                let volume = volume_name(id);
+                let attacher = self.claim_driver(id);
+                let node_name = self.nodes[node].name.clone();
+                VolumeAttachment {
+                    metadata: ObjectMeta {
+                        name: Some(attachment_name(&volume, attacher, &node_name)),
+                        // One UID per claim and node: an attachment made
+                        // again on another node is another object.
+                        uid: Some(uid(9, (id << 20) | node)),
+                        creation_timestamp: Some(timestamp(c.attached_at)),
+                        ..Default::default()
+                    },
+                    spec: VolumeAttachmentSpec {
+                        attacher: attacher.to_owned(),
+                        node_name,
+                        source: VolumeAttachmentSource {
+                            persistent_volume_name: Some(volume),
+                            inline_volume_spec: None,
+                        },
+                    },
+                    status: Some(VolumeAttachmentStatus {
+                        attached: true,
+                        ..Default::default()
+                    }),
                 }
             })
             .collect()
@@ -554,5 +718,29 @@ impl Simulation {
                 ..Default::default()
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attachment_is_named_by_its_volume_attacher_and_node_alone() {
+        let name = attachment_name("pvc-1", SINGLE_ATTACH_DRIVER, "prod-worker-1");
+        assert_eq!(
+            name,
+            attachment_name("pvc-1", SINGLE_ATTACH_DRIVER, "prod-worker-1")
+        );
+        assert!(name.starts_with("csi-") && name.len() == 4 + 64, "{name}");
+        assert_ne!(
+            name,
+            attachment_name("pvc-1", SINGLE_ATTACH_DRIVER, "prod-worker-2"),
+            "a move to another node is another object"
+        );
+        assert_ne!(
+            name,
+            attachment_name("pvc-2", SINGLE_ATTACH_DRIVER, "prod-worker-1")
+        );
     }
 }

@@ -381,6 +381,13 @@ pub struct Claim {
     pub pv_topology: Option<String>,
     /// The node its volume is attached to (single-attach volumes).
     pub attached: Option<NodeId>,
+    /// When its volume last attached (its VolumeAttachment's creation).
+    pub attached_at: Time,
+    /// The node the scheduler picked for its first consumer when a
+    /// `WaitForFirstConsumer` volume was provisioned: the claim's
+    /// `volume.kubernetes.io/selected-node`, which, as on a real cluster,
+    /// stays when the volume later detaches or moves.
+    pub selected_node: Option<NodeId>,
     /// When a departed node's attachment will be released.
     pub release_at: Option<Time>,
 }

@@ -1,9 +1,10 @@
 //! The one Kubernetes layer of every real backend: a [`Backend`] over a
 //! [`Machines`] and a kube-rs client.
 //!
-//! - [`observer`]: watches on Nodes, Pods, claims and workloads rebuilt into
-//!   the same [`Observation`] the simulator records, so the assertions
-//!   judge it unchanged;
+//! - [`observer`]: watches on Nodes, Pods, claims, PersistentVolumes,
+//!   VolumeAttachments and workloads rebuilt into the same
+//!   [`Observation`] the simulator records, so the assertions judge it
+//!   unchanged;
 //! - [`drain`]: eviction-based drains with 429 retries;
 //! - server-side apply of the drill's workloads (field manager
 //!   `drillbench`, run label `drillbench.dev/run`);
@@ -38,8 +39,9 @@ use futures::StreamExt;
 use futures::stream::{BoxStream, SelectAll};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use rand_chacha::ChaCha8Rng;
@@ -241,16 +243,48 @@ where
 }
 
 /// The kinds watched.
-const WATCHED: [&str; 8] = [
+const WATCHED: [&str; 10] = [
     "Node",
     "Pod",
     "PersistentVolumeClaim",
+    "PersistentVolume",
+    "VolumeAttachment",
     "Deployment",
     "StatefulSet",
     "DaemonSet",
     "Job",
     "PodDisruptionBudget",
 ];
+
+/// A watch of a kind the cluster may not serve: a 404 on its initial list
+/// reads as an empty list and ends the watch, so the kind counts as caught
+/// up (the observer then falls back to what the other kinds show) instead
+/// of holding [`KubeBackend::sync`] until its deadline. Any other error is
+/// left to the watcher's retries: a kind served but forbidden must not
+/// pass for an empty one.
+fn optional(stream: BoxStream<'static, Watched>) -> BoxStream<'static, Watched> {
+    stream
+        .flat_map(|(kind, event)| {
+            let unserved = matches!(
+                &event,
+                Err(watcher::Error::InitialListFailed(kube::Error::Api(status)))
+                    if status.code == 404
+            );
+            let items = if unserved {
+                vec![
+                    Some((kind, Ok(watcher::Event::Init))),
+                    Some((kind, Ok(watcher::Event::InitDone))),
+                    None,
+                ]
+            } else {
+                vec![Some((kind, event))]
+            };
+            futures::stream::iter(items)
+        })
+        .take_while(|item| futures::future::ready(item.is_some()))
+        .filter_map(futures::future::ready)
+        .boxed()
+}
 
 /// A real cluster (or a served simulator) as a [`Backend`].
 pub struct KubeBackend {
@@ -417,6 +451,16 @@ impl KubeBackend {
             "PersistentVolumeClaim",
             |o| Object::Claim(Box::new(o)),
         ));
+        backend.streams.push(optional(watch::<PersistentVolume>(
+            &client,
+            "PersistentVolume",
+            |o| Object::Volume(Box::new(o)),
+        )));
+        backend.streams.push(optional(watch::<VolumeAttachment>(
+            &client,
+            "VolumeAttachment",
+            |o| Object::Attachment(Box::new(o)),
+        )));
         backend
             .streams
             .push(watch::<Deployment>(&client, "Deployment", |o| {
@@ -1063,6 +1107,8 @@ fn object_key(object: &Object) -> String {
     match object {
         Object::Node(o) => o.name_any(),
         Object::Pod(o) => format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()),
+        Object::Volume(o) => o.name_any(),
+        Object::Attachment(o) => o.name_any(),
         _ => String::new(),
     }
 }
@@ -1078,6 +1124,14 @@ fn gone(kind: &str, key: &str) -> Object {
     };
     match kind {
         "Node" => Object::Node(Box::new(Node {
+            metadata,
+            ..Default::default()
+        })),
+        "PersistentVolume" => Object::Volume(Box::new(PersistentVolume {
+            metadata,
+            ..Default::default()
+        })),
+        "VolumeAttachment" => Object::Attachment(Box::new(VolumeAttachment {
             metadata,
             ..Default::default()
         })),
@@ -1713,4 +1767,55 @@ pub fn run_id(drill: &Drill, seed: u64) -> String {
         .take(40)
         .collect();
     format!("{name}-{seed}-{stamp}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list_failed(code: u16) -> Watched {
+        let status = kube::core::Status::failure("refused", "Refused").with_code(code);
+        (
+            "VolumeAttachment",
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(
+                status.boxed(),
+            ))),
+        )
+    }
+
+    fn outcome(events: Vec<Watched>) -> Vec<String> {
+        let stream = optional(futures::stream::iter(events).boxed());
+        futures::executor::block_on(stream.collect::<Vec<_>>())
+            .into_iter()
+            .map(|(kind, event)| match event {
+                Ok(watcher::Event::Init) => format!("{kind} Init"),
+                Ok(watcher::Event::InitDone) => format!("{kind} InitDone"),
+                Ok(_) => format!("{kind} object"),
+                Err(e) => format!("{kind} error: {e}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_optional_kind_the_cluster_does_not_serve_is_an_empty_list_and_its_watch_ends() {
+        // The watcher would retry the list for ever; what follows the 404
+        // is never read.
+        let events = vec![list_failed(404), list_failed(404)];
+        assert_eq!(
+            outcome(events),
+            ["VolumeAttachment Init", "VolumeAttachment InitDone"]
+        );
+    }
+
+    #[test]
+    fn an_optional_kind_that_is_forbidden_is_not_taken_for_an_empty_one() {
+        let events = vec![
+            list_failed(403),
+            ("VolumeAttachment", Ok(watcher::Event::Init)),
+            ("VolumeAttachment", Ok(watcher::Event::InitDone)),
+        ];
+        let seen = outcome(events);
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(seen[0].contains("error"), "{seen:?}");
+    }
 }

@@ -3,6 +3,38 @@
 //! records for the same happenings, rebuilt from what a watch on the API
 //! server shows.
 //!
+//! Where a claim's volume is attached, read in this order for the
+//! stranding the drills judge ("a single-attach volume still attached to
+//! a node that is gone", [`Stranding`]):
+//!
+//! 1. **VolumeAttachments** (`storage.k8s.io/v1`): a CSI driver that
+//!    attaches (production's `hcloud`) records each attachment as one,
+//!    naming the PersistentVolume (`spec.source.persistentVolumeName`) and
+//!    the node (`spec.nodeName`, an API name, mapped to the drill name);
+//!    only those with `status.attached` attach. The volume's claim is the
+//!    one its PV's `spec.claimRef` names (or whose `spec.volumeName` names
+//!    the PV). When any VolumeAttachment names a claim's PV, they alone
+//!    say where it is attached.
+//! 2. **A node-pinned PersistentVolume**: a volume on one node's disk
+//!    (kind's local-path) has no VolumeAttachment; its PV's required node
+//!    affinity on `kubernetes.io/hostname` names the one node it can be
+//!    used on, so it is attached there for as long as the PV exists.
+//! 3. **The claim's `volume.kubernetes.io/selected-node` annotation**
+//!    ([`ATTACHED_NODE_ANNOTATION`]), the fallback where neither exists and
+//!    the PV is not a CSI volume (or is not known: a cluster that does not
+//!    serve PersistentVolumes). A CSI volume with no VolumeAttachment is
+//!    attached nowhere: the annotation is the scheduler's pick for the
+//!    first consumer and stays after the volume detaches or moves.
+//!
+//! A node deleted while a claim of a single-attach class is attached to it
+//! strands that claim there; the stranding is released when the claim's
+//! attachment no longer names the node (its VolumeAttachment deleted or
+//! moved, its PV gone, its annotation changed). Which classes are
+//! single-attach is the drill's to say, not the volume's: kind and Talos
+//! back every class with local-path, so a replicated (Longhorn-like)
+//! class's volume is node-pinned there too, and is not judged, as the
+//! simulator does not judge it.
+//!
 //! Pure: the caller feeds each change with the drill time it happened at
 //! ([`Observer::apply`]) and closes each batch of one instant with
 //! [`Observer::settle`]; nothing here talks to a cluster, so the mapping is
@@ -13,8 +45,9 @@ use std::rc::Rc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
@@ -26,9 +59,13 @@ use crate::report::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::AttachModel;
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
 
-/// The annotation through which the served simulator shows a claim's
-/// attachment (a real cluster shows it as a VolumeAttachment).
+/// The claim annotation read as its attachment where neither a
+/// VolumeAttachment nor a node-pinned PersistentVolume says (the third
+/// source in the module documentation).
 pub const ATTACHED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
+
+/// The node label a node-pinned PersistentVolume's affinity requires.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// One watched object.
 #[derive(Debug, Clone)]
@@ -49,6 +86,10 @@ pub enum Object {
     Job(Box<Job>),
     /// A PodDisruptionBudget.
     Budget(Box<PodDisruptionBudget>),
+    /// A PersistentVolume.
+    Volume(Box<PersistentVolume>),
+    /// A VolumeAttachment.
+    Attachment(Box<VolumeAttachment>),
 }
 
 impl Object {
@@ -63,6 +104,8 @@ impl Object {
             Object::DaemonSet(_) => "DaemonSet",
             Object::Job(_) => "Job",
             Object::Budget(_) => "PodDisruptionBudget",
+            Object::Volume(_) => "PersistentVolume",
+            Object::Attachment(_) => "VolumeAttachment",
         }
     }
 
@@ -77,6 +120,8 @@ impl Object {
             Object::DaemonSet(o) => o.resource_version(),
             Object::Job(o) => o.resource_version(),
             Object::Budget(o) => o.resource_version(),
+            Object::Volume(o) => o.resource_version(),
+            Object::Attachment(o) => o.resource_version(),
         };
         rv.and_then(|rv| rv.parse().ok())
     }
@@ -97,6 +142,8 @@ impl Object {
             Object::DaemonSet(o) => &o.metadata,
             Object::Job(o) => &o.metadata,
             Object::Budget(o) => &o.metadata,
+            Object::Volume(o) => &o.metadata,
+            Object::Attachment(o) => &o.metadata,
         };
         let conditions: Vec<Option<&MetaTime>> = match self {
             Object::Node(o) => o
@@ -219,6 +266,51 @@ pub(super) struct PodFacts {
     pub(super) anti_affinity: bool,
 }
 
+/// A PersistentVolume as the attachment rules read it.
+#[derive(Debug, Clone, Default)]
+struct VolumeState {
+    /// `namespace/name` of the claim its `claimRef` names.
+    claim: Option<String>,
+    /// A CSI volume: attached only through VolumeAttachments.
+    csi: bool,
+    /// The hostname its required node affinity pins it to, if it does.
+    pinned: Option<String>,
+}
+
+/// A VolumeAttachment: the PV it attaches, the node's drill name, and
+/// whether it is attached.
+#[derive(Debug, Clone)]
+struct AttachmentState {
+    volume: String,
+    node: String,
+    attached: bool,
+}
+
+/// The one hostname a PV's required node affinity pins it to: every term
+/// requires `kubernetes.io/hostname In [h]`, with the same `h`.
+fn pinned_host(volume: &PersistentVolume) -> Option<String> {
+    let terms = &volume
+        .spec
+        .as_ref()?
+        .node_affinity
+        .as_ref()?
+        .required
+        .as_ref()?
+        .node_selector_terms;
+    let mut hosts = terms.iter().map(|term| {
+        term.match_expressions
+            .iter()
+            .flatten()
+            .find(|r| r.key == HOSTNAME_LABEL && r.operator == "In")
+            .and_then(|r| match r.values.as_deref() {
+                Some([host]) => Some(host.clone()),
+                _ => None,
+            })
+    });
+    let first = hosts.next()??;
+    hosts.all(|h| h.as_ref() == Some(&first)).then_some(first)
+}
+
 /// A pod bound in the current batch, placed once the batch is settled (so
 /// a claim or node announced later in the same instant is known).
 #[derive(Debug, Clone)]
@@ -246,7 +338,22 @@ pub struct Observer {
     /// Every claim's storage class ever seen: a placement names its claims'
     /// classes even when the claim is gone by the time it is judged.
     claim_classes: BTreeMap<String, Option<String>>,
-    claim_attached: BTreeMap<String, String>,
+    /// Claims' `volume.kubernetes.io/selected-node`, as drill names (the
+    /// fallback source of attachments).
+    claim_annotated: BTreeMap<String, String>,
+    /// Claims' `spec.volumeName`.
+    claim_volumes: BTreeMap<String, String>,
+    /// PersistentVolumes by name.
+    volumes: BTreeMap<String, VolumeState>,
+    /// VolumeAttachments by name.
+    attachments: BTreeMap<String, AttachmentState>,
+    /// Drill names of nodes by their `kubernetes.io/hostname`, kept after
+    /// a node goes so a volume pinned to it still names it.
+    hostnames: BTreeMap<String, String>,
+    /// Attachments that ended in the current batch: (time, claim, node).
+    /// A node deleted in the same instant strands them all the same (and
+    /// releases them at once), whatever order the watches delivered in.
+    ended: Vec<(Time, String, String)>,
     workloads: BTreeMap<String, (u32, u32)>,
     jobs: BTreeMap<String, (u32, u32)>,
     /// Claim template names of each StatefulSet: its pods mount
@@ -396,7 +503,12 @@ impl Observer {
             nodes: BTreeMap::new(),
             pods: BTreeMap::new(),
             claim_classes: BTreeMap::new(),
-            claim_attached: BTreeMap::new(),
+            claim_annotated: BTreeMap::new(),
+            claim_volumes: BTreeMap::new(),
+            volumes: BTreeMap::new(),
+            attachments: BTreeMap::new(),
+            hostnames: BTreeMap::new(),
+            ended: Vec::new(),
             workloads: BTreeMap::new(),
             jobs: BTreeMap::new(),
             claim_templates: BTreeMap::new(),
@@ -437,8 +549,37 @@ impl Observer {
             }
             Change::Applied(Object::Pod(pod)) => self.pod_applied(at, &pod),
             Change::Deleted(Object::Pod(pod)) => self.pod_deleted(at, &pod),
-            Change::Applied(Object::Claim(claim)) => self.claim_applied(at, &claim),
-            Change::Deleted(Object::Claim(_)) => {}
+            Change::Applied(Object::Claim(claim)) => {
+                self.storage_change(at, |o| o.claim_applied(&claim));
+            }
+            Change::Deleted(Object::Claim(claim)) => {
+                // Its volume outlives it until the PV goes (whose claimRef
+                // still names it); its annotation is kept, as it always was.
+                let key = format!(
+                    "{}/{}",
+                    claim.namespace().unwrap_or_default(),
+                    claim.name_any()
+                );
+                self.storage_change(at, |o| {
+                    o.claim_volumes.remove(&key);
+                });
+            }
+            Change::Applied(Object::Volume(volume)) => {
+                self.storage_change(at, |o| o.volume_applied(&volume));
+            }
+            Change::Deleted(Object::Volume(volume)) => {
+                self.storage_change(at, |o| {
+                    o.volumes.remove(&volume.name_any());
+                });
+            }
+            Change::Applied(Object::Attachment(attachment)) => {
+                self.storage_change(at, |o| o.attachment_applied(&attachment));
+            }
+            Change::Deleted(Object::Attachment(attachment)) => {
+                self.storage_change(at, |o| {
+                    o.attachments.remove(&attachment.name_any());
+                });
+            }
             Change::Applied(Object::Deployment(d)) => {
                 let key = workload_key(
                     "Deployment",
@@ -581,6 +722,13 @@ impl Observer {
             .cloned()
             .unwrap_or_else(|| api_name.clone());
         self.drill_names.insert(api_name.clone(), name.clone());
+        self.hostnames.insert(
+            labels
+                .get(HOSTNAME_LABEL)
+                .cloned()
+                .unwrap_or_else(|| api_name.clone()),
+            name.clone(),
+        );
         let ready = node
             .status
             .as_ref()
@@ -670,20 +818,31 @@ impl Observer {
             return;
         }
         // A single-attach volume still attached to a departed node is
-        // stranded until its attachment is released.
-        let attached: Vec<String> = self
-            .claim_attached
-            .iter()
-            .filter(|(_, n)| n.as_str() == name)
-            .map(|(c, _)| c.clone())
+        // stranded until its attachment is released; one whose attachment
+        // ended in this very instant was stranded and released at once.
+        let mut stranded: BTreeMap<String, Option<Time>> = self
+            .attachments_now()
+            .into_iter()
+            .filter(|(_, n)| n == name)
+            .map(|(c, _)| (c, None))
             .collect();
-        for claim in attached {
-            if self.single_attach(&claim) {
+        for (when, claim, node) in &self.ended {
+            if *when == at && node == name {
+                stranded.entry(claim.clone()).or_insert(Some(at));
+            }
+        }
+        for (claim, released) in stranded {
+            let open = self
+                .obs
+                .strandings
+                .iter()
+                .any(|s| s.claim == claim && s.node == name && s.released.is_none());
+            if self.single_attach(&claim) && !open {
                 self.obs.strandings.push(Stranding {
                     claim,
                     node: name.to_owned(),
                     since: at,
-                    released: None,
+                    released,
                 });
             }
         }
@@ -714,34 +873,150 @@ impl Observer {
         })
     }
 
-    fn claim_applied(&mut self, at: Time, claim: &PersistentVolumeClaim) {
+    fn claim_applied(&mut self, claim: &PersistentVolumeClaim) {
         let key = format!(
             "{}/{}",
             claim.namespace().unwrap_or_default(),
             claim.name_any()
         );
-        let class = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.storage_class_name.clone());
+        let spec = claim.spec.as_ref();
+        let class = spec.and_then(|s| s.storage_class_name.clone());
         self.claim_classes.insert(key.clone(), class);
-        let attached = claim.annotations().get(ATTACHED_NODE_ANNOTATION).cloned();
-        let before = match attached {
-            Some(node) => self.claim_attached.insert(key.clone(), node),
-            None => self.claim_attached.remove(&key),
+        match spec.and_then(|s| s.volume_name.clone()) {
+            Some(volume) => self.claim_volumes.insert(key.clone(), volume),
+            None => self.claim_volumes.remove(&key),
         };
-        if let Some(before) = before
-            && self.claim_attached.get(&key) != Some(&before)
-        {
+        let annotated = claim
+            .annotations()
+            .get(ATTACHED_NODE_ANNOTATION)
+            .map(|n| self.drill_name(n));
+        match annotated {
+            Some(node) => self.claim_annotated.insert(key, node),
+            None => self.claim_annotated.remove(&key),
+        };
+    }
+
+    fn volume_applied(&mut self, volume: &PersistentVolume) {
+        let spec = volume.spec.as_ref();
+        let claim = spec.and_then(|s| s.claim_ref.as_ref()).and_then(|r| {
+            Some(format!(
+                "{}/{}",
+                r.namespace.as_deref()?,
+                r.name.as_deref()?
+            ))
+        });
+        // A claim known only through its volume (deleted, or not listed
+        // yet) is judged by the volume's class.
+        if let Some(claim) = &claim {
+            self.claim_classes
+                .entry(claim.clone())
+                .or_insert_with(|| spec.and_then(|s| s.storage_class_name.clone()));
+        }
+        self.volumes.insert(
+            volume.name_any(),
+            VolumeState {
+                claim,
+                csi: spec.is_some_and(|s| s.csi.is_some()),
+                pinned: pinned_host(volume),
+            },
+        );
+    }
+
+    fn attachment_applied(&mut self, attachment: &VolumeAttachment) {
+        let Some(volume) = attachment.spec.source.persistent_volume_name.clone() else {
+            // An inline volume belongs to a pod, not to a claim.
+            return;
+        };
+        self.attachments.insert(
+            attachment.name_any(),
+            AttachmentState {
+                volume,
+                node: self.drill_name(&attachment.spec.node_name),
+                attached: attachment.status.as_ref().is_some_and(|s| s.attached),
+            },
+        );
+    }
+
+    /// Applies a change to claims, volumes or attachments, then releases
+    /// every stranding whose attachment it ended.
+    fn storage_change(&mut self, at: Time, change: impl FnOnce(&mut Self)) {
+        let before = self.attachments_now();
+        change(self);
+        let after = self.attachments_now();
+        for (claim, node) in before.difference(&after) {
             for s in self
                 .obs
                 .strandings
                 .iter_mut()
-                .filter(|s| s.claim == key && s.node == before && s.released.is_none())
+                .filter(|s| &s.claim == claim && &s.node == node && s.released.is_none())
             {
                 s.released = Some(at);
             }
+            self.ended.push((at, claim.clone(), node.clone()));
         }
+    }
+
+    /// Every (claim, node) attachment, read from the three sources in the
+    /// module documentation's order.
+    fn attachments_now(&self) -> BTreeSet<(String, String)> {
+        // PV name -> attached nodes; a PV with only unattached
+        // VolumeAttachments maps to none, which still rules out the rest.
+        let mut by_volume: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for a in self.attachments.values() {
+            let nodes = by_volume.entry(a.volume.as_str()).or_default();
+            if a.attached {
+                nodes.insert(a.node.as_str());
+            }
+        }
+        let mut volume_of: BTreeMap<&str, &str> = BTreeMap::new();
+        for (name, v) in &self.volumes {
+            if let Some(claim) = &v.claim {
+                volume_of.insert(claim.as_str(), name.as_str());
+            }
+        }
+        for (claim, volume) in &self.claim_volumes {
+            volume_of.insert(claim.as_str(), volume.as_str());
+        }
+        let claims: BTreeSet<&str> = volume_of
+            .keys()
+            .copied()
+            .chain(self.claim_annotated.keys().map(String::as_str))
+            .collect();
+        let mut out = BTreeSet::new();
+        for claim in claims {
+            let volume = volume_of.get(claim).copied();
+            if let Some(nodes) = volume.and_then(|v| by_volume.get(v)) {
+                out.extend(nodes.iter().map(|n| (claim.to_owned(), (*n).to_owned())));
+                continue;
+            }
+            if let Some(state) = volume.and_then(|v| self.volumes.get(v)) {
+                if let Some(host) = &state.pinned {
+                    let node = self
+                        .hostnames
+                        .get(host)
+                        .cloned()
+                        .unwrap_or_else(|| self.drill_name(host));
+                    out.insert((claim.to_owned(), node));
+                    continue;
+                }
+                if state.csi {
+                    continue;
+                }
+            }
+            if let Some(node) = self.claim_annotated.get(claim) {
+                out.insert((claim.to_owned(), node.clone()));
+            }
+        }
+        out
+    }
+
+    /// The nodes a claim's volume is attached to, as the watches show it.
+    pub fn claim_attachments(&self, claim: &str) -> Vec<String> {
+        self.attachments_now()
+            .into_iter()
+            .filter(|(c, _)| c == claim)
+            .map(|(_, n)| n)
+            .collect()
     }
 
     fn pod_workload(&self, pod: &Pod) -> Option<String> {
@@ -866,6 +1141,7 @@ impl Observer {
     /// their node's labels and their claims' classes as they stand now, and
     /// updates the series derived from several objects.
     pub fn settle(&mut self, at: Time) {
+        self.ended.clear();
         for binding in std::mem::take(&mut self.bindings) {
             let Some(pod) = self.pods.get(&binding.pod) else {
                 continue;
@@ -1106,11 +1382,14 @@ impl Observer {
         self.nodes.contains_key(name)
     }
 
-    /// Names of every pod and node known, to reconcile after a re-list.
+    /// Names of every pod, node, volume and attachment known, to reconcile
+    /// after a re-list.
     pub fn known(&self, kind: &str) -> Vec<String> {
         match kind {
             "Node" => self.nodes.keys().cloned().collect(),
             "Pod" => self.pods.keys().cloned().collect(),
+            "PersistentVolume" => self.volumes.keys().cloned().collect(),
+            "VolumeAttachment" => self.attachments.keys().cloned().collect(),
             _ => Vec::new(),
         }
     }
@@ -1282,6 +1561,287 @@ mod tests {
             EventKind::NodeDeleted,
             "prod-worker-1".to_owned()
         )));
+    }
+
+    /// A claim of the single-attach class `hcloud`, bound to `volume`,
+    /// with the scheduler's `selected-node` for its first consumer.
+    fn bound_claim(name: &str, volume: &str, selected: Option<&str>) -> Change {
+        let annotations = selected.map(|n| json!({ATTACHED_NODE_ANNOTATION: n}));
+        Change::Applied(Object::Claim(Box::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "apps", "annotations": annotations},
+                "spec": {"storageClassName": "hcloud", "volumeName": volume},
+            }))
+            .expect("claim"),
+        )))
+    }
+
+    /// A PersistentVolume bound to `apps/CLAIM`: a CSI volume, or, with
+    /// `pinned`, a local one required on that hostname (kind's local-path).
+    fn volume(name: &str, claim: &str, pinned: Option<&str>) -> PersistentVolume {
+        let mut spec = json!({
+            "claimRef": {"namespace": "apps", "name": claim},
+            "storageClassName": "hcloud",
+        });
+        match pinned {
+            Some(host) => {
+                spec["hostPath"] = json!({"path": format!("/var/local-path/{name}")});
+                spec["nodeAffinity"] = json!({"required": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": [host]}]}
+                ]}});
+            }
+            None => spec["csi"] = json!({"driver": "csi.hetzner.cloud", "volumeHandle": "1234"}),
+        }
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("volume")
+    }
+
+    fn attachment(name: &str, volume: &str, node: &str, attached: bool) -> VolumeAttachment {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"attacher": "csi.hetzner.cloud", "nodeName": node,
+                     "source": {"persistentVolumeName": volume}},
+            "status": {"attached": attached},
+        }))
+        .expect("attachment")
+    }
+
+    fn node_gone(api_name: &str) -> Change {
+        Change::Deleted(Object::Node(Box::new(Node {
+            metadata: kube::api::ObjectMeta {
+                name: Some(api_name.to_owned()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })))
+    }
+
+    fn open_strandings(observer: &Observer) -> Vec<(String, String, Time)> {
+        observer
+            .obs
+            .strandings
+            .iter()
+            .filter(|s| s.released.is_none())
+            .map(|s| (s.claim.clone(), s.node.clone(), s.since))
+            .collect()
+    }
+
+    #[test]
+    fn a_volume_attachment_on_a_deleted_node_strands_its_claim_until_it_moves() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        // kind names its nodes after the cluster; the drill name is the label.
+        for (api, drill_name) in [
+            ("r1-worker", "prod-worker-1"),
+            ("r1-worker2", "prod-worker-2"),
+        ] {
+            observer.apply(0, node(api, true, json!({NODE_LABEL: drill_name})));
+        }
+        // The scheduler's pick is stale (prod-worker-2): the attachment says
+        // where the volume is.
+        observer.apply(0, bound_claim("data-db-0", "pvc-1", Some("r1-worker2")));
+        observer.apply(
+            0,
+            Change::Applied(Object::Volume(Box::new(volume("pvc-1", "data-db-0", None)))),
+        );
+        let on_worker_1 = attachment("csi-a", "pvc-1", "r1-worker", true);
+        observer.apply(
+            0,
+            Change::Applied(Object::Attachment(Box::new(on_worker_1.clone()))),
+        );
+        observer.settle(0);
+        assert_eq!(
+            observer.claim_attachments("apps/data-db-0"),
+            ["prod-worker-1"]
+        );
+
+        observer.apply(60_000, node_gone("r1-worker2"));
+        observer.settle(60_000);
+        assert!(
+            observer.obs.strandings.is_empty(),
+            "the stale annotation strands nothing"
+        );
+
+        observer.apply(70_000, node_gone("r1-worker"));
+        observer.settle(70_000);
+        assert_eq!(
+            open_strandings(&observer),
+            [(
+                "apps/data-db-0".to_owned(),
+                "prod-worker-1".to_owned(),
+                70_000
+            )]
+        );
+        // Still attached there: a change that keeps it there releases nothing.
+        observer.apply(
+            80_000,
+            Change::Applied(Object::Attachment(Box::new(on_worker_1))),
+        );
+        assert_eq!(observer.obs.strandings[0].released, None);
+        // Detached from the dead node (the attacher gave up on it) and
+        // attached to a new one: released when the old one goes.
+        observer.apply(
+            90_000,
+            node("r1-worker3", true, json!({NODE_LABEL: "prod-worker-3"})),
+        );
+        observer.apply(
+            90_000,
+            Change::Applied(Object::Attachment(Box::new(attachment(
+                "csi-b",
+                "pvc-1",
+                "r1-worker3",
+                false,
+            )))),
+        );
+        assert_eq!(
+            observer.obs.strandings[0].released, None,
+            "the old one is still attached"
+        );
+        observer.apply(
+            95_000,
+            Change::Deleted(Object::Attachment(Box::new(attachment(
+                "csi-a",
+                "pvc-1",
+                "r1-worker",
+                true,
+            )))),
+        );
+        assert_eq!(observer.obs.strandings[0].released, Some(95_000));
+        assert!(open_strandings(&observer).is_empty());
+    }
+
+    #[test]
+    fn a_detached_csi_volume_strands_nothing_whatever_its_annotation_says() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        observer.apply(0, node("prod-worker-1", true, json!({})));
+        observer.apply(0, bound_claim("data-db-0", "pvc-1", Some("prod-worker-1")));
+        observer.apply(
+            0,
+            Change::Applied(Object::Volume(Box::new(volume("pvc-1", "data-db-0", None)))),
+        );
+        let attached = attachment("csi-a", "pvc-1", "prod-worker-1", true);
+        observer.apply(
+            0,
+            Change::Applied(Object::Attachment(Box::new(attached.clone()))),
+        );
+        observer.settle(0);
+        observer.apply(
+            10_000,
+            Change::Deleted(Object::Attachment(Box::new(attached))),
+        );
+        observer.settle(10_000);
+        assert!(observer.claim_attachments("apps/data-db-0").is_empty());
+        observer.apply(20_000, node_gone("prod-worker-1"));
+        assert!(
+            observer.obs.strandings.is_empty(),
+            "{:?}",
+            observer.obs.strandings
+        );
+    }
+
+    #[test]
+    fn an_attachment_ended_in_the_instant_its_node_went_is_stranded_and_released_at_once() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        observer.apply(0, node("prod-worker-1", true, json!({})));
+        observer.apply(0, bound_claim("data-db-0", "pvc-1", None));
+        observer.apply(
+            0,
+            Change::Applied(Object::Volume(Box::new(volume("pvc-1", "data-db-0", None)))),
+        );
+        let attached = attachment("csi-a", "pvc-1", "prod-worker-1", true);
+        observer.apply(
+            0,
+            Change::Applied(Object::Attachment(Box::new(attached.clone()))),
+        );
+        observer.settle(0);
+        // The watches deliver the release before the node's deletion.
+        observer.apply(
+            30_000,
+            Change::Deleted(Object::Attachment(Box::new(attached))),
+        );
+        observer.apply(30_000, node_gone("prod-worker-1"));
+        observer.settle(30_000);
+        assert_eq!(
+            observer.obs.strandings,
+            [Stranding {
+                claim: "apps/data-db-0".to_owned(),
+                node: "prod-worker-1".to_owned(),
+                since: 30_000,
+                released: Some(30_000)
+            }]
+        );
+    }
+
+    #[test]
+    fn a_local_volume_pinned_to_a_deleted_node_strands_its_claim_until_the_volume_goes() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        observer.apply(
+            0,
+            node(
+                "r1-worker",
+                true,
+                json!({NODE_LABEL: "prod-worker-1", HOSTNAME_LABEL: "r1-worker"}),
+            ),
+        );
+        observer.apply(
+            0,
+            node("r1-worker2", true, json!({NODE_LABEL: "prod-worker-2"})),
+        );
+        // No annotation, no attachment: the PV's affinity pins it.
+        observer.apply(0, bound_claim("data-db-0", "pvc-1", None));
+        let local = volume("pvc-1", "data-db-0", Some("r1-worker"));
+        observer.apply(0, Change::Applied(Object::Volume(Box::new(local.clone()))));
+        observer.settle(0);
+        assert_eq!(
+            observer.claim_attachments("apps/data-db-0"),
+            ["prod-worker-1"]
+        );
+        observer.apply(50_000, node_gone("r1-worker2"));
+        assert!(observer.obs.strandings.is_empty());
+        observer.apply(60_000, node_gone("r1-worker"));
+        assert_eq!(
+            open_strandings(&observer),
+            [(
+                "apps/data-db-0".to_owned(),
+                "prod-worker-1".to_owned(),
+                60_000
+            )]
+        );
+        // The volume's node is gone, and the volume with it: released only
+        // when the PV is deleted.
+        observer.apply(
+            70_000,
+            Change::Applied(Object::Volume(Box::new(local.clone()))),
+        );
+        assert_eq!(observer.obs.strandings[0].released, None);
+        observer.apply(80_000, Change::Deleted(Object::Volume(Box::new(local))));
+        assert_eq!(observer.obs.strandings[0].released, Some(80_000));
+    }
+
+    #[test]
+    fn a_volume_of_a_replicated_class_never_strands() {
+        let drill = drill();
+        let mut observer = Observer::new(drill.topology.clone());
+        observer.apply(0, node("prod-worker-1", true, json!({})));
+        let mut pv = volume("pvc-2", "pg-0", None);
+        if let Some(spec) = pv.spec.as_mut() {
+            spec.storage_class_name = Some("longhorn".to_owned());
+        }
+        observer.apply(0, Change::Applied(Object::Volume(Box::new(pv))));
+        observer.apply(
+            0,
+            Change::Applied(Object::Attachment(Box::new(attachment(
+                "csi-c",
+                "pvc-2",
+                "prod-worker-1",
+                true,
+            )))),
+        );
+        assert_eq!(observer.claim_attachments("apps/pg-0"), ["prod-worker-1"]);
+        observer.apply(10_000, node_gone("prod-worker-1"));
+        assert!(observer.obs.strandings.is_empty());
     }
 
     #[test]
