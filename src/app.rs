@@ -767,7 +767,7 @@ pub fn clean(dry_run: bool, io: &mut Io<'_>) -> Exit {
             let _ = writeln!(
                 io.err,
                 "error: cannot look for leftovers: {}",
-                crate::backend::provision::chain(&e)
+                crate::error_text::error_chain(&e)
             );
             return e.exit();
         }

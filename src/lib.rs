@@ -13,6 +13,7 @@ pub mod backend;
 pub mod drill;
 pub mod duration;
 pub mod endpoint;
+pub mod error_text;
 pub mod exit;
 pub mod interrupt;
 pub mod k8s;

@@ -303,7 +303,7 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
         match manifest::load_documents(file) {
             Ok(mut docs) => documents.append(&mut docs),
             Err(error) => {
-                let _ = writeln!(err, "error: {}", crate::preflight::error_chain(&error));
+                let _ = writeln!(err, "error: {}", crate::error_text::error_chain(&error));
                 return Exit::BadInput;
             }
         }
@@ -311,7 +311,7 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
     let report = match audit(&documents, &request.storage_class, &request.required_label) {
         Ok(report) => report,
         Err(error) => {
-            let _ = writeln!(err, "error: {}", crate::preflight::error_chain(&error));
+            let _ = writeln!(err, "error: {}", crate::error_text::error_chain(&error));
             return Exit::BadInput;
         }
     };

@@ -305,21 +305,9 @@ impl From<DriverError> for BackendError {
     fn from(error: DriverError) -> Self {
         match error {
             DriverError::UnknownNode(node) => BackendError::NotFound(format!("no node {node}")),
-            other => BackendError::Infrastructure(chain(&other)),
+            other => BackendError::Infrastructure(crate::error_text::error_chain(&other)),
         }
     }
-}
-
-/// An error and its causes as one line.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The longest run id a real cluster takes: `drillbench-<run>-controlplane-N`

@@ -478,7 +478,7 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
                 Failure::Input(e) => (Exit::BadInput, e),
                 Failure::Live(e) => (Exit::Infrastructure, e),
             };
-            let _ = writeln!(err, "error: {}", error_chain(error));
+            let _ = writeln!(err, "error: {}", crate::error_text::error_chain(error));
             exit
         }
     }
@@ -513,23 +513,6 @@ fn gather(source: &Source) -> Result<Facts, Failure> {
             other => Failure::Live(other),
         }),
     }
-}
-
-/// An error and its causes as one line: `a: b: c`. A cause whose message
-/// its parent already quotes (some library errors embed their source) is
-/// not repeated.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let message = next.to_string();
-        if !text.contains(&message) {
-            text.push_str(": ");
-            text.push_str(&message);
-        }
-        cause = next.source();
-    }
-    text
 }
 
 #[cfg(test)]

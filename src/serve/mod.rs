@@ -524,7 +524,7 @@ pub fn run_cli(options: &CliOptions, io: &mut crate::app::Io<'_>) -> crate::exit
             return Exit::BadInput;
         }
         Err(e) => {
-            let _ = writeln!(io.err, "error: {}", error_chain(&e));
+            let _ = writeln!(io.err, "error: {}", crate::error_text::error_chain(&e));
             return Exit::Infrastructure;
         }
     };
@@ -551,17 +551,6 @@ pub fn run_cli(options: &CliOptions, io: &mut crate::app::Io<'_>) -> crate::exit
             Exit::Infrastructure
         }
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -37,13 +37,61 @@ pub const TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
 /// The node annotation that keeps the autoscaler from removing a node.
 pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
 
-/// One pool the autoscaler could grow.
+/// One pool the autoscaler could grow, as the expanders compare them.
 #[derive(Debug, Clone)]
-struct Growth {
-    pool: String,
-    nodes: u32,
-    pods: usize,
-    waste: f64,
+pub struct Growth {
+    /// The pool.
+    pub pool: String,
+    /// New nodes it needs.
+    pub nodes: u32,
+    /// Unschedulable pods they would take.
+    pub pods: usize,
+    /// The share of their CPU and memory left idle.
+    pub waste: f64,
+}
+
+/// The expander chain over the growth options, then a pick among what is
+/// left; `index(n)` draws a seeded index below `n`. `None` when there is
+/// no option.
+pub fn expand(
+    mut options: Vec<Growth>,
+    expanders: &[Expander],
+    mut index: impl FnMut(usize) -> usize,
+) -> Option<Growth> {
+    if options.is_empty() {
+        return None;
+    }
+    for expander in expanders {
+        if options.len() <= 1 {
+            break;
+        }
+        match expander {
+            Expander::LeastNodes => {
+                let min = options.iter().map(|o| o.nodes).min().unwrap_or(0);
+                options.retain(|o| o.nodes == min);
+            }
+            Expander::LeastWaste => {
+                let min = options
+                    .iter()
+                    .map(|o| o.waste)
+                    .fold(f64::INFINITY, f64::min);
+                options.retain(|o| (o.waste - min).abs() < 1e-9);
+            }
+            Expander::MostPods => {
+                let max = options.iter().map(|o| o.pods).max().unwrap_or(0);
+                options.retain(|o| o.pods == max);
+            }
+            Expander::Random => {
+                let i = index(options.len());
+                options = vec![options.swap_remove(i)];
+            }
+        }
+    }
+    if options.len() == 1 {
+        return options.pop();
+    }
+    let i = index(options.len());
+    Some(options.swap_remove(i))
 }
 
 impl Simulation {
@@ -224,39 +272,10 @@ impl Simulation {
                 waste,
             });
         }
-        if options.is_empty() {
+        let expanders = self.topology.autoscaler.expanders.clone();
+        let rng = &mut self.rng;
+        let Some(chosen) = expand(options, &expanders, |n| rng.index(n)) else {
             return;
-        }
-        for expander in self.topology.autoscaler.expanders.clone() {
-            if options.len() <= 1 {
-                break;
-            }
-            match expander {
-                Expander::LeastNodes => {
-                    let min = options.iter().map(|o| o.nodes).min().unwrap_or(0);
-                    options.retain(|o| o.nodes == min);
-                }
-                Expander::LeastWaste => {
-                    let min = options
-                        .iter()
-                        .map(|o| o.waste)
-                        .fold(f64::INFINITY, f64::min);
-                    options.retain(|o| (o.waste - min).abs() < 1e-9);
-                }
-                Expander::MostPods => {
-                    let max = options.iter().map(|o| o.pods).max().unwrap_or(0);
-                    options.retain(|o| o.pods == max);
-                }
-                Expander::Random => {
-                    let i = self.rng.index(options.len());
-                    options = vec![options.swap_remove(i)];
-                }
-            }
-        }
-        let chosen = if options.len() == 1 {
-            options.remove(0)
-        } else {
-            options.swap_remove(self.rng.index(options.len()))
         };
         let Some(pool) = self.topology.pool(&chosen.pool).cloned() else {
             return;

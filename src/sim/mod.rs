@@ -330,10 +330,7 @@ impl Simulation {
         for pool in self.topology.pools.clone() {
             let capacity = parse_capacity(&pool.name, &pool.capacity)?;
             if pool.is_autoscaled() {
-                let mut labels = pool.labels.clone();
-                if let Some(t) = &pool.server_type {
-                    labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
-                }
+                let labels = pool_labels(&pool);
                 let taints = pool_taints(&pool);
                 let template = build_node(
                     &format!("{}-template", pool.name),
@@ -349,10 +346,7 @@ impl Simulation {
             for n in 1..=pool.initial_nodes() {
                 let name = self.node_name(&pool.name_pattern, n);
                 let taints = pool_taints(&pool);
-                let mut labels = pool.labels.clone();
-                if let Some(t) = &pool.server_type {
-                    labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
-                }
+                let labels = pool_labels(&pool);
                 let id = self.add_node(&name, &pool.name, false, labels, taints, capacity);
                 self.nodes[id].phase = NodePhase::Ready;
                 self.record(
@@ -371,10 +365,7 @@ impl Simulation {
         for pool in self.topology.pools.clone() {
             let capacity = parse_capacity(&pool.name, &pool.capacity)?;
             for name in pool.standby_names(per_pool) {
-                let mut labels = pool.labels.clone();
-                if let Some(t) = &pool.server_type {
-                    labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
-                }
+                let mut labels = pool_labels(&pool);
                 labels.insert(STANDBY_KEY.to_owned(), "true".to_owned());
                 let mut taints = pool_taints(&pool);
                 taints.push(Taint {
@@ -1903,6 +1894,16 @@ fn build_node(
         gone_at: None,
         draining: false,
     }
+}
+
+/// The labels every node of a pool carries: the pool's own and its server
+/// type, as the cloud controller sets it.
+fn pool_labels(pool: &crate::topology::Pool) -> BTreeMap<String, String> {
+    let mut labels = pool.labels.clone();
+    if let Some(t) = &pool.server_type {
+        labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
+    }
+    labels
 }
 
 fn pool_taints(pool: &crate::topology::Pool) -> Vec<Taint> {

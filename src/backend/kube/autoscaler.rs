@@ -28,8 +28,7 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use super::observer::{NodeState, Observer, PodFacts, PodState};
 use crate::k8s::taints::scheduling_blocker;
 use crate::observe::Time;
-use crate::scenario::spec::Expander;
-use crate::sim::autoscaler::SCALE_DOWN_DISABLED;
+use crate::sim::autoscaler::{Growth, SCALE_DOWN_DISABLED, expand};
 use crate::sim::rng::SimRng;
 use crate::topology::{PoolSize, STANDBY_KEY, Topology};
 
@@ -68,15 +67,6 @@ pub enum Decision {
         /// The node, by drill name.
         node: String,
     },
-}
-
-/// One growth option, as the expanders compare them.
-#[derive(Debug, Clone)]
-struct Growth {
-    pool: String,
-    nodes: u32,
-    pods: usize,
-    waste: f64,
 }
 
 /// Requests (CPU millicores, memory bytes) and pod slots.
@@ -345,7 +335,10 @@ impl EmulatedAutoscaler {
                 waste,
             });
         }
-        let Some(chosen) = self.expand(options) else {
+        let rng = &mut self.rng;
+        let Some(chosen) = expand(options, &self.topology.autoscaler.expanders, |n| {
+            rng.index(n)
+        }) else {
             return;
         };
         let boot = self.topology.autoscaler.boot_delay;
@@ -363,44 +356,6 @@ impl EmulatedAutoscaler {
                 boot_ms,
             });
         }
-    }
-
-    /// The expander chain, then a seeded pick among what is left.
-    fn expand(&mut self, mut options: Vec<Growth>) -> Option<Growth> {
-        if options.is_empty() {
-            return None;
-        }
-        for expander in self.topology.autoscaler.expanders.clone() {
-            if options.len() <= 1 {
-                break;
-            }
-            match expander {
-                Expander::LeastNodes => {
-                    let min = options.iter().map(|o| o.nodes).min().unwrap_or(0);
-                    options.retain(|o| o.nodes == min);
-                }
-                Expander::LeastWaste => {
-                    let min = options
-                        .iter()
-                        .map(|o| o.waste)
-                        .fold(f64::INFINITY, f64::min);
-                    options.retain(|o| (o.waste - min).abs() < 1e-9);
-                }
-                Expander::MostPods => {
-                    let max = options.iter().map(|o| o.pods).max().unwrap_or(0);
-                    options.retain(|o| o.pods == max);
-                }
-                Expander::Random => {
-                    let i = self.rng.index(options.len());
-                    options = vec![options.swap_remove(i)];
-                }
-            }
-        }
-        if options.len() == 1 {
-            return options.pop();
-        }
-        let i = self.rng.index(options.len());
-        Some(options.swap_remove(i))
     }
 
     fn scale_down(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {

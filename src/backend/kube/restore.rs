@@ -83,14 +83,7 @@ pub enum RestoreError {
 
 impl From<RestoreError> for BackendError {
     fn from(error: RestoreError) -> Self {
-        let mut text = error.to_string();
-        let mut source = std::error::Error::source(&error);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        BackendError::Infrastructure(text)
+        BackendError::Infrastructure(crate::error_text::error_chain(&error))
     }
 }
 
