@@ -1,0 +1,557 @@
+//! The kube-rs backend end to end against `bench sim serve`: a drill run
+//! with `--backend kubeconfig` on a served simulator (in `--step` mode)
+//! reaches the same verdicts as `--backend sim` for the same drill and seed,
+//! and a drill that would change a cluster the bench did not create is
+//! refused before anything changes.
+//!
+//! What may differ between the two runs, and why (the verdicts may not):
+//! - the backend sees the cluster through watches, so it knows of a change
+//!   only at the instant the façade announces it; stepping the served
+//!   clock change by change makes those instants the simulator's own;
+//! - an eviction-based drain blocks the runner until it ends (as `kubectl
+//!   drain` does), where the simulator drains beside the next steps, so a
+//!   drill with a drained deletion runs longer by the drain's duration;
+//! - `random_node_of` draws from the backend's own seeded generator, not
+//!   the simulator's, and the bench's picks do not consume the served
+//!   simulator's generator, so later random draws (boot delays) can differ;
+//! - the stable endpoint's address is the kubeconfig's server URL, not the
+//!   drill's endpoint name.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use drillbench::app::{self, Backend, Io, RunOptions};
+use drillbench::drill::Drill;
+use drillbench::exit::Exit;
+use drillbench::report::{DrillReport, EventKind, Verdict};
+use drillbench::serve::{Clock, ServeOptions, Server};
+
+const SEED: u64 = 1;
+
+/// A served simulator of the drill in `--step` mode, with its kubeconfig.
+fn serve(drill: &Path, dir: &Path) -> (Server, PathBuf) {
+    let drill = Drill::load(drill).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let kubeconfig = dir.join("kubeconfig.yaml");
+    let server = Server::start(
+        &drill,
+        &ServeOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            kubeconfig_out: Some(kubeconfig.clone()),
+            clock: Clock::Step,
+            seed: SEED,
+            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            standby_nodes: None,
+        },
+    )
+    .expect("the server starts");
+    (server, kubeconfig)
+}
+
+struct Outcome {
+    exit: Exit,
+    stderr: String,
+    report: Option<DrillReport>,
+}
+
+fn run(
+    drill: &Path,
+    backend: Backend,
+    kubeconfig: Option<&Path>,
+    out: &Path,
+    allow: Option<&str>,
+) -> Outcome {
+    let options = RunOptions {
+        standby_nodes: 2,
+        drill: drill.display().to_string(),
+        backend,
+        seed: SEED,
+        runs: 1,
+        out: Some(out.to_path_buf()),
+        kubeconfig: kubeconfig.map(Path::to_path_buf),
+        context: None,
+        allow_destructive: allow.map(str::to_owned),
+    };
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let exit = app::run(
+        &options,
+        &mut Io {
+            out: &mut stdout,
+            err: &mut stderr,
+            color: false,
+            terminal: false,
+        },
+    );
+    Outcome {
+        exit,
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        report: DrillReport::read(&out.join("report.json")).ok(),
+    }
+}
+
+fn verdicts(report: &DrillReport) -> BTreeMap<String, Verdict> {
+    report
+        .assertions
+        .iter()
+        .map(|a| (a.name.clone(), a.verdict))
+        .collect()
+}
+
+/// Runs a drill on the simulator and on a served simulator through the
+/// kubeconfig backend; returns both reports.
+fn both(drill: &Path) -> (DrillReport, DrillReport) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sim = run(drill, Backend::Sim, None, &dir.path().join("sim"), None);
+    let (server, kubeconfig) = serve(drill, dir.path());
+    let kube = run(
+        drill,
+        Backend::Kubeconfig,
+        Some(&kubeconfig),
+        &dir.path().join("kube"),
+        None,
+    );
+    server.stop();
+    let sim_report = sim
+        .report
+        .unwrap_or_else(|| panic!("the sim run wrote no report: {}", sim.stderr));
+    let kube_report = kube
+        .report
+        .unwrap_or_else(|| panic!("the kubeconfig run wrote no report: {}", kube.stderr));
+    assert_eq!(kube_report.backend, "kubeconfig");
+    assert_eq!(
+        sim.exit, kube.exit,
+        "both runs exit alike; kubeconfig stderr: {}",
+        kube.stderr
+    );
+    (sim_report, kube_report)
+}
+
+fn assert_same_verdicts(name: &str) -> (DrillReport, DrillReport) {
+    let drill = common::root()
+        .join("scenarios")
+        .join(format!("{name}.yaml"));
+    let (sim, kube) = both(&drill);
+    assert_eq!(
+        verdicts(&kube),
+        verdicts(&sim),
+        "{name}: the kubeconfig backend judged differently"
+    );
+    assert_eq!(kube.outcome, sim.outcome);
+    (sim, kube)
+}
+
+#[test]
+fn node_loss_reaches_the_simulators_verdicts() {
+    let (sim, kube) = assert_same_verdicts("node-loss");
+    // The RTO is measured from watched placements and readiness, not
+    // copied: it must exist on both and be the fault-to-recovery time.
+    let rto = |r: &DrillReport| {
+        r.figures
+            .get("rto.hcloud-consumers-recover")
+            .map(|f| f.value)
+    };
+    assert!(rto(&kube).is_some(), "{:?}", kube.figures);
+    assert_eq!(
+        rto(&kube),
+        rto(&sim),
+        "a step-by-step served clock measures the same RTO"
+    );
+}
+
+#[test]
+fn autoscaler_scale_down_reaches_the_simulators_verdicts() {
+    assert_same_verdicts("autoscaler-scale-down");
+}
+
+#[test]
+fn cp_recreate_reaches_the_simulators_verdicts() {
+    let (_, kube) = assert_same_verdicts("cp-recreate");
+    assert!(
+        kube.timeline
+            .iter()
+            .any(|e| e.kind == drillbench::report::EventKind::EtcdMemberPromoted),
+        "the promotion was seen through the machines' etcd"
+    );
+}
+
+/// A variant of a built-in drill, written beside links to the repository's
+/// `harness/`, so its relative paths resolve as the original's do.
+fn variant(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let root = common::root();
+    std::os::unix::fs::symlink(root.join("harness"), dir.join("harness")).expect("link harness");
+    std::fs::create_dir_all(dir.join("scenarios")).expect("scenarios dir");
+    let text = std::fs::read_to_string(root.join("scenarios").join(format!("{name}.yaml")))
+        .expect("drill");
+    let path = dir.join("scenarios").join(format!("{name}-broken.yaml"));
+    std::fs::write(&path, edit(text)).expect("variant");
+    path
+}
+
+#[test]
+fn a_platform_without_its_guard_fails_the_same_assertion_on_both() {
+    // The incident: no fail-closed guard, so hcloud consumers may land on
+    // autoscaler nodes, and their volumes strand when the nodes go.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let drill = variant(dir.path(), "autoscaler-scale-down", |text| {
+        let guard = "  - name: hcloud-on-baseline\n    action: Enforce\n    match: {mountsClaimOfClass: hcloud}\n    require:\n      nodeAffinity: {key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}\n    mutate: true\n";
+        assert!(text.contains(guard), "the guard is in the drill");
+        let control = "  - name: guard-removed-bites\n";
+        let at = text.find(control).expect("the control is in the drill");
+        text[..at].replace(guard, "")
+    });
+    let (sim, kube) = both(&drill);
+    let failed = |r: &DrillReport| {
+        r.assertions
+            .iter()
+            .filter(|a| a.verdict == Verdict::Fail)
+            .map(|a| a.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        failed(&sim).contains(&"hcloud-off-autoscalers".to_owned()),
+        "the variant must break the platform: {:?}",
+        failed(&sim)
+    );
+    assert_eq!(failed(&kube), failed(&sim));
+    // The stranding is read from the served VolumeAttachments (the served
+    // claims' PVs are CSI volumes, so their `selected-node` annotation is
+    // not read): the same claims, stranded on the same departed nodes.
+    let stranded = |r: &DrillReport| {
+        let assertion = r
+            .assertions
+            .iter()
+            .find(|a| a.name == "no-stranded-volumes")
+            .expect("the drill asserts no stranded volumes");
+        assert_eq!(assertion.verdict, Verdict::Fail);
+        assertion
+            .evidence
+            .iter()
+            .map(|e| {
+                let node = e.node.clone().expect("the evidence names the node");
+                let claim = e.detail.split(' ').next().unwrap_or_default().to_owned();
+                (claim, node)
+            })
+            .collect::<Vec<_>>()
+    };
+    let on_kube = stranded(&kube);
+    assert!(!on_kube.is_empty());
+    assert_eq!(on_kube, stranded(&sim));
+    for (claim, node) in &on_kube {
+        assert!(
+            !node.starts_with("prod-worker"),
+            "{claim} strands on an autoscaler node, not {node}"
+        );
+        assert!(
+            kube.timeline
+                .iter()
+                .any(|e| e.kind == EventKind::NodeDeleted && &e.object.name == node),
+            "{node}, where {claim} stranded, was seen deleted"
+        );
+    }
+}
+
+#[test]
+fn a_rollout_through_the_api_reaches_the_simulators_verdicts() {
+    // The bench's rollout is a strategic-merge patch of the image, as
+    // `kubectl set image` sends it; the served simulator rolls it out.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let drill = variant(dir.path(), "node-loss", |text| {
+        text.replacen(
+            "steps:\n",
+            "steps:\n  - name: web rolls out\n    rollout: {workload: apps/Deployment/web, image: registry.k8s.io/pause:3.11}\n  - name: the rollout settles\n    wait: {until: allWorkloadsReady, timeout: 10m}\n",
+            1,
+        )
+    });
+    let (sim, kube) = both(&drill);
+    assert_eq!(verdicts(&kube), verdicts(&sim));
+    for report in [&sim, &kube] {
+        assert!(
+            report
+                .timeline
+                .iter()
+                .any(|e| e.kind == EventKind::WorkloadRolledOut && e.object.name == "web"),
+            "{}: no rollout of web in the timeline",
+            report.backend
+        );
+    }
+}
+
+fn served_state(server: &Server) -> (u64, String) {
+    let api = drillbench::backend::served::BenchApi::new(server.addr());
+    let now = api.get("/bench/v1/now").expect("now");
+    (
+        now["nowMs"].as_u64().expect("nowMs"),
+        now["resourceVersion"].as_str().expect("rv").to_owned(),
+    )
+}
+
+#[test]
+fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anything_changes() {
+    let drill = common::root().join("scenarios/node-loss.yaml");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, kubeconfig) = serve(&drill, dir.path());
+    // Make it a cluster the bench did not create: no run label anywhere.
+    let api = drillbench::backend::served::BenchApi::new(server.addr());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = kube::Client::try_from(kube::Config::new(server.url().parse().expect("url")))
+            .expect("client");
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+        namespaces
+            .patch(
+                "kube-system",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(serde_json::json!({
+                    "metadata": {"labels": {drillbench::serve::state::RUN_LABEL: null}}
+                })),
+            )
+            .await
+            .expect("unlabel kube-system");
+    });
+    let before = served_state(&server);
+    let timeline_before = api.get("/bench/v1/timeline").expect("timeline");
+
+    let refused = run(
+        &drill,
+        Backend::Kubeconfig,
+        Some(&kubeconfig),
+        &dir.path().join("refused"),
+        None,
+    );
+    assert_eq!(refused.exit, Exit::BadInput, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("--allow-destructive drillbench-sim")
+            && refused.stderr.contains("prod-worker-1 loses power"),
+        "the refusal names the step and the way out: {}",
+        refused.stderr
+    );
+    assert!(refused.report.is_none(), "nothing ran, so no report");
+    // Nothing changed: no apply, no reset, no fault, no time passed.
+    assert_eq!(served_state(&server), before);
+    assert_eq!(
+        api.get("/bench/v1/timeline").expect("timeline"),
+        timeline_before
+    );
+
+    // Naming the context lets the same drill run on the same cluster.
+    let allowed = run(
+        &drill,
+        Backend::Kubeconfig,
+        Some(&kubeconfig),
+        &dir.path().join("allowed"),
+        Some("drillbench-sim"),
+    );
+    assert_ne!(allowed.exit, Exit::BadInput, "{}", allowed.stderr);
+    assert!(allowed.report.is_some(), "{}", allowed.stderr);
+    assert_ne!(
+        served_state(&server),
+        before,
+        "the allowed run changed the cluster"
+    );
+    server.stop();
+}
+
+/// The served simulator's machines, with its one address named as the API
+/// server of the control plane holding the endpoint: the bench then holds
+/// the stable endpoint itself, and every request goes through its proxy.
+struct BehindProxy {
+    machines: drillbench::backend::served::ServedSimMachines,
+    api_server: (String, std::net::SocketAddr),
+}
+
+impl drillbench::backend::machines::Machines for BehindProxy {
+    fn name(&self) -> &'static str {
+        self.machines.name()
+    }
+    fn capabilities(&self) -> drillbench::backend::Capabilities {
+        self.machines.capabilities()
+    }
+    fn kubeconfig(&self) -> (PathBuf, Option<String>) {
+        self.machines.kubeconfig()
+    }
+    fn api_servers(&self) -> Vec<(String, std::net::SocketAddr)> {
+        vec![self.api_server.clone()]
+    }
+    fn crash(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.crash(node)
+    }
+    fn remove(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.remove(node)
+    }
+    fn replace(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.replace(node)
+    }
+    fn recreate_control_plane(
+        &mut self,
+        node: &str,
+    ) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.recreate_control_plane(node)
+    }
+    fn etcd_members(&mut self) -> Option<(u32, u32)> {
+        self.machines.etcd_members()
+    }
+    fn teardown(&mut self) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.teardown()
+    }
+}
+
+#[test]
+fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdicts() {
+    use drillbench::backend::kube::{KubeBackend, KubeOptions};
+    use drillbench::backend::machines::Machines;
+    use drillbench::backend::served::{BenchApi, ServedSimMachines};
+
+    let path = common::root().join("scenarios/cp-recreate.yaml");
+    let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, kubeconfig) = serve(&path, dir.path());
+    let api = BenchApi::new(server.addr());
+    let holder = api.get("/bench/v1/now").expect("now")["endpointHolder"]
+        .as_str()
+        .expect("a holder")
+        .to_owned();
+    let provision = |drill: &Drill, seed: u64| {
+        let machines = ServedSimMachines::new(api.clone(), kubeconfig.clone(), None);
+        machines.reset(drill, seed)?;
+        let machines = BehindProxy {
+            machines,
+            api_server: (holder.clone(), server.addr()),
+        };
+        assert_eq!(machines.api_servers().len(), 1);
+        let backend = KubeBackend::connect(
+            drill,
+            seed,
+            Box::new(machines),
+            KubeOptions {
+                name: "kubeconfig",
+                run_id: drillbench::backend::kube::run_id(drill, seed),
+                read_only: false,
+                admit_guards: false,
+                emulate_autoscaler: false,
+            },
+        )
+        .map_err(drillbench::backend::BackendError::from)?;
+        Ok(Box::new(backend) as Box<dyn drillbench::backend::Backend>)
+    };
+    let kube = drillbench::run::run_drill(&drill, SEED, &provision).expect("the drill runs");
+    let sim = drillbench::run::run_drill(&drill, SEED, &drillbench::backend::sim::provision)
+        .expect("the drill runs");
+    let url = server.url();
+    server.stop();
+    assert_eq!(verdicts(&kube), verdicts(&sim));
+    // The API was probed through the proxy: one address, the proxy's.
+    let judged = kube
+        .assertions
+        .iter()
+        .find(|a| a.name == "no-credential-refresh")
+        .expect("assertion");
+    assert!(
+        judged.measured.contains("stable endpoint 127.0.0.1:"),
+        "{}",
+        judged.measured
+    );
+    assert_ne!(
+        judged.measured,
+        format!("1 address(es): {url}"),
+        "not the server's own address"
+    );
+}
+
+/// Machines whose cluster vanishes right after a control plane is
+/// recreated: the served simulator stops at the next look at etcd.
+struct VanishesAfterRecreate {
+    machines: drillbench::backend::served::ServedSimMachines,
+    server: std::sync::Arc<std::sync::Mutex<Option<Server>>>,
+    armed: bool,
+}
+
+impl drillbench::backend::machines::Machines for VanishesAfterRecreate {
+    fn name(&self) -> &'static str {
+        self.machines.name()
+    }
+    fn capabilities(&self) -> drillbench::backend::Capabilities {
+        self.machines.capabilities()
+    }
+    fn kubeconfig(&self) -> (PathBuf, Option<String>) {
+        self.machines.kubeconfig()
+    }
+    fn api_servers(&self) -> Vec<(String, std::net::SocketAddr)> {
+        Vec::new()
+    }
+    fn crash(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.crash(node)
+    }
+    fn remove(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.remove(node)
+    }
+    fn replace(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.replace(node)
+    }
+    fn recreate_control_plane(
+        &mut self,
+        node: &str,
+    ) -> Result<(), drillbench::backend::BackendError> {
+        self.armed = true;
+        self.machines.recreate_control_plane(node)
+    }
+    fn etcd_members(&mut self) -> Option<(u32, u32)> {
+        let members = self.machines.etcd_members();
+        if self.armed
+            && let Some(server) = self.server.lock().expect("lock").take()
+        {
+            server.stop();
+        }
+        members
+    }
+    fn teardown(&mut self) -> Result<(), drillbench::backend::BackendError> {
+        self.machines.teardown()
+    }
+}
+
+#[test]
+fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
+    use drillbench::backend::kube::{KubeBackend, KubeOptions};
+    use drillbench::backend::served::{BenchApi, ServedSimMachines};
+
+    let path = common::root().join("scenarios/cp-recreate.yaml");
+    let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, kubeconfig) = serve(&path, dir.path());
+    let api = BenchApi::new(server.addr());
+    let server = std::sync::Arc::new(std::sync::Mutex::new(Some(server)));
+    let provision = |drill: &Drill, seed: u64| {
+        let machines = ServedSimMachines::new(api.clone(), kubeconfig.clone(), None);
+        machines.reset(drill, seed)?;
+        let backend = KubeBackend::connect(
+            drill,
+            seed,
+            Box::new(VanishesAfterRecreate {
+                machines,
+                server: server.clone(),
+                armed: false,
+            }),
+            KubeOptions {
+                name: "kubeconfig",
+                run_id: drillbench::backend::kube::run_id(drill, seed),
+                read_only: false,
+                admit_guards: false,
+                emulate_autoscaler: false,
+            },
+        )
+        .map_err(drillbench::backend::BackendError::from)?;
+        Ok(Box::new(backend) as Box<dyn drillbench::backend::Backend>)
+    };
+    let report = drillbench::run::run_drill(&drill, SEED, &provision).expect("the drill ends");
+    assert_eq!(report.outcome, drillbench::report::Outcome::Aborted);
+    assert!(!report.passed());
+    assert!(
+        server.lock().expect("lock").is_none(),
+        "the cluster did vanish"
+    );
+}

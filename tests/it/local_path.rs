@@ -1,0 +1,50 @@
+//! The local-path provisioner the Talos backend installs, applied to a
+//! served simulator: what the cluster serves is created with the run
+//! label, and what it does not (RBAC) is reported, never an error.
+
+use crate::fake_support;
+
+use drillbench::backend::docker::{RUN_LABEL, RunId};
+use drillbench::backend::local_path::install;
+use drillbench::backend::provision::block_on;
+use fake_support::{serve, serve_drill};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::Api;
+
+#[test]
+fn the_provisioner_is_applied_and_what_the_cluster_does_not_serve_is_named() {
+    let drill = serve_drill();
+    let server = serve(&drill);
+    let url: http::Uri = server.url().parse().unwrap();
+    let client = || kube::Client::try_from(kube::Config::new(url.clone())).unwrap();
+    let run = RunId::new("lp1").unwrap();
+    let not_served = block_on(async { install(&client(), &run).await })
+        .unwrap()
+        .expect("installed");
+    for kind in ["ServiceAccount", "ClusterRole", "RoleBinding"] {
+        assert!(
+            not_served.iter().any(|k| k.contains(&format!("/{kind}/"))),
+            "{kind} is not served: {not_served:?}"
+        );
+    }
+    assert!(
+        !not_served.iter().any(|k| k.contains("/Deployment/")),
+        "{not_served:?}"
+    );
+    let deployment = block_on(async {
+        Api::<Deployment>::namespaced(client(), "local-path-storage")
+            .get("local-path-provisioner")
+            .await
+    })
+    .unwrap()
+    .expect("the provisioner's Deployment exists");
+    assert_eq!(
+        deployment
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get(RUN_LABEL)
+            .map(String::as_str),
+        Some("lp1")
+    );
+}

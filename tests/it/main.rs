@@ -1,0 +1,58 @@
+//! The integration tests, in one binary so the crate is linked once.
+//! Each module is one area, named as the file it lives in; the support
+//! modules are shared helpers.
+
+mod audit_support;
+mod common;
+#[cfg(unix)]
+mod fake_support;
+mod preflight_support;
+mod report_support;
+
+mod audit_cli;
+mod catalogue;
+#[cfg(unix)]
+mod clean_cli;
+mod cli_commands;
+mod docker_containers;
+mod e2e_real;
+#[cfg(unix)]
+mod emulated_autoscaler;
+mod endpoint_proxy;
+#[cfg(unix)]
+mod fake_cli;
+mod golden_replay;
+#[cfg(unix)]
+mod kind_driver;
+mod kube_backend;
+mod loader_props;
+#[cfg(unix)]
+mod local_path;
+mod preflight_cli;
+#[cfg(unix)]
+mod preflight_live_cli;
+mod readme_example;
+mod real_backends_cli;
+mod report_compare;
+mod report_formats;
+mod report_html;
+mod report_sweep;
+mod serve_cli;
+mod serve_kube_rs;
+mod serve_kubectl;
+mod sim_cron;
+mod sim_drills;
+mod sim_incident;
+mod sim_props;
+mod sim_restore_namespace;
+mod sim_rollout;
+mod sim_rules;
+mod sim_volumes;
+mod sim_writer;
+#[cfg(unix)]
+mod standby_nodes;
+#[cfg(unix)]
+mod talos_driver;
+mod topology_import;
+mod validate_cli;
+mod velero_restore;

@@ -1,0 +1,316 @@
+//! The report model and its renderers: the JSON form is stable (a stored
+//! report parses and re-serializes to the same bytes), and the Markdown and
+//! JUnit renderings of a passing and a failing drill are snapshot-tested.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{bench, root};
+use drillbench::drill::Drill;
+use drillbench::report::{
+    AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, Figure, ObjectRef,
+    Outcome, REPORT_FORMAT, Verdict, WorkloadAvailability, junit, markdown,
+};
+
+fn object(kind: &str, namespace: &str, name: &str) -> ObjectRef {
+    ObjectRef {
+        kind: kind.to_owned(),
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    }
+}
+
+/// A report shaped like a real autoscaler drill, built from the real
+/// cp-recreate topology.
+fn sample(failing: bool) -> DrillReport {
+    let drill =
+        Drill::load(&root().join("scenarios/cp-recreate.yaml")).expect("built-in drill loads");
+    let node = "autoscale-cx43-6406b46e4820";
+    let placement = if failing {
+        AssertionResult {
+            name: "hcloud-off-autoscalers".to_owned(),
+            kind: "placement".to_owned(),
+            verdict: Verdict::Fail,
+            bound: "platform.devantler.tech/baseline-worker In [true]".to_owned(),
+            measured: "1 pod on 1 node outside the rule".to_owned(),
+            summary: "openbao/openbao-0 ran on an autoscaler node".to_owned(),
+            evidence: vec![Evidence {
+                at_ms: 754_000,
+                pod: Some("openbao/openbao-0".to_owned()),
+                node: Some(node.to_owned()),
+                rule: "platform.devantler.tech/baseline-worker In [true]".to_owned(),
+                detail: "node lacks label platform.devantler.tech/baseline-worker | mounts data-openbao-0 (hcloud)".to_owned(),
+                labels: BTreeMap::from([(
+                    "node.longhorn.io/create-default-disk".to_owned(),
+                    "true".to_owned(),
+                )]),
+            }],
+        }
+    } else {
+        AssertionResult {
+            name: "hcloud-off-autoscalers".to_owned(),
+            kind: "placement".to_owned(),
+            verdict: Verdict::Pass,
+            bound: "platform.devantler.tech/baseline-worker In [true]".to_owned(),
+            measured: "0 pods outside the rule".to_owned(),
+            summary: "every hcloud consumer stayed on baseline workers".to_owned(),
+            evidence: Vec::new(),
+        }
+    };
+    let rto = AssertionResult {
+        name: "rto".to_owned(),
+        kind: "rto".to_owned(),
+        verdict: Verdict::Pass,
+        bound: "<= 15m".to_owned(),
+        measured: "4m12s".to_owned(),
+        summary: "all workloads ready 4m12s after the fault".to_owned(),
+        evidence: vec![Evidence {
+            at_ms: 612_000,
+            pod: None,
+            node: None,
+            rule: "all workloads ready".to_owned(),
+            detail: "last replica ready: apps/web-7d9f-x2x".to_owned(),
+            labels: BTreeMap::new(),
+        }],
+    };
+    DrillReport {
+        format: REPORT_FORMAT.to_owned(),
+        bench_version: "0.1.0".to_owned(),
+        drill: DrillIdentity {
+            name: "autoscaler-scale-down".to_owned(),
+            description: "Burst, then reclaim.".to_owned(),
+            file: "scenarios/autoscaler-scale-down.yaml".to_owned(),
+            content_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+                .to_owned(),
+        },
+        backend: "sim".to_owned(),
+        seed: 42,
+        topology: drill.topology,
+        outcome: if failing {
+            Outcome::Failed
+        } else {
+            Outcome::Passed
+        },
+        duration_ms: 1_800_000,
+        assertions: vec![placement, rto],
+        figures: BTreeMap::from([
+            (
+                "rto.all-workloads".to_owned(),
+                Figure {
+                    value: 252_000.0,
+                    unit: "ms".to_owned(),
+                },
+            ),
+            (
+                "availability.api".to_owned(),
+                Figure {
+                    value: 0.9983,
+                    unit: "ratio".to_owned(),
+                },
+            ),
+        ]),
+        timeline: vec![
+            Event {
+                at_ms: 0,
+                kind: EventKind::NodeReady,
+                object: object("Node", "", "prod-worker-1"),
+                node: Some("prod-worker-1".to_owned()),
+                pool: Some("baseline".to_owned()),
+                message: "node became Ready".to_owned(),
+            },
+            Event {
+                at_ms: 360_000,
+                kind: EventKind::FaultInjected,
+                object: object("Node", "", node),
+                node: Some(node.to_owned()),
+                pool: Some("autoscale-cx43".to_owned()),
+                message: "autoscaler scale-down: tainted ToBeDeletedByClusterAutoscaler".to_owned(),
+            },
+        ],
+        not_simulated: vec![object("HelmRelease", "openbao", "openbao")],
+        workloads: vec![
+            WorkloadAvailability {
+                workload: "apps/Deployment/web".into(),
+                lowest_ready: 2,
+                desired: 3,
+                lowest_at_ms: 125_000,
+                whole_ratio: 0.9375,
+            },
+            WorkloadAvailability {
+                workload: "openbao/StatefulSet/openbao".into(),
+                lowest_ready: 3,
+                desired: 3,
+                lowest_at_ms: 0,
+                whole_ratio: 1.0,
+            },
+        ],
+    }
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    root().join("tests/fixtures/reports").join(name)
+}
+
+#[test]
+fn stored_reports_round_trip_byte_for_byte() {
+    for (name, failing) in [("passing.json", false), ("failing.json", true)] {
+        let path = fixture(name);
+        if std::env::var_os("BLESS_REPORTS").is_some() {
+            std::fs::write(&path, sample(failing).to_json()).expect("bless fixture");
+        }
+        let text = std::fs::read_to_string(&path).expect("fixture exists");
+        let report = DrillReport::from_json(&path, &text).expect("fixture parses");
+        assert_eq!(
+            report,
+            sample(failing),
+            "{name}: the fixture and the model agree"
+        );
+        assert_eq!(
+            report.to_json(),
+            text,
+            "{name}: JSON -> model -> JSON is identical"
+        );
+    }
+}
+
+#[test]
+fn markdown_and_junit_renderings() {
+    for (name, failing) in [("passing", false), ("failing", true)] {
+        let report = sample(failing);
+        insta::assert_snapshot!(format!("{name}_markdown"), markdown::render(&report));
+        insta::assert_snapshot!(format!("{name}_junit"), junit::render(&report));
+    }
+}
+
+/// The shape CI systems read: testsuites > testsuite > testcase, counts on
+/// the suites, a `<failure>` with message and type on a failing case.
+#[test]
+fn junit_has_the_shape_ci_systems_read() {
+    let report = sample(true);
+    let xml = junit::render(&report);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    assert_eq!(root.attribute("tests"), Some("2"));
+    assert_eq!(root.attribute("failures"), Some("1"));
+    let suites: Vec<_> = root
+        .children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .collect();
+    assert_eq!(suites.len(), 1);
+    let suite = suites[0];
+    assert_eq!(suite.attribute("name"), Some("autoscaler-scale-down"));
+    assert_eq!(suite.attribute("tests"), Some("2"));
+    assert_eq!(suite.attribute("failures"), Some("1"));
+    assert_eq!(suite.attribute("time"), Some("1800.000"));
+    let cases: Vec<_> = suite
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let names: Vec<_> = cases.iter().filter_map(|c| c.attribute("name")).collect();
+    assert_eq!(names, ["hcloud-off-autoscalers", "rto"]);
+    let failure = cases[0]
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("the failing assertion carries a <failure>");
+    assert_eq!(failure.attribute("type"), Some("placement"));
+    assert!(
+        failure
+            .attribute("message")
+            .is_some_and(|m| m.contains("openbao/openbao-0"))
+    );
+    let text = failure.text().unwrap_or_default();
+    assert!(text.contains("node autoscale-cx43-6406b46e4820"), "{text}");
+    assert!(cases[1].children().all(|n| !n.has_tag_name("failure")));
+}
+
+#[test]
+fn bench_report_re_renders_a_stored_report() {
+    let run = bench(&[
+        "report",
+        "tests/fixtures/reports/failing.json",
+        "--format",
+        "md",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, markdown::render(&sample(true)));
+    let run = bench(&[
+        "report",
+        "tests/fixtures/reports/passing.json",
+        "--format",
+        "junit",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, junit::render(&sample(false)));
+}
+
+#[test]
+fn bench_report_refuses_what_is_not_a_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.to_str().expect("utf-8").to_owned()
+    };
+    let other_version = std::fs::read_to_string(fixture("passing.json"))
+        .expect("fixture")
+        .replace(REPORT_FORMAT, "drillbench.dev/report/v0");
+    let cases = [
+        (
+            write("v0.json", &other_version),
+            "report format `drillbench.dev/report/v0` is not supported",
+        ),
+        (
+            write(
+                "garbage.json",
+                "{\"format\": \"drillbench.dev/report/v1\",\n \"seed\": \"x\"}",
+            ),
+            "not a drill report",
+        ),
+        (write("empty.json", ""), "not a drill report"),
+        (
+            dir.path()
+                .join("missing.json")
+                .to_str()
+                .expect("utf-8")
+                .to_owned(),
+            "cannot read report",
+        ),
+    ];
+    for (path, message) in cases {
+        let run = bench(&["report", &path]);
+        assert_eq!(run.code, 2, "{path}");
+        assert!(run.stderr.contains(message), "{path}: {}", run.stderr);
+        assert!(run.stdout.is_empty());
+    }
+    // The error names the line and column of a malformed field.
+    let run = bench(&["report", &dir.path().join("garbage.json").to_string_lossy()]);
+    assert!(run.stderr.contains("garbage.json:2:"), "{}", run.stderr);
+}
+
+#[test]
+fn write_all_writes_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("nested/out");
+    let files = drillbench::report::write_all(&sample(false), &out).expect("written");
+    let names: Vec<_> = files
+        .iter()
+        .filter_map(|f| f.file_name().and_then(|n| n.to_str()).map(str::to_owned))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "report.json",
+            "report.md",
+            "report.junit.xml",
+            "report.html"
+        ]
+    );
+    let json = std::fs::read_to_string(out.join("report.json")).expect("json");
+    assert_eq!(
+        DrillReport::from_json(Path::new("report.json"), &json).expect("parses"),
+        sample(false)
+    );
+}
