@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::manifest::{self, Document, ManifestError};
+use crate::scenario::assertion::Assertion;
 use crate::scenario::check::{Checker, check, check_requirement};
 use crate::scenario::parse::{MAX_DRILL_BYTES, parse, read_source};
 use crate::scenario::spec::{
@@ -19,6 +20,8 @@ use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
 pub struct Drill {
     /// The drill as written.
     pub spec: DrillSpec,
+    /// Its assertions, lowered from the file's, in the file's order.
+    pub assertions: Vec<Assertion>,
     /// The file it was read from.
     pub source: SourceFile,
     /// The cluster it builds.
@@ -42,7 +45,7 @@ impl Drill {
     pub fn from_source(source: SourceFile) -> Result<Drill, Diagnostics> {
         let spec = parse(&source)?;
         let mut checker = Checker::new(&source);
-        check(&spec, &mut checker);
+        let assertions = check(&spec, &mut checker);
         let drill_dir = source
             .path
             .parent()
@@ -63,6 +66,7 @@ impl Drill {
         match topology {
             Some(topology) if diagnostics.is_empty() => Ok(Drill {
                 spec,
+                assertions,
                 source,
                 topology,
                 workload_files,

@@ -15,9 +15,9 @@ use crate::report::{
     AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, ObjectRef, Outcome,
     REPORT_FORMAT, Verdict, WorkloadAvailability,
 };
+use crate::scenario::assertion::{Assertion, AssertionKind, Control};
 use crate::scenario::spec::{
-    AblationControl, AdmissionControl, AssertionSpec, Condition, Fault, GuardChange,
-    NegativeControl, StepSpec, Target,
+    AblationControl, AdmissionControl, Condition, Fault, GuardChange, StepSpec, Target,
 };
 use crate::topology::CONTROL_PLANE_POOL;
 
@@ -63,10 +63,12 @@ pub fn run_drill(
     let (obs, outcome) = run_steps(drill, backend)?;
     let mut assertions = Vec::new();
     let mut figures = BTreeMap::new();
-    for spec in &drill.spec.assertions {
-        let judged = match &spec.negative_control {
-            Some(control) => negative_control(drill, seed, spec, control, provision)?,
-            None => assert::judge(spec, &obs, &drill.topology),
+    for assertion in &drill.assertions {
+        let judged = match &assertion.kind {
+            AssertionKind::NegativeControl(control) => {
+                negative_control(drill, seed, assertion, control, provision)?
+            }
+            _ => assert::judge(assertion, &obs, &drill.topology),
         };
         figures.extend(judged.figures);
         assertions.push(judged.result);
@@ -559,19 +561,13 @@ fn inject(
 fn negative_control(
     drill: &Drill,
     seed: u64,
-    spec: &AssertionSpec,
-    control: &NegativeControl,
+    spec: &Assertion,
+    control: &Control,
     provision: &Provision<'_>,
 ) -> Result<Judged, RunError> {
-    if let Some(admission) = &control.admission {
-        return Ok(admission_control(drill, spec, admission));
-    }
-    let Some(ablation) = &control.ablation else {
-        return Ok(no_teeth(
-            spec,
-            "the negative control has no form".to_owned(),
-            Vec::new(),
-        ));
+    let ablation = match control {
+        Control::Admission(admission) => return Ok(admission_control(drill, spec, admission)),
+        Control::Ablation(ablation) => ablation,
     };
     let weakened = ablate(drill, ablation);
     let backend = match provision(&weakened, seed) {
@@ -592,12 +588,7 @@ fn negative_control(
     let mut evidence = Vec::new();
     let mut still_green = Vec::new();
     for target in &ablation.must_fail {
-        let Some(assertion) = drill
-            .spec
-            .assertions
-            .iter()
-            .find(|a| a.name.as_str() == target.as_str())
-        else {
+        let Some(assertion) = drill.assertions.iter().find(|a| a.name == target.as_str()) else {
             continue;
         };
         let judged = assert::judge(assertion, &obs, &weakened.topology);
@@ -627,7 +618,7 @@ fn negative_control(
     if still_green.is_empty() {
         Ok(Judged {
             result: AssertionResult {
-                name: spec.name.value.clone(),
+                name: spec.name.clone(),
                 kind: "negativeControl".to_owned(),
                 verdict: Verdict::Pass,
                 bound,
@@ -653,10 +644,10 @@ fn negative_control(
     }
 }
 
-fn no_teeth(spec: &AssertionSpec, summary: String, evidence: Vec<Evidence>) -> Judged {
+fn no_teeth(spec: &Assertion, summary: String, evidence: Vec<Evidence>) -> Judged {
     Judged {
         result: AssertionResult {
-            name: spec.name.value.clone(),
+            name: spec.name.clone(),
             kind: "negativeControl".to_owned(),
             verdict: Verdict::Fail,
             bound: "the weakened drill fails".to_owned(),
@@ -702,7 +693,7 @@ fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
 }
 
 /// An admission control: the planted object must be refused by the guard.
-fn admission_control(drill: &Drill, spec: &AssertionSpec, control: &AdmissionControl) -> Judged {
+fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
     let guard = drill
         .spec
         .guards
@@ -731,7 +722,7 @@ fn admission_control(drill: &Drill, spec: &AssertionSpec, control: &AdmissionCon
     match decision {
         Some((_, object, true, reason)) => Judged {
             result: AssertionResult {
-                name: spec.name.value.clone(),
+                name: spec.name.clone(),
                 kind: "negativeControl".to_owned(),
                 verdict: Verdict::Pass,
                 bound,

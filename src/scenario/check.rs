@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::assertion::Assertion;
 use super::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use super::located::{Located, Position};
 use super::spec::*;
@@ -76,7 +77,7 @@ impl<'a> Checker<'a> {
 }
 
 /// Runs every file-local check.
-pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) {
+pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) -> Vec<Assertion> {
     if spec.api_version.as_str() != API_VERSION {
         checker.error(
             spec.api_version.at,
@@ -96,10 +97,11 @@ pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) {
     check_cluster(&spec.cluster, checker);
     check_guards(&spec.guards, checker);
     check_steps(&spec.steps, checker);
-    check_assertions(&spec.assertions, checker);
+    let assertions = check_assertions(&spec.assertions, checker);
     if let Some(recovery) = &spec.recovery {
         check_recovery(recovery, checker);
     }
+    assertions
 }
 
 /// Names that become node names, file names and report keys: lowercase
@@ -426,11 +428,18 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) {
     }
 }
 
-fn check_assertions(assertions: &[Located<AssertionSpec>], checker: &mut Checker<'_>) {
+/// Checks every assertion and lowers each that passes into its typed form;
+/// one that cannot be lowered has an error recorded against it here.
+fn check_assertions(
+    assertions: &[Located<AssertionSpec>],
+    checker: &mut Checker<'_>,
+) -> Vec<Assertion> {
     let mut names = BTreeMap::new();
+    let mut lowered = Vec::new();
     for assertion in assertions {
+        lowered.extend(Assertion::lower(assertion));
         checker.unique("assertion", &assertion.name, &mut names);
-        let kinds = assertion_kinds(assertion);
+        let kinds = assertion.kind_names();
         if kinds.len() != 1 {
             checker.error(
                 assertion.name.at,
@@ -489,6 +498,7 @@ fn check_assertions(assertions: &[Located<AssertionSpec>], checker: &mut Checker
             }
         }
     }
+    lowered
 }
 
 /// The assertion kinds, as the language spells them.
@@ -506,30 +516,6 @@ pub const ASSERTION_KINDS: [&str; 12] = [
     "noStrandedNodes",
     "negativeControl",
 ];
-
-/// The kinds an assertion sets.
-pub fn assertion_kinds(a: &AssertionSpec) -> Vec<&'static str> {
-    let set = [
-        a.rto.is_some(),
-        a.rpo.is_some(),
-        a.availability.is_some(),
-        a.placement.is_some(),
-        a.quorum.is_some(),
-        a.pdb_respected.is_some(),
-        a.burst_unchanged.is_some(),
-        a.no_stranded_volumes.is_some(),
-        a.endpoint_unchanged.is_some(),
-        a.member_promoted.is_some(),
-        a.no_stranded_nodes.is_some(),
-        a.negative_control.is_some(),
-    ];
-    ASSERTION_KINDS
-        .iter()
-        .zip(set)
-        .filter(|(_, s)| *s)
-        .map(|(k, _)| *k)
-        .collect()
-}
 
 fn check_recovery(recovery: &RecoverySpec, checker: &mut Checker<'_>) {
     let mut names = BTreeMap::new();

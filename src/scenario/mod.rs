@@ -1,6 +1,7 @@
 //! The drill scenario language: its types, parsing, file-local checks,
 //! diagnostics with source spans, JSON Schema, and the built-in catalogue.
 
+pub mod assertion;
 pub mod catalog;
 pub mod check;
 pub mod diagnostic;
