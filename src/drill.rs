@@ -12,6 +12,7 @@ use crate::scenario::spec::{
     AssertionSpec, Condition, DrillSpec, Fault, GuardChange, NodeOperator, PodMatch, Subject,
     Target, WorkloadSource,
 };
+use crate::scenario::step::Step;
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
 use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
 
@@ -20,6 +21,8 @@ use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
 pub struct Drill {
     /// The drill as written.
     pub spec: DrillSpec,
+    /// Its steps, lowered from the file's, in the file's order.
+    pub steps: Vec<Step>,
     /// Its assertions, lowered from the file's, in the file's order.
     pub assertions: Vec<Assertion>,
     /// The file it was read from.
@@ -45,7 +48,7 @@ impl Drill {
     pub fn from_source(source: SourceFile) -> Result<Drill, Diagnostics> {
         let spec = parse(&source)?;
         let mut checker = Checker::new(&source);
-        let assertions = check(&spec, &mut checker);
+        let (steps, assertions) = check(&spec, &mut checker);
         let drill_dir = source
             .path
             .parent()
@@ -66,6 +69,7 @@ impl Drill {
         match topology {
             Some(topology) if diagnostics.is_empty() => Ok(Drill {
                 spec,
+                steps,
                 assertions,
                 source,
                 topology,

@@ -17,8 +17,9 @@ use crate::report::{
 };
 use crate::scenario::assertion::{Assertion, AssertionKind, Control};
 use crate::scenario::spec::{
-    AblationControl, AdmissionControl, Condition, Fault, GuardChange, StepSpec, Target,
+    AblationControl, AdmissionControl, Condition, Fault, GuardChange, Target,
 };
+use crate::scenario::step::{Action, Step};
 use crate::topology::CONTROL_PLANE_POOL;
 
 /// Why a drill could not run (the platform's verdicts are in the report;
@@ -135,16 +136,18 @@ pub fn display_path(path: &std::path::Path) -> String {
 /// remove needs only its rule, which every backend applies.)
 fn needs_autoscaler(drill: &Drill) -> Option<String> {
     if let Some(a) = drill
-        .spec
         .assertions
         .iter()
-        .find(|a| a.burst_unchanged.is_some())
+        .find(|a| matches!(a.kind, AssertionKind::BurstUnchanged(_)))
     {
-        return Some(format!("assertion `{}` needs burst capacity", a.name.value));
+        return Some(format!("assertion `{}` needs burst capacity", a.name));
     }
-    drill.spec.steps.iter().find_map(|step| {
-        let wait = step.wait.as_ref()?;
-        let Condition::PoolSize(size) = &wait.until.as_ref()?.value else {
+    drill.steps.iter().find_map(|step| {
+        let Action::WaitUntil {
+            condition: Condition::PoolSize(size),
+            ..
+        } = &step.action
+        else {
             return None;
         };
         drill
@@ -216,8 +219,10 @@ pub fn refuse_unsupported(
             "the {backend} backend has no cluster autoscaler to scale its pools ({why}); use --backend sim, or kubeconfig on a served simulator"
         )));
     }
-    for step in &drill.spec.steps {
-        let Some(fault) = &step.fault else { continue };
+    for step in &drill.steps {
+        let Action::Fault(fault) = &step.action else {
+            continue;
+        };
         let (what, can): (&str, Can) = match &fault.value {
             Fault::RecreateControlPlane(_) => ("recreate control-plane nodes", |c| {
                 c.recreate_control_planes
@@ -285,31 +290,26 @@ fn run_steps(
 ) -> Result<(Observation, StepsOutcome), RunError> {
     let mut outcome = StepsOutcome::Completed;
     // A drill starts from a converged cluster: every workload up.
-    let converge = StepSpec {
-        wait: Some(crate::scenario::spec::WaitStep {
-            duration: None,
-            until: Some(crate::scenario::Located::new(Condition::AllWorkloadsReady)),
-            timeout: Some(CONVERGE_TIMEOUT),
-        }),
-        ..Default::default()
+    let converge = Step {
+        label: "converge".to_owned(),
+        action: Action::WaitUntil {
+            condition: Condition::AllWorkloadsReady,
+            timeout: CONVERGE_TIMEOUT,
+        },
     };
-    if let Some(reason) = run_step(drill, &converge, backend.as_mut(), "converge")? {
+    if let Some(reason) = run_step(drill, &converge, backend.as_mut())? {
         outcome = StepsOutcome::Aborted(format!("the cluster never converged: {reason}"));
     }
     backend.mark_start();
     if outcome == StepsOutcome::Completed {
-        for (index, step) in drill.spec.steps.iter().enumerate() {
-            let label = step
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("step {}", index + 1));
+        for step in &drill.steps {
             push_event(
                 backend.as_mut(),
                 drill,
                 EventKind::StepStarted,
-                label.clone(),
+                step.label.clone(),
             );
-            if let Some(reason) = run_step(drill, &step.value, backend.as_mut(), &label)? {
+            if let Some(reason) = run_step(drill, step, backend.as_mut())? {
                 outcome = StepsOutcome::Aborted(reason);
                 break;
             }
@@ -333,75 +333,73 @@ fn run_steps(
 /// Runs one step; `Some(reason)` stops the drill.
 fn run_step(
     drill: &Drill,
-    step: &StepSpec,
+    step: &Step,
     backend: &mut dyn Backend,
-    label: &str,
 ) -> Result<Option<String>, RunError> {
-    if let Some(preflight) = &step.preflight {
-        let target = match &preflight.target {
-            Some(target) => resolve(&target.value, backend)?,
-            None => backend.endpoint_holder().unwrap_or_default(),
-        };
-        let schedule = preflight
-            .schedule
-            .as_ref()
-            .map(|s| s.value.clone())
-            .or_else(|| drill.topology.backups.first().map(|b| b.schedule.clone()))
-            .unwrap_or_else(|| preflight::DEFAULT_SCHEDULE.to_owned());
-        let (facts, now) = backend.preflight_facts();
-        let policy = Policy {
-            target: target.clone(),
-            vip_holder: backend.endpoint_holder(),
-            schedule,
-            max_backup_age_hours: preflight
-                .max_backup_age
-                .map_or(preflight::DEFAULT_MAX_BACKUP_AGE_HOURS, |d| {
-                    d.as_millis() / 3_600_000
-                }),
-            now: jiff::Timestamp::from_second(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
-        };
-        let decision = preflight::decide(&facts, &policy);
-        let rendered = decision.render().trim_end().replace('\n', "; ");
-        if decision.ready() {
-            push_event(backend, drill, EventKind::PreflightPassed, rendered);
-            return Ok(None);
+    let label = &step.label;
+    match &step.action {
+        Action::Preflight(preflight) => {
+            let target = match &preflight.target {
+                Some(target) => resolve(&target.value, backend)?,
+                None => backend.endpoint_holder().unwrap_or_default(),
+            };
+            let schedule = preflight
+                .schedule
+                .as_ref()
+                .map(|s| s.value.clone())
+                .or_else(|| drill.topology.backups.first().map(|b| b.schedule.clone()))
+                .unwrap_or_else(|| preflight::DEFAULT_SCHEDULE.to_owned());
+            let (facts, now) = backend.preflight_facts();
+            let policy = Policy {
+                target: target.clone(),
+                vip_holder: backend.endpoint_holder(),
+                schedule,
+                max_backup_age_hours: preflight
+                    .max_backup_age
+                    .map_or(preflight::DEFAULT_MAX_BACKUP_AGE_HOURS, |d| {
+                        d.as_millis() / 3_600_000
+                    }),
+                now: jiff::Timestamp::from_second(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+            };
+            let decision = preflight::decide(&facts, &policy);
+            let rendered = decision.render().trim_end().replace('\n', "; ");
+            if decision.ready() {
+                push_event(backend, drill, EventKind::PreflightPassed, rendered);
+                return Ok(None);
+            }
+            push_event(backend, drill, EventKind::PreflightFailed, rendered.clone());
+            Ok(Some(format!("{label}: preflight said no-go: {rendered}")))
         }
-        push_event(backend, drill, EventKind::PreflightFailed, rendered.clone());
-        return Ok(Some(format!("{label}: preflight said no-go: {rendered}")));
-    }
-    if let Some(fault) = &step.fault {
-        return match inject(drill, &fault.value, backend)? {
+        Action::Fault(fault) => match inject(drill, &fault.value, backend)? {
             Some(why) => {
                 let reason = format!("{label}: {why}");
                 push_event(backend, drill, EventKind::WaitTimedOut, reason.clone());
                 Ok(Some(reason))
             }
             None => Ok(None),
-        };
-    }
-    if let Some(scale) = &step.scale {
-        backend.scale(&scale.workload, scale.replicas)?;
-        return Ok(None);
-    }
-    if let Some(rollout) = &step.rollout {
-        backend.rollout(
-            &rollout.workload,
-            &rollout.image,
-            rollout.container.as_deref(),
-        )?;
-        return Ok(None);
-    }
-    if let Some(wait) = &step.wait {
-        if let Some(duration) = wait.duration {
+        },
+        Action::Scale(scale) => {
+            backend.scale(&scale.workload, scale.replicas)?;
+            Ok(None)
+        }
+        Action::Rollout(rollout) => {
+            backend.rollout(
+                &rollout.workload,
+                &rollout.image,
+                rollout.container.as_deref(),
+            )?;
+            Ok(None)
+        }
+        Action::Sleep(duration) => {
             let until = backend.now() + duration.as_millis();
             backend.advance_to(until);
-            return Ok(None);
+            Ok(None)
         }
-        if let Some(condition) = &wait.until {
-            let timeout = wait.timeout.unwrap_or(Duration::from_mins(10)).as_millis();
+        Action::WaitUntil { condition, timeout } => {
+            let timeout = timeout.as_millis();
             let deadline = backend.now() + timeout;
             loop {
-                if holds(&condition.value, backend) {
+                if holds(condition, backend) {
                     push_event(
                         backend,
                         drill,
@@ -414,7 +412,7 @@ fn run_step(
                     Some(next) if next <= deadline => backend.advance_to(next),
                     _ => {
                         backend.advance_to(deadline);
-                        if holds(&condition.value, backend) {
+                        if holds(condition, backend) {
                             continue;
                         }
                         let reason = format!(
@@ -428,7 +426,6 @@ fn run_step(
             }
         }
     }
-    Ok(None)
 }
 
 fn holds(condition: &Condition, backend: &dyn Backend) -> bool {

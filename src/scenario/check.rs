@@ -9,6 +9,7 @@ use super::assertion::Assertion;
 use super::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use super::located::{Located, Position};
 use super::spec::*;
+use super::step::Step;
 
 /// Collects every problem of one file instead of stopping at the first, so a
 /// person fixes a drill in one pass.
@@ -77,7 +78,7 @@ impl<'a> Checker<'a> {
 }
 
 /// Runs every file-local check.
-pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) -> Vec<Assertion> {
+pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) -> (Vec<Step>, Vec<Assertion>) {
     if spec.api_version.as_str() != API_VERSION {
         checker.error(
             spec.api_version.at,
@@ -96,12 +97,12 @@ pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) -> Vec<Assertion> {
     check_name(checker, "drill name", &spec.metadata.name);
     check_cluster(&spec.cluster, checker);
     check_guards(&spec.guards, checker);
-    check_steps(&spec.steps, checker);
+    let steps = check_steps(&spec.steps, checker);
     let assertions = check_assertions(&spec.assertions, checker);
     if let Some(recovery) = &spec.recovery {
         check_recovery(recovery, checker);
     }
-    assertions
+    (steps, assertions)
 }
 
 /// Names that become node names, file names and report keys: lowercase
@@ -361,18 +362,13 @@ fn check_guards(guards: &[Located<GuardSpec>], checker: &mut Checker<'_>) {
     }
 }
 
-fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) {
-    for step in steps {
-        let set = [
-            step.preflight.is_some(),
-            step.fault.is_some(),
-            step.scale.is_some(),
-            step.rollout.is_some(),
-            step.wait.is_some(),
-        ]
-        .iter()
-        .filter(|s| **s)
-        .count();
+/// Checks every step and lowers each that passes into its typed form; one
+/// that cannot be lowered has an error recorded against it here.
+fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<Step> {
+    let mut lowered = Vec::new();
+    for (index, step) in steps.iter().enumerate() {
+        lowered.extend(Step::lower(step, index));
+        let set = step.actions_set();
         if set != 1 {
             checker.error(
                 step.at,
@@ -426,6 +422,7 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) {
             }
         }
     }
+    lowered
 }
 
 /// Checks every assertion and lowers each that passes into its typed form;

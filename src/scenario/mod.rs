@@ -8,6 +8,7 @@ pub mod diagnostic;
 pub mod located;
 pub mod parse;
 pub mod spec;
+pub mod step;
 
 pub use diagnostic::{Diagnostic, Diagnostics, SourceFile};
 pub use located::{Located, Position};

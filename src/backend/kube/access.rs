@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, ListParams};
 
 use crate::drill::Drill;
+use crate::scenario::step::Action;
 use crate::serve::state::RUN_LABEL;
 
 /// What the bench may do to a cluster.
@@ -36,14 +37,12 @@ pub fn decide(run_label: Option<&str>, context: &str, allowed: Option<&str>) -> 
 /// label; a read-only cluster refuses a drill that has any.
 pub fn changing_steps(drill: &Drill) -> Vec<String> {
     drill
-        .spec
         .steps
         .iter()
-        .enumerate()
-        .filter(|(_, s)| s.fault.is_some() || s.scale.is_some())
-        .map(|(i, s)| {
-            let label = s.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
-            let what = if s.fault.is_some() {
+        .filter(|s| s.action.changes_the_cluster())
+        .map(|s| {
+            let label = &s.label;
+            let what = if matches!(s.action, Action::Fault(_)) {
                 "a fault"
             } else {
                 "scaling"
