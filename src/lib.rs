@@ -22,6 +22,7 @@ pub mod observe;
 pub mod preflight;
 pub mod progress;
 pub mod report;
+pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod serve;

@@ -1,6 +1,6 @@
 //! The deterministic cluster simulator: the embedded default backend.
 //!
-//! One seeded generator ([`rng::SimRng`]), virtual time that jumps to the
+//! One seeded generator ([`crate::rng::SeededRng`]), virtual time that jumps to the
 //! next event ([`clock::Queue`]), one thread, ordered collections only: the
 //! same drill and seed give the same run, byte for byte. The simulator
 //! models the Kubernetes behaviour that decides the incidents the drills
@@ -15,7 +15,6 @@ pub mod control_plane;
 pub mod faults;
 pub mod load;
 pub mod operations;
-pub mod rng;
 pub mod scheduler;
 pub mod view;
 pub mod world;
@@ -28,10 +27,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use self::clock::{Queue, Time, after};
 use self::control_plane::{ControlPlane, Member};
-use self::rng::SimRng;
 use self::world::*;
 use crate::drill::Drill;
 use crate::duration::Duration;
+use crate::rng::SeededRng;
 use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
@@ -154,7 +153,7 @@ pub struct Simulation {
     /// The current time.
     pub now: Time,
     queue: Queue<Action>,
-    rng: SimRng,
+    rng: SeededRng,
     /// The timings in force.
     pub timings: Timings,
     topology: Topology,
@@ -246,7 +245,7 @@ impl Simulation {
         let mut sim = Simulation {
             now: 0,
             queue: Queue::default(),
-            rng: SimRng::new(seed),
+            rng: SeededRng::new(seed),
             timings: Timings::default(),
             topology,
             nodes: Vec::new(),

@@ -29,7 +29,7 @@ use super::observer::{NodeState, Observer, PodFacts, PodState};
 use crate::k8s::taints::scheduling_blocker;
 use crate::observe::Time;
 use crate::sim::autoscaler::{Growth, SCALE_DOWN_DISABLED, expand};
-use crate::sim::rng::SimRng;
+use crate::rng::SeededRng;
 use crate::topology::{PoolSize, STANDBY_KEY, Topology};
 
 /// How often a node being removed is looked at until its pods are gone
@@ -93,7 +93,7 @@ impl Room {
 #[derive(Debug)]
 pub struct EmulatedAutoscaler {
     topology: Topology,
-    rng: SimRng,
+    rng: SeededRng,
     next_scan: Time,
     unneeded_since: BTreeMap<String, Time>,
     /// Standby nodes chosen and booting: when each takes pods.
@@ -113,7 +113,7 @@ impl EmulatedAutoscaler {
         }
         Some(EmulatedAutoscaler {
             topology: topology.clone(),
-            rng: SimRng::new(seed),
+            rng: SeededRng::new(seed),
             next_scan: now + topology.autoscaler.scan_interval.as_millis(),
             unneeded_since: BTreeMap::new(),
             booting: BTreeMap::new(),
