@@ -19,6 +19,7 @@ pub mod interrupt;
 pub mod k8s;
 pub mod manifest;
 pub mod observe;
+pub mod policy;
 pub mod preflight;
 pub mod progress;
 pub mod report;

@@ -67,7 +67,7 @@ impl Default for Timings {
             pod_gc_quarantine: Duration::from_secs(40),
             termination_grace: Duration::from_secs(30),
             detach: Duration::from_secs(10),
-            eviction_retry: Duration::from_secs(5),
+            eviction_retry: crate::policy::drain::EVICTION_RETRY,
             control_plane_boot: (Duration::from_mins(3), Duration::from_mins(5)),
             learner_catch_up: (Duration::from_secs(20), Duration::from_secs(60)),
         }

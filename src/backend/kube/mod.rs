@@ -60,7 +60,7 @@ use crate::preflight::{Facts, NodeFacts, Readiness};
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::rng::SeededRng;
 use crate::serve::state::RUN_LABEL;
-use crate::sim::autoscaler::TO_BE_DELETED;
+use crate::k8s::taints::TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED;
 
 /// How often a wall-clock cluster is polled (probes, watch events).
 pub const POLL: std::time::Duration = std::time::Duration::from_secs(1);
