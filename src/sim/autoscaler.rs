@@ -152,7 +152,8 @@ impl AutoscalerView for SimView<'_> {
             .iter()
             .map(|&(_, p)| p)
             .filter(|&p| {
-                self.sim.pods[p].phase == PodPhase::Pending && self.sim.pods[p].unschedulable_reported
+                self.sim.pods[p].phase == PodPhase::Pending
+                    && self.sim.pods[p].unschedulable_reported
             })
             .collect()
     }
@@ -171,7 +172,12 @@ impl AutoscalerView for SimView<'_> {
             .nodes
             .iter()
             .filter(|n| n.phase == NodePhase::Booting && !n.control_plane && n.server_up)
-            .map(|n| (n.pool.clone(), self.room(n.allocatable, n.max_pods, &n.pool)))
+            .map(|n| {
+                (
+                    n.pool.clone(),
+                    self.room(n.allocatable, n.max_pods, &n.pool),
+                )
+            })
             .collect()
     }
 

@@ -365,7 +365,12 @@ impl<'a> AutoscalerView for ObservedView<'a> {
             .pods()
             .values()
             .filter(|p| p.daemon)
-            .filter(|p| p.facts.daemon_set.as_ref().is_some_and(|ds| seen.insert(ds)))
+            .filter(|p| {
+                p.facts
+                    .daemon_set
+                    .as_ref()
+                    .is_some_and(|ds| seen.insert(ds))
+            })
             .map(|p| self.pod(p));
         let overhead = scale_up::daemon_overhead(&node, daemons);
         let room = Room {

@@ -8,8 +8,8 @@
 //! the retry logic is tested without a cluster; the backend implements it
 //! with kube-rs and its clock.
 
-pub use crate::policy::drain::Evicted;
 use crate::observe::Time;
+pub use crate::policy::drain::Evicted;
 use crate::policy::drain::{Next, after_pass};
 
 use super::observer::PodOnNode;

@@ -55,17 +55,16 @@ use super::served::BenchApi;
 use super::{Backend, BackendError, Capabilities};
 use crate::drill::Drill;
 use crate::duration::Duration;
+use crate::k8s::taints::TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED;
 use crate::observe::{Observation, Time};
+use crate::policy::drain::EVICTION_RETRY;
 use crate::preflight::{Facts, NodeFacts, Readiness};
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::rng::SeededRng;
 use crate::serve::state::RUN_LABEL;
-use crate::k8s::taints::TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED;
 
 /// How often a wall-clock cluster is polled (probes, watch events).
 pub const POLL: std::time::Duration = std::time::Duration::from_secs(1);
-/// The pause after a refused eviction, as `kubectl drain` pauses.
-pub const EVICTION_RETRY_MS: Time = 5_000;
 /// The field manager of the bench's server-side applies.
 pub const FIELD_MANAGER: &str = "drillbench";
 /// How long a watch may take to deliver what a step changed.
@@ -1452,7 +1451,7 @@ impl Backend for KubeBackend {
                 &mut drainer,
                 node,
                 drain_timeout.as_millis(),
-                EVICTION_RETRY_MS,
+                EVICTION_RETRY.as_millis(),
             )?;
             if let DrainOutcome::TimedOut {
                 remaining,
