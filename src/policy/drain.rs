@@ -72,3 +72,101 @@ pub(crate) fn evict_until_refused<P, E>(
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RETRY: u64 = 5_000;
+
+    /// `kubectl drain` (`k8s.io/kubectl/pkg/drain`, `evictPods`): a 429
+    /// is retried after 5 s until the drain's timeout; the node is done
+    /// when no pod is left. Each row has its control with one number
+    /// changed and the other outcome.
+    #[test]
+    fn after_a_pass_the_drain_is_done_gives_up_or_retries() {
+        let rows: &[(&str, usize, u64, Option<u64>, Next)] = &[
+            ("no pod left", 0, 1_000, Some(60_000), Next::Drained),
+            (
+                "control: one left",
+                1,
+                1_000,
+                Some(60_000),
+                Next::RetryAt(6_000),
+            ),
+            (
+                "at the deadline with pods left",
+                1,
+                60_000,
+                Some(60_000),
+                Next::TimedOut,
+            ),
+            (
+                "control: just before it",
+                1,
+                59_999,
+                Some(60_000),
+                Next::RetryAt(60_000),
+            ),
+            (
+                "emptied at the deadline",
+                0,
+                60_000,
+                Some(60_000),
+                Next::Drained,
+            ),
+            (
+                "the last pause is cut at the deadline",
+                2,
+                57_000,
+                Some(60_000),
+                Next::RetryAt(60_000),
+            ),
+            (
+                "control: a later deadline",
+                2,
+                57_000,
+                Some(70_000),
+                Next::RetryAt(62_000),
+            ),
+            (
+                "no deadline waits as long as it takes",
+                3,
+                1 << 40,
+                None,
+                Next::RetryAt((1 << 40) + RETRY),
+            ),
+        ];
+        for (why, remaining, now, deadline, want) in rows {
+            assert_eq!(
+                after_pass(*remaining, *now, *deadline, RETRY),
+                *want,
+                "{why}"
+            );
+        }
+    }
+
+    /// The autoscaler's scale-down (cluster-autoscaler FAQ "How does
+    /// scale-down work?": a node whose pods cannot be evicted is not
+    /// deleted): the first refusal aborts, later pods are not tried; the
+    /// control, with every eviction accepted, tries them all.
+    #[test]
+    fn the_first_refusal_aborts_the_autoscalers_evictions_and_its_control_evicts_all() {
+        let answers = |refused: Option<usize>| {
+            let mut tried = Vec::new();
+            let outcome = evict_until_refused(0..3, |pod| {
+                tried.push(pod);
+                Ok::<_, ()>(if Some(pod) == refused {
+                    Evicted::Refused("429".to_owned())
+                } else {
+                    Evicted::Accepted
+                })
+            });
+            (outcome, tried)
+        };
+        assert_eq!(answers(Some(1)), (Ok(Some("429".to_owned())), vec![0, 1]));
+        assert_eq!(answers(None), (Ok(None), vec![0, 1, 2]));
+        let failed = evict_until_refused(0..3, |_| Err::<Evicted, _>("500"));
+        assert_eq!(failed, Err("500"), "an API error ends it");
+    }
+}

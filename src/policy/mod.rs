@@ -14,6 +14,8 @@
 
 pub(crate) mod drain;
 pub(crate) mod expander;
+#[cfg(test)]
+mod fake;
 pub(crate) mod scale_down;
 pub(crate) mod scale_up;
 pub(crate) mod view;

@@ -166,3 +166,207 @@ pub(crate) fn options<V: AutoscalerView>(view: &V, topology: &Topology) -> Vec<G
     }
     options
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::policy::fake::{Fake, GI, pod, res, toleration, topology};
+    use crate::policy::view::ClusterView;
+
+    fn template(fake: &mut Fake, taint: Option<&str>) -> Template<'static> {
+        fake.add_template("auto", taint);
+        fake.templates[0].1.clone()
+    }
+
+    /// The binpacking estimator (`cluster-autoscaler/estimator/
+    /// binpacking_estimator.go`): pods go first fit onto new template
+    /// nodes, a new node only when none so far takes the pod, within the
+    /// room the pool has. Each row has its control with one fact flipped.
+    #[test]
+    fn pods_pack_first_fit_onto_template_nodes_and_each_control_flips_the_count() {
+        type Edit = fn(&mut Fake, &mut Template<'static>);
+        // (why, pod CPUs, edit, room, (nodes, pods placed))
+        let rows: &[(&str, &[i64], Edit, u32, (usize, usize))] = &[
+            (
+                "two small pods share a node",
+                &[1500, 1500],
+                |_, _| {},
+                5,
+                (1, 2),
+            ),
+            (
+                "control: each over half a node",
+                &[2500, 2500],
+                |_, _| {},
+                5,
+                (2, 2),
+            ),
+            (
+                "a required anti-affinity term takes a node of its own",
+                &[500, 500],
+                |f, _| f.pods.iter_mut().for_each(|p| p.anti_affinity = true),
+                5,
+                (2, 2),
+            ),
+            ("control: without it", &[500, 500], |_, _| {}, 5, (1, 2)),
+            (
+                "the pool's room caps the nodes",
+                &[2500, 2500],
+                |_, _| {},
+                1,
+                (1, 1),
+            ),
+            ("control: room for two", &[2500, 2500], |_, _| {}, 2, (2, 2)),
+            (
+                "one pod slot a node",
+                &[500, 500],
+                |_, t| t.room.pods = 1,
+                5,
+                (2, 2),
+            ),
+            (
+                "control: two slots",
+                &[500, 500],
+                |_, t| t.room.pods = 2,
+                5,
+                (1, 2),
+            ),
+            (
+                "a taint of the template the pods do not tolerate",
+                &[500],
+                |_, t| {
+                    *t = Template {
+                        node: Cow::Owned(crate::policy::fake::object("auto", Some("dedicated"))),
+                        ..t.clone()
+                    }
+                },
+                5,
+                (0, 0),
+            ),
+            (
+                "control: tolerated",
+                &[500],
+                |f, t| {
+                    *t = Template {
+                        node: Cow::Owned(crate::policy::fake::object("auto", Some("dedicated"))),
+                        ..t.clone()
+                    };
+                    f.pods[0].tolerations = vec![toleration("dedicated")];
+                },
+                5,
+                (1, 1),
+            ),
+            ("a pod bigger than a node", &[5000], |_, _| {}, 5, (0, 0)),
+            ("control: the size of a node", &[4000], |_, _| {}, 5, (1, 1)),
+        ];
+        for (why, cpus, edit, room, want) in rows {
+            let mut fake = Fake::default();
+            for &cpu in *cpus {
+                fake.add(pod(None, cpu));
+            }
+            let mut t = template(&mut fake, None);
+            edit(&mut fake, &mut t);
+            let (bins, helped) = pack((0..fake.pods.len()).map(|p| fake.pod(p)), &t, *room);
+            assert_eq!((bins.len(), helped), *want, "{why}");
+        }
+    }
+
+    /// The least-waste expander's score (cluster-autoscaler FAQ "What are
+    /// Expanders?": "the node group that will have the least idle CPU (if
+    /// tied, unused memory) after scale-up"). This rule set adds the idle
+    /// CPU and memory shares instead of tie-breaking on memory.
+    #[test]
+    fn waste_is_the_idle_share_of_cpu_plus_that_of_memory_over_the_new_nodes() {
+        let capacity = res(4000, 16 * GI);
+        let half_idle = Room {
+            cpu: 2000,
+            memory: 4 * GI,
+            pods: 100,
+        };
+        assert_eq!(waste(&[half_idle], capacity), 0.75);
+        // Control: the same idle room over two nodes is half the share.
+        let full = Room {
+            cpu: 0,
+            memory: 0,
+            pods: 0,
+        };
+        assert_eq!(waste(&[half_idle, full], capacity), 0.375);
+        assert_eq!(waste(&[full], capacity), 0.0);
+    }
+
+    #[test]
+    fn daemon_overhead_counts_the_daemons_a_node_admits_and_its_control_does_not() {
+        let node = crate::policy::fake::object("auto", Some("dedicated"));
+        let mut fake = Fake::default();
+        fake.add(pod(None, 100));
+        let shy = daemon_overhead(&node, [fake.pod(0)]);
+        assert_eq!(shy, Room::default(), "it does not tolerate the taint");
+        fake.pods[0].tolerations = vec![toleration("dedicated")];
+        let counted = daemon_overhead(&node, [fake.pod(0)]);
+        assert_eq!(
+            counted,
+            Room {
+                cpu: 100,
+                memory: GI,
+                pods: 1
+            }
+        );
+    }
+
+    /// Upstream's scale-up: pods that fit on nodes still booting ask for
+    /// nothing more, and `maxNodesTotal` and the pool's max bound the
+    /// growth (FAQ "How does scale-up work?").
+    #[test]
+    fn growth_options_leave_out_what_booting_nodes_take_and_respect_the_limits() {
+        let cluster = || {
+            let mut fake = Fake::default();
+            fake.nodes.push(crate::policy::fake::node("base"));
+            let p = fake.add(pod(None, 1000));
+            fake.unschedulable.push(p);
+            fake.add_template("auto", None);
+            fake
+        };
+        let topology = topology(0, 3);
+        let grown = options(&cluster(), &topology);
+        assert_eq!(grown.len(), 1);
+        assert_eq!(
+            (grown[0].pool.as_str(), grown[0].nodes, grown[0].pods),
+            ("auto", 1, 1)
+        );
+
+        let mut booting = cluster();
+        booting
+            .booting
+            .push(("auto".to_owned(), booting.templates[0].1.room));
+        assert!(
+            options(&booting, &topology).is_empty(),
+            "a booting node takes it"
+        );
+
+        let mut full = topology.clone();
+        full.autoscaler.max_nodes_total = Some(1);
+        assert!(
+            options(&cluster(), &full).is_empty(),
+            "maxNodesTotal reached"
+        );
+        full.autoscaler.max_nodes_total = Some(2);
+        assert_eq!(options(&cluster(), &full).len(), 1, "control: room for one");
+
+        let mut at_max = cluster();
+        for _ in 0..3 {
+            at_max.nodes.push(crate::policy::fake::node("auto"));
+        }
+        assert!(
+            options(&at_max, &topology).is_empty(),
+            "the pool is at its max"
+        );
+        let mut none_left = cluster();
+        none_left.provisionable = Some(0);
+        assert!(
+            options(&none_left, &topology).is_empty(),
+            "no standby node left"
+        );
+    }
+}
