@@ -187,8 +187,10 @@ mod tests {
     #[test]
     fn pods_pack_first_fit_onto_template_nodes_and_each_control_flips_the_count() {
         type Edit = fn(&mut Fake, &mut Template<'static>);
-        // (why, pod CPUs, edit, room, (nodes, pods placed))
-        let rows: &[(&str, &[i64], Edit, u32, (usize, usize))] = &[
+        /// Why, the pods' CPUs, the edit, the pool's room, and the nodes
+        /// and pods placed.
+        type Row<'a> = (&'a str, &'a [i64], Edit, u32, (usize, usize));
+        let rows: &[Row] = &[
             (
                 "two small pods share a node",
                 &[1500, 1500],
