@@ -14,6 +14,7 @@ use super::clock::{Time, after};
 use super::world::{NodeId, NodePhase, PodPhase, WorkloadKind};
 use super::{Action, Simulation, node_ref};
 use crate::duration::Duration;
+use crate::policy::drain::{self, Next};
 use crate::report::EventKind;
 use crate::scenario::spec::{BackupPhase, DurationDistribution, RecoverySpec};
 use crate::topology::CONTROL_PLANE_POOL;
@@ -198,40 +199,30 @@ impl Simulation {
         self.cordon(node);
         let deadline = after(self.now, timeout);
         loop {
-            let pods: Vec<usize> = self.nodes[node]
-                .pods
-                .iter()
-                .copied()
-                .filter(|&p| !self.is_daemon(p) && self.pods[p].is_active())
-                .collect();
             let mut refusals = Vec::new();
-            for pod in pods {
+            for pod in self.movable_pods(node) {
                 if let Err(message) = self.evict(pod) {
                     refusals.push(format!("{}: {message}", self.pods[pod].key()));
                 }
             }
-            let remaining = self.nodes[node]
-                .pods
-                .iter()
-                .filter(|&&p| !self.is_daemon(p) && self.pods[p].phase != PodPhase::Gone)
-                .count();
-            if remaining == 0 {
-                return Ok(());
+            let remaining = self.pods_left(node);
+            let retry = self.timings.eviction_retry.as_millis();
+            match drain::after_pass(remaining, self.now, Some(deadline), retry) {
+                Next::Drained => return Ok(()),
+                Next::TimedOut => {
+                    let name = self.nodes[node].name.clone();
+                    let reason = format!(
+                        "drain of {name} blocked for {timeout} with {remaining} pod(s) left{}; the upgrade fails rather than forcing",
+                        refusals
+                            .first()
+                            .map(|r| format!(" ({r})"))
+                            .unwrap_or_default()
+                    );
+                    self.mark_fault(Some(node), &reason);
+                    return Err(reason);
+                }
+                Next::RetryAt(at) => self.advance_to(at),
             }
-            if self.now >= deadline {
-                let name = self.nodes[node].name.clone();
-                let reason = format!(
-                    "drain of {name} blocked for {timeout} with {remaining} pod(s) left{}; the upgrade fails rather than forcing",
-                    refusals
-                        .first()
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default()
-                );
-                self.mark_fault(Some(node), &reason);
-                return Err(reason);
-            }
-            let next = after(self.now, self.timings.eviction_retry).min(deadline);
-            self.advance_to(next);
         }
     }
 

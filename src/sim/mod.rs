@@ -1,6 +1,6 @@
 //! The deterministic cluster simulator: the embedded default backend.
 //!
-//! One seeded generator ([`rng::SimRng`]), virtual time that jumps to the
+//! One seeded generator ([`crate::rng::SeededRng`]), virtual time that jumps to the
 //! next event ([`clock::Queue`]), one thread, ordered collections only: the
 //! same drill and seed give the same run, byte for byte. The simulator
 //! models the Kubernetes behaviour that decides the incidents the drills
@@ -15,7 +15,6 @@ pub mod control_plane;
 pub mod faults;
 pub mod load;
 pub mod operations;
-pub mod rng;
 pub mod scheduler;
 pub mod view;
 pub mod world;
@@ -28,7 +27,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use self::clock::{Queue, Time, after};
 use self::control_plane::{ControlPlane, Member};
-use self::rng::SimRng;
 use self::world::*;
 use crate::drill::Drill;
 use crate::duration::Duration;
@@ -36,6 +34,7 @@ use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
 use crate::report::{Event, EventKind, ObjectRef};
+use crate::rng::SeededRng;
 use crate::scenario::spec::{AttachModel, BackupPhase, BindingMode, Release, TaintEffect};
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
 
@@ -68,7 +67,7 @@ impl Default for Timings {
             pod_gc_quarantine: Duration::from_secs(40),
             termination_grace: Duration::from_secs(30),
             detach: Duration::from_secs(10),
-            eviction_retry: Duration::from_secs(5),
+            eviction_retry: crate::policy::drain::EVICTION_RETRY,
             control_plane_boot: (Duration::from_mins(3), Duration::from_mins(5)),
             learner_catch_up: (Duration::from_secs(20), Duration::from_secs(60)),
         }
@@ -154,7 +153,7 @@ pub struct Simulation {
     /// The current time.
     pub now: Time,
     queue: Queue<Action>,
-    rng: SimRng,
+    rng: SeededRng,
     /// The timings in force.
     pub timings: Timings,
     topology: Topology,
@@ -246,7 +245,7 @@ impl Simulation {
         let mut sim = Simulation {
             now: 0,
             queue: Queue::default(),
-            rng: SimRng::new(seed),
+            rng: SeededRng::new(seed),
             timings: Timings::default(),
             topology,
             nodes: Vec::new(),

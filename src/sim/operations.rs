@@ -13,6 +13,9 @@ use super::{Action, SimError, Simulation, etcd_member_ref, node_ref};
 use crate::duration::Duration;
 use crate::k8s::disruption::{EvictionAllowed, SelectedPod, check_eviction, pdb_counts};
 use crate::observe::BudgetBreach;
+use crate::policy::drain::{self, Next};
+use crate::policy::scale_down;
+use crate::policy::view::Resources;
 use crate::report::EventKind;
 use crate::topology::CONTROL_PLANE_POOL;
 
@@ -147,41 +150,29 @@ impl Simulation {
     /// deadline gives up (the node is then deleted anyway only if it was
     /// already empty).
     pub(super) fn drain_step(&mut self, node: NodeId, deadline: Time) {
-        let pods: Vec<PodId> = self.nodes[node]
-            .pods
-            .iter()
-            .copied()
-            .filter(|&p| !self.is_daemon_pod(p) && self.pods[p].is_active())
-            .collect();
         let mut refused = 0;
-        for pod in pods {
+        for pod in self.movable_pods(node) {
             if self.evict(pod).is_err() {
                 refused += 1;
             }
         }
-        let remaining = self.nodes[node]
-            .pods
-            .iter()
-            .filter(|&&p| !self.is_daemon_pod(p) && self.pods[p].phase != PodPhase::Gone)
-            .count();
-        if remaining == 0 {
-            self.nodes[node].draining = false;
-            self.delete_server(node);
-        } else if self.now >= deadline {
-            self.nodes[node].draining = false;
-            let name = self.nodes[node].name.clone();
-            self.mark_fault(
-                Some(node),
-                &format!("drain of {name} timed out with {remaining} pod(s) left ({refused} eviction(s) refused); the node stays"),
-            );
-        } else {
-            let next = after(self.now, self.timings.eviction_retry);
-            self.schedule(next.min(deadline), Action::Drain(node, deadline));
+        let remaining = self.pods_left(node);
+        let retry = self.timings.eviction_retry.as_millis();
+        match drain::after_pass(remaining, self.now, Some(deadline), retry) {
+            Next::Drained => {
+                self.nodes[node].draining = false;
+                self.delete_server(node);
+            }
+            Next::TimedOut => {
+                self.nodes[node].draining = false;
+                let name = self.nodes[node].name.clone();
+                self.mark_fault(
+                    Some(node),
+                    &format!("drain of {name} timed out with {remaining} pod(s) left ({refused} eviction(s) refused); the node stays"),
+                );
+            }
+            Next::RetryAt(at) => self.schedule(at, Action::Drain(node, deadline)),
         }
-    }
-
-    fn is_daemon_pod(&self, pod: PodId) -> bool {
-        matches!(self.pods[pod].owner, Owner::Workload(w, _) if self.workloads[w].kind == WorkloadKind::DaemonSet)
     }
 
     /// The eviction API: honours PodDisruptionBudgets; a refusal is the
@@ -508,32 +499,23 @@ impl Simulation {
 
 impl Simulation {
     /// The node the cluster autoscaler would remove next from a pool: the
-    /// least utilised Ready node (utilisation is the larger of the requested
-    /// CPU and memory shares, as the autoscaler computes it), the first by
-    /// name among equals.
+    /// least utilised Ready node not being removed, the first by name
+    /// among equals ([`scale_down::least_utilised`]).
     pub fn autoscaler_pick(&self, pool: &str) -> Option<String> {
-        self.nodes
+        let candidates = self
+            .nodes
             .iter()
             .filter(|n| n.pool == pool && n.is_ready() && !n.draining)
-            .min_by(|a, b| {
-                utilisation(a)
-                    .partial_cmp(&utilisation(b))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then_with(|| a.name.cmp(&b.name))
-            })
-            .map(|n| n.name.clone())
+            .map(|n| (utilisation(n), n.name.as_str()));
+        scale_down::least_utilised(candidates).map(str::to_owned)
     }
 }
 
-/// The autoscaler's utilisation of a node: max of CPU and memory shares.
+/// The autoscaler's utilisation of a node ([`scale_down::utilisation`]).
 pub fn utilisation(node: &super::world::SimNode) -> f64 {
-    let share = |used: i64, total: i64| {
-        if total > 0 {
-            used as f64 / total as f64
-        } else {
-            1.0
-        }
+    let resources = |r: super::world::Resources| Resources {
+        cpu: r.cpu,
+        memory: r.memory,
     };
-    share(node.requested.cpu, node.allocatable.cpu)
-        .max(share(node.requested.memory, node.allocatable.memory))
+    scale_down::utilisation(resources(node.requested), resources(node.allocatable))
 }

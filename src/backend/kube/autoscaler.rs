@@ -1,40 +1,33 @@
 //! The cluster autoscaler on clusters that have none: kind and Talos in
 //! Docker cannot add a server, so the bench boots each autoscaled pool's
 //! standby nodes up front (tainted, in no pool) and plays the autoscaler
-//! itself, deciding as the simulator's autoscaler ([`crate::sim::autoscaler`])
-//! decides, from what the watches show:
+//! itself, by the rules the simulator's autoscaler follows
+//! ([`crate::policy::scale_up`], [`crate::policy::scale_down`]), read from
+//! what the watches show:
 //!
-//! - scale-up: pods the scheduler reported `Unschedulable` are packed first
-//!   fit onto template nodes of every pool that could take them (labels,
-//!   taints, size); the expander chain picks the pool; the pool's max, the
-//!   standby nodes left and `maxNodesTotal` (every node, booting ones
-//!   included) bound it. A chosen standby node "boots" for the drill's boot
-//!   delay, then loses its taint and takes pods.
-//! - scale-down: a Ready node of an autoscaled pool whose utilisation is
-//!   under the threshold and whose pods can all move (no `safe-to-evict:
-//!   "false"`, no local storage, a controller, a budget for kube-system
-//!   pods, a budget with a disruption left, room elsewhere) for
-//!   `scaleDownUnneededTime` is tainted `ToBeDeletedByClusterAutoscaler`,
+//! - scale-up: a chosen standby node "boots" for the drill's boot delay,
+//!   then loses its taint and takes pods; the standby nodes left bound a
+//!   pool's growth as its max does.
+//! - scale-down: a chosen node is tainted `ToBeDeletedByClusterAutoscaler`,
 //!   drained through the eviction API (a refusal aborts and untaints it)
-//!   and deleted once its pods are gone, one non-empty node per scan.
+//!   and deleted once its pods are gone.
 //!
 //! Pure: [`EmulatedAutoscaler::step`] reads an [`Observer`] and returns
 //! what to do; the backend does it and reports refusals back.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Node, Taint};
-
-use super::observer::{NodeState, Observer, PodFacts, PodState};
-use crate::k8s::taints::scheduling_blocker;
+use super::observer::{NodeState, Observer, PodState};
 use crate::observe::Time;
-use crate::sim::autoscaler::{Growth, SCALE_DOWN_DISABLED, expand};
-use crate::sim::rng::SimRng;
-use crate::topology::{PoolSize, STANDBY_KEY, Topology};
-
-/// How often a node being removed is looked at until its pods are gone
-/// (the simulator's eviction retry).
-const REMOVAL_CHECK_MS: Time = 5_000;
+use crate::policy::drain::{self, EVICTION_RETRY, Next};
+use crate::policy::expander::expand;
+use crate::policy::view::{
+    AutoscalerView, Budget, ClusterView, NodeFacts, Placement, PodFacts, Resources, Room, Template,
+};
+use crate::policy::{scale_down, scale_up};
+use crate::rng::SeededRng;
+use crate::topology::{STANDBY_KEY, Topology};
 
 /// What the autoscaler does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,31 +62,11 @@ pub enum Decision {
     },
 }
 
-/// Requests (CPU millicores, memory bytes) and pod slots.
-#[derive(Debug, Clone, Copy, Default)]
-struct Room {
-    cpu: i64,
-    memory: i64,
-    pods: u32,
-}
-
-impl Room {
-    fn takes(&self, pod: &PodState) -> bool {
-        pod.cpu_millis <= self.cpu && pod.memory <= self.memory && self.pods > 0
-    }
-
-    fn take(&mut self, pod: &PodState) {
-        self.cpu -= pod.cpu_millis;
-        self.memory -= pod.memory;
-        self.pods = self.pods.saturating_sub(1);
-    }
-}
-
 /// The emulated cluster autoscaler of one drill.
 #[derive(Debug)]
 pub struct EmulatedAutoscaler {
     topology: Topology,
-    rng: SimRng,
+    rng: SeededRng,
     next_scan: Time,
     unneeded_since: BTreeMap<String, Time>,
     /// Standby nodes chosen and booting: when each takes pods.
@@ -113,7 +86,7 @@ impl EmulatedAutoscaler {
         }
         Some(EmulatedAutoscaler {
             topology: topology.clone(),
-            rng: SimRng::new(seed),
+            rng: SeededRng::new(seed),
             next_scan: now + topology.autoscaler.scan_interval.as_millis(),
             unneeded_since: BTreeMap::new(),
             booting: BTreeMap::new(),
@@ -152,12 +125,18 @@ impl EmulatedAutoscaler {
             self.booting.remove(&node);
             decisions.push(Decision::Release { node });
         }
-        let emptied: Vec<String> = self
-            .removing
-            .iter()
-            .filter(|n| active_pods_on(cluster, n).all(|(_, p)| p.daemon))
-            .cloned()
-            .collect();
+        let retry = EVICTION_RETRY.as_millis();
+        let emptied: Vec<String> = {
+            let view = self.view(cluster);
+            self.removing
+                .iter()
+                .filter(|n| {
+                    let left = view.movable_pods(n).len();
+                    drain::after_pass(left, now, None, retry) == Next::Drained
+                })
+                .cloned()
+                .collect()
+        };
         for node in emptied {
             self.removing.remove(&node);
             self.unneeded_since.remove(&node);
@@ -171,170 +150,31 @@ impl EmulatedAutoscaler {
             self.scale_up(now, cluster, &mut decisions);
             self.scale_down(now, cluster, &mut decisions);
         }
-        self.removal_check = (!self.removing.is_empty()).then_some(now + REMOVAL_CHECK_MS);
+        self.removal_check = (!self.removing.is_empty()).then_some(now + retry);
         decisions
     }
 
-    /// Nodes that exist for the autoscaler: every node but standby ones not
-    /// chosen, plus the booting ones.
-    fn live_nodes(&self, cluster: &Observer) -> u32 {
-        cluster
-            .nodes()
-            .iter()
-            .filter(|(name, n)| !n.standby || self.booting.contains_key(*name))
-            .count() as u32
-    }
-
-    fn pool_size(&self, cluster: &Observer, pool: &str) -> u32 {
-        cluster
-            .nodes()
-            .iter()
-            .filter(|(name, n)| n.pool == pool && (!n.standby || self.booting.contains_key(*name)))
-            .count() as u32
-    }
-
-    /// The standby nodes of a pool still free to choose, by name.
-    fn free_standby(&self, cluster: &Observer, pool: &str) -> Vec<String> {
-        cluster
-            .nodes()
-            .iter()
-            .filter(|(name, n)| n.pool == pool && n.standby && !self.booting.contains_key(*name))
-            .map(|(name, _)| name.clone())
-            .collect()
-    }
-
-    /// A pool's template node: one of its standby nodes as it will be once
-    /// released.
-    fn template(&self, cluster: &Observer, pool: &str) -> Option<(Node, Room)> {
-        let (_, standby) = cluster
-            .nodes()
-            .iter()
-            .find(|(_, n)| n.pool == pool && n.standby)?;
-        let mut node = (*standby.object).clone();
-        if let Some(labels) = node.metadata.labels.as_mut() {
-            labels.remove(STANDBY_KEY);
+    fn view<'a>(&'a self, cluster: &'a Observer) -> ObservedView<'a> {
+        let mut requested: BTreeMap<&str, Room> = BTreeMap::new();
+        for pod in cluster.pods().values().filter(|p| !p.finished) {
+            if let Some(node) = &pod.node {
+                requested
+                    .entry(node.as_str())
+                    .or_default()
+                    .add(requests(pod));
+            }
         }
-        if let Some(spec) = node.spec.as_mut()
-            && let Some(taints) = spec.taints.as_mut()
-        {
-            taints.retain(|t| t.key != STANDBY_KEY);
+        ObservedView {
+            cluster,
+            booting: &self.booting,
+            removing: &self.removing,
+            unneeded_since: &self.unneeded_since,
+            requested,
         }
-        let overhead = daemon_overhead(cluster, &node);
-        Some((
-            node,
-            Room {
-                cpu: standby.cpu_millis - overhead.cpu,
-                memory: standby.memory - overhead.memory,
-                pods: standby.max_pods.saturating_sub(overhead.pods),
-            },
-        ))
     }
 
     fn scale_up(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
-        let pending: Vec<&PodState> = cluster
-            .pods()
-            .values()
-            .filter(|p| p.node.is_none() && p.unschedulable && !p.deleting && !p.finished)
-            .collect();
-        if pending.is_empty() {
-            return;
-        }
-        let pools: Vec<String> = self
-            .topology
-            .pools
-            .iter()
-            .filter(|p| p.is_autoscaled())
-            .map(|p| p.name.clone())
-            .collect();
-        let templates: BTreeMap<String, (Node, Room)> = pools
-            .iter()
-            .filter_map(|p| self.template(cluster, p).map(|t| (p.clone(), t)))
-            .collect();
-        let fits = |pod: &PodState, pool: &str| -> Option<Room> {
-            let (node, room) = templates.get(pool)?;
-            (fits_node(&pod.facts, node) && room.takes(pod)).then_some(*room)
-        };
-        // Pods that will land on nodes still booting are taken care of.
-        let mut upcoming: Vec<(String, Room)> = self
-            .booting
-            .keys()
-            .filter_map(|name| {
-                let pool = cluster.nodes().get(name)?.pool.clone();
-                let room = templates.get(&pool)?.1;
-                Some((pool, room))
-            })
-            .collect();
-        let mut waiting = Vec::new();
-        'pods: for pod in pending {
-            for (pool, room) in &mut upcoming {
-                if fits(pod, pool).is_some() && room.takes(pod) {
-                    room.take(pod);
-                    continue 'pods;
-                }
-            }
-            waiting.push(pod);
-        }
-        if waiting.is_empty() {
-            return;
-        }
-        let room_total = self
-            .topology
-            .autoscaler
-            .max_nodes_total
-            .map_or(u32::MAX, |m| m.saturating_sub(self.live_nodes(cluster)));
-        let mut options = Vec::new();
-        for pool in &pools {
-            let Some(PoolSize::Autoscaled { max, .. }) = self.topology.pool(pool).map(|p| p.size)
-            else {
-                continue;
-            };
-            let room = max
-                .saturating_sub(self.pool_size(cluster, pool))
-                .min(room_total)
-                .min(self.free_standby(cluster, pool).len() as u32);
-            if room == 0 {
-                continue;
-            }
-            // First-fit packing onto new template nodes.
-            let mut bins: Vec<Room> = Vec::new();
-            let mut helped = 0;
-            for pod in &waiting {
-                let Some(fresh) = fits(pod, pool) else {
-                    continue;
-                };
-                match bins
-                    .iter_mut()
-                    .find(|bin| !pod.facts.anti_affinity && bin.takes(pod))
-                {
-                    Some(bin) => bin.take(pod),
-                    None => {
-                        if bins.len() as u32 >= room {
-                            continue;
-                        }
-                        let mut bin = fresh;
-                        bin.take(pod);
-                        bins.push(bin);
-                    }
-                }
-                helped += 1;
-            }
-            if bins.is_empty() {
-                continue;
-            }
-            let capacity = templates[pool].1;
-            let (cpu_free, mem_free) = bins
-                .iter()
-                .fold((0i64, 0i64), |(c, m), b| (c + b.cpu, m + b.memory));
-            let n = bins.len() as f64;
-            let waste = cpu_free as f64 / (capacity.cpu.max(1) as f64 * n)
-                + mem_free as f64 / (capacity.memory.max(1) as f64 * n);
-            options.push(Growth {
-                pool: pool.clone(),
-                nodes: bins.len() as u32,
-                pods: helped,
-                waste,
-            });
-        }
+        let options = scale_up::options(&self.view(cluster), &self.topology);
         let rng = &mut self.rng;
         let Some(chosen) = expand(options, &self.topology.autoscaler.expanders, |n| {
             rng.index(n)
@@ -342,11 +182,8 @@ impl EmulatedAutoscaler {
             return;
         };
         let boot = self.topology.autoscaler.boot_delay;
-        for node in self
-            .free_standby(cluster, &chosen.pool)
-            .into_iter()
-            .take(chosen.nodes as usize)
-        {
+        let free = self.view(cluster).free_standby(&chosen.pool);
+        for node in free.into_iter().take(chosen.nodes as usize) {
             let boot_ms = self.rng.duration_between(boot.min, boot.max).as_millis();
             self.booting.insert(node.clone(), now + boot_ms);
             decisions.push(Decision::ScaleUp {
@@ -359,203 +196,213 @@ impl EmulatedAutoscaler {
     }
 
     fn scale_down(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
-        let threshold = self.topology.autoscaler.scale_down_utilization_threshold;
-        let unneeded_for = self
-            .topology
-            .autoscaler
-            .scale_down_unneeded_time
-            .as_millis();
-        let candidates: Vec<(&String, &NodeState)> = cluster
+        let (unneeded, remove) = {
+            let view = self.view(cluster);
+            let pass = scale_down::pass(&view, &self.topology, now);
+            let unneeded: Vec<(String, Option<Time>)> = pass
+                .unneeded
+                .into_iter()
+                .map(|(n, since)| (n.to_owned(), since))
+                .collect();
+            let remove: Vec<(String, f64)> = pass
+                .remove
+                .into_iter()
+                .map(|n| {
+                    let node = view.node(n);
+                    let used = node.requested.resources();
+                    let utilisation = scale_down::utilisation(used, node.allocatable.resources());
+                    (n.to_owned(), utilisation)
+                })
+                .collect();
+            (unneeded, remove)
+        };
+        for (node, since) in unneeded {
+            match since {
+                Some(since) => {
+                    self.unneeded_since.insert(node, since);
+                }
+                None => {
+                    self.unneeded_since.remove(&node);
+                }
+            }
+        }
+        for (node, utilisation) in remove {
+            self.removing.insert(node.clone());
+            decisions.push(Decision::ScaleDown { node, utilisation });
+        }
+    }
+}
+
+/// The observed cluster and the emulated autoscaler's own state, as the
+/// policy reads them.
+struct ObservedView<'a> {
+    cluster: &'a Observer,
+    booting: &'a BTreeMap<String, Time>,
+    removing: &'a BTreeSet<String>,
+    unneeded_since: &'a BTreeMap<String, Time>,
+    /// Per node: requests and number of the pods holding resources there.
+    requested: BTreeMap<&'a str, Room>,
+}
+
+fn requests(pod: &PodState) -> Resources {
+    Resources {
+        cpu: pod.cpu_millis,
+        memory: pod.memory,
+    }
+}
+
+impl<'a> ObservedView<'a> {
+    fn state(&self, node: &str) -> &'a NodeState {
+        &self.cluster.nodes()[node]
+    }
+
+    /// The standby nodes of a pool still free to choose, by name.
+    fn free_standby(&self, pool: &str) -> Vec<String> {
+        self.cluster
             .nodes()
             .iter()
-            .filter(|(name, n)| {
-                n.ready
-                    && !n.standby
-                    && !self.removing.contains(*name)
-                    && self
-                        .topology
-                        .pool(&n.pool)
-                        .is_some_and(|p| p.is_autoscaled())
-                    && n.object
-                        .metadata
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get(SCALE_DOWN_DISABLED))
-                        .is_none_or(|v| v != "true")
+            .filter(|(name, n)| n.pool == pool && n.standby && !self.booting.contains_key(*name))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}
+
+impl<'a> ClusterView for ObservedView<'a> {
+    type Node = &'a str;
+    type Pod = &'a PodState;
+
+    fn nodes(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.cluster.nodes().keys().map(String::as_str)
+    }
+
+    fn node(&self, name: &'a str) -> NodeFacts<'_> {
+        let n = self.state(name);
+        NodeFacts {
+            pool: &n.pool,
+            object: &n.object,
+            ready: n.ready,
+            running: true,
+            schedulable: !n.unschedulable,
+            set_aside: n.standby || self.removing.contains(name),
+            counted: !n.standby || self.booting.contains_key(name),
+            allocatable: Room {
+                cpu: n.cpu_millis,
+                memory: n.memory,
+                pods: n.max_pods,
+            },
+            requested: self.requested.get(name).copied().unwrap_or_default(),
+        }
+    }
+
+    /// The pods holding resources on the node, DaemonSet pods aside.
+    fn movable_pods(&self, node: &'a str) -> Vec<&'a PodState> {
+        self.cluster
+            .pods()
+            .values()
+            .filter(|p| p.node.as_deref() == Some(node) && !p.finished && !p.daemon)
+            .collect()
+    }
+
+    fn pod(&self, pod: &'a PodState) -> PodFacts<'_> {
+        let facts = &pod.facts;
+        PodFacts {
+            namespace: &facts.namespace,
+            requests: requests(pod),
+            placement: Placement {
+                required: facts.required.as_ref(),
+                tolerations: &facts.tolerations,
+            },
+            anti_affinity: facts.anti_affinity,
+            safe_to_evict: facts.safe_to_evict,
+            local_storage: facts.local_storage,
+            controlled: facts.controlled,
+        }
+    }
+
+    fn budgets(&self, pod: &'a PodState) -> Vec<Budget> {
+        self.cluster
+            .covering_budgets(&pod.facts.namespace, &pod.facts.labels)
+            .into_iter()
+            .map(|(name, disruptions_allowed)| Budget {
+                name,
+                disruptions_allowed,
             })
-            .collect();
-        let mut removing: Vec<String> = Vec::new();
-        let mut non_empty_started = false;
-        for (name, node) in candidates {
-            let movable: Vec<&PodState> = active_pods_on(cluster, name)
-                .map(|(_, p)| p)
-                .filter(|p| !p.daemon)
-                .collect();
-            let unneeded = utilisation(cluster, name, node) < threshold
-                && movable.iter().all(|p| blocker(cluster, p).is_none())
-                && self.fit_elsewhere(cluster, name, &movable, &removing);
-            if !unneeded {
-                self.unneeded_since.remove(name);
-                continue;
-            }
-            let since = *self.unneeded_since.entry(name.clone()).or_insert(now);
-            if now < since + unneeded_for {
-                continue;
-            }
-            let Some(PoolSize::Autoscaled { min, .. }) =
-                self.topology.pool(&node.pool).map(|p| p.size)
-            else {
-                continue;
-            };
-            let leaving = removing
-                .iter()
-                .filter(|r| cluster.nodes().get(*r).is_some_and(|n| n.pool == node.pool))
-                .count() as u32;
-            if self.pool_size(cluster, &node.pool).saturating_sub(leaving) <= min {
-                continue;
-            }
-            if !movable.is_empty() {
-                if non_empty_started {
-                    continue;
-                }
-                non_empty_started = true;
-            }
-            removing.push(name.clone());
-            self.removing.insert(name.clone());
-            decisions.push(Decision::ScaleDown {
-                node: name.clone(),
-                utilisation: utilisation(cluster, name, node),
-            });
+            .collect()
+    }
+}
+
+impl<'a> AutoscalerView for ObservedView<'a> {
+    fn unschedulable_pods(&self) -> Vec<&'a PodState> {
+        self.cluster
+            .pods()
+            .values()
+            .filter(|p| p.node.is_none() && p.unschedulable && !p.deleting && !p.finished)
+            .collect()
+    }
+
+    /// One of the pool's standby nodes as it will be once released; its
+    /// room is what is left once the DaemonSet pods that would run there
+    /// (one of each DaemonSet seen) take theirs, pod slots included, and
+    /// the waste of a growth is measured against that room.
+    fn template(&self, pool: &str) -> Option<Template<'_>> {
+        let (_, standby) = self
+            .cluster
+            .nodes()
+            .iter()
+            .find(|(_, n)| n.pool == pool && n.standby)?;
+        let mut node = (*standby.object).clone();
+        if let Some(labels) = node.metadata.labels.as_mut() {
+            labels.remove(STANDBY_KEY);
         }
-    }
-
-    /// Whether every movable pod of `node` fits on the other Ready nodes.
-    fn fit_elsewhere(
-        &self,
-        cluster: &Observer,
-        node: &str,
-        pods: &[&PodState],
-        removing: &[String],
-    ) -> bool {
-        let mut extra: BTreeMap<&str, Room> = BTreeMap::new();
-        'pods: for pod in pods {
-            for (name, other) in cluster.nodes() {
-                if name == node
-                    || removing.contains(name)
-                    || self.removing.contains(name)
-                    || other.standby
-                    || !other.ready
-                    || other.unschedulable
-                {
-                    continue;
-                }
-                let used = extra.get(name.as_str()).copied().unwrap_or_default();
-                let (cpu, memory, count) = requested(cluster, name);
-                let free = Room {
-                    cpu: other.cpu_millis - cpu - used.cpu,
-                    memory: other.memory - memory - used.memory,
-                    pods: other.max_pods.saturating_sub(count + used.pods),
-                };
-                if !fits_node(&pod.facts, &other.object) || !free.takes(pod) {
-                    continue;
-                }
-                let entry = extra.entry(name.as_str()).or_default();
-                entry.cpu += pod.cpu_millis;
-                entry.memory += pod.memory;
-                entry.pods += 1;
-                continue 'pods;
-            }
-            return false;
+        if let Some(spec) = node.spec.as_mut()
+            && let Some(taints) = spec.taints.as_mut()
+        {
+            taints.retain(|t| t.key != STANDBY_KEY);
         }
-        true
-    }
-}
-
-/// The pods on a node that hold resources: bound there, not finished.
-fn active_pods_on<'a>(
-    cluster: &'a Observer,
-    node: &'a str,
-) -> impl Iterator<Item = (&'a String, &'a PodState)> + 'a {
-    cluster
-        .pods()
-        .iter()
-        .filter(move |(_, p)| p.node.as_deref() == Some(node) && !p.finished)
-}
-
-/// Requested CPU, memory and pod count on a node.
-fn requested(cluster: &Observer, node: &str) -> (i64, i64, u32) {
-    active_pods_on(cluster, node).fold((0, 0, 0), |(c, m, n), (_, p)| {
-        (c + p.cpu_millis, m + p.memory, n + 1)
-    })
-}
-
-/// The larger of the requested CPU and memory shares of a node, DaemonSet
-/// pods included.
-pub(super) fn utilisation(cluster: &Observer, name: &str, node: &NodeState) -> f64 {
-    let (cpu, memory, _) = requested(cluster, name);
-    let share = |used: i64, total: i64| {
-        if total > 0 {
-            used as f64 / total as f64
-        } else {
-            1.0
+        let mut seen = BTreeSet::new();
+        let daemons = self
+            .cluster
+            .pods()
+            .values()
+            .filter(|p| p.daemon)
+            .filter(|p| {
+                p.facts
+                    .daemon_set
+                    .as_ref()
+                    .is_some_and(|ds| seen.insert(ds))
+            })
+            .map(|p| self.pod(p));
+        let overhead = scale_up::daemon_overhead(&node, daemons);
+        let room = Room {
+            cpu: standby.cpu_millis,
+            memory: standby.memory,
+            pods: standby.max_pods,
         }
-    };
-    share(cpu, node.cpu_millis).max(share(memory, node.memory))
-}
+        .minus(overhead);
+        Some(Template {
+            node: Cow::Owned(node),
+            room,
+            capacity: room.resources(),
+        })
+    }
 
-/// Whether a pod's required node affinity and tolerations admit a node.
-fn fits_node(pod: &PodFacts, node: &Node) -> bool {
-    let taints: &[Taint] = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.as_deref())
-        .unwrap_or(&[]);
-    pod.required.as_ref().is_some_and(|r| r.matches(node))
-        && scheduling_blocker(taints, &pod.tolerations).is_none()
-}
+    fn booting(&self) -> Vec<(String, Room)> {
+        self.booting
+            .keys()
+            .filter_map(|name| {
+                let pool = &self.cluster.nodes().get(name)?.pool;
+                Some((pool.clone(), self.template(pool)?.room))
+            })
+            .collect()
+    }
 
-/// The requests of the DaemonSet pods a node would run: one pod of each
-/// DaemonSet seen whose placement rules admit the node.
-fn daemon_overhead(cluster: &Observer, node: &Node) -> Room {
-    let mut seen = BTreeSet::new();
-    let mut overhead = Room::default();
-    for pod in cluster.pods().values().filter(|p| p.daemon) {
-        let Some(owner) = &pod.facts.daemon_set else {
-            continue;
-        };
-        if !seen.insert(owner) || !fits_node(&pod.facts, node) {
-            continue;
-        }
-        overhead.cpu += pod.cpu_millis;
-        overhead.memory += pod.memory;
-        overhead.pods += 1;
+    fn provisionable(&self, pool: &str) -> u32 {
+        self.free_standby(pool).len() as u32
     }
-    overhead
-}
 
-/// Why the autoscaler cannot move a pod, if it cannot.
-fn blocker(cluster: &Observer, pod: &PodState) -> Option<String> {
-    let facts = &pod.facts;
-    let key = &facts.key;
-    if facts.safe_to_evict == Some(false) {
-        return Some(format!("{key} has safe-to-evict: \"false\""));
+    fn unneeded_since(&self, node: &'a str) -> Option<u64> {
+        self.unneeded_since.get(node).copied()
     }
-    if facts.local_storage && facts.safe_to_evict != Some(true) {
-        return Some(format!("{key} uses local storage"));
-    }
-    if !facts.controlled {
-        return Some(format!("{key} has no controller"));
-    }
-    let budgets = cluster.covering_budgets(&facts.namespace, &facts.labels);
-    if facts.namespace == "kube-system" && budgets.is_empty() {
-        return Some(format!(
-            "{key} is a kube-system pod without a PodDisruptionBudget"
-        ));
-    }
-    budgets
-        .into_iter()
-        .find(|(_, allowed)| *allowed < 1)
-        .map(|(budget, _)| format!("{key}: PodDisruptionBudget {budget} allows no disruption"))
 }
 
 #[cfg(test)]

@@ -3,23 +3,16 @@
 //! disruption budget says no) is retried after a pause, and the drain ends
 //! when the node is empty or its timeout passes.
 //!
-//! Written against [`DrainOps`] so the retry logic is tested without a
-//! cluster; the backend implements it with kube-rs and its clock.
+//! What follows each pass is the rule the simulator's drain follows too
+//! ([`crate::policy::drain::after_pass`]). Written against [`DrainOps`] so
+//! the retry logic is tested without a cluster; the backend implements it
+//! with kube-rs and its clock.
 
 use crate::observe::Time;
+pub use crate::policy::drain::Evicted;
+use crate::policy::drain::{Next, after_pass};
 
 use super::observer::PodOnNode;
-
-/// How an eviction went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Evicted {
-    /// Accepted: the pod terminates.
-    Accepted,
-    /// Refused with 429, with the API's message: retry later.
-    Refused(String),
-    /// The pod is already gone (404).
-    Gone,
-}
 
 /// What a drain needs from a cluster.
 pub trait DrainOps {
@@ -68,11 +61,7 @@ pub fn drain<O: DrainOps>(
     let mut refusals = 0;
     let mut last_refusal = None;
     loop {
-        let pods = ops.pods_on(node);
-        if pods.is_empty() {
-            return Ok(DrainOutcome::Drained { refusals });
-        }
-        for pod in &pods {
+        for pod in &ops.pods_on(node) {
             if ops.terminating(pod) {
                 continue;
             }
@@ -85,22 +74,21 @@ pub fn drain<O: DrainOps>(
             }
         }
         let now = ops.now();
-        if now >= deadline {
-            let remaining = ops
-                .pods_on(node)
-                .iter()
-                .map(|p| format!("{}/{}", p.namespace, p.name))
-                .collect::<Vec<_>>();
-            if remaining.is_empty() {
-                return Ok(DrainOutcome::Drained { refusals });
+        let remaining = ops.pods_on(node);
+        match after_pass(remaining.len(), now, Some(deadline), retry_ms) {
+            Next::Drained => return Ok(DrainOutcome::Drained { refusals }),
+            Next::TimedOut => {
+                return Ok(DrainOutcome::TimedOut {
+                    remaining: remaining
+                        .iter()
+                        .map(|p| format!("{}/{}", p.namespace, p.name))
+                        .collect(),
+                    refusals,
+                    last_refusal,
+                });
             }
-            return Ok(DrainOutcome::TimedOut {
-                remaining,
-                refusals,
-                last_refusal,
-            });
+            Next::RetryAt(at) => ops.wait(at.saturating_sub(now).max(1)),
         }
-        ops.wait(retry_ms.min(deadline - now).max(1));
     }
 }
 

@@ -44,8 +44,6 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
 use self::autoscaler::{Decision, EmulatedAutoscaler};
@@ -57,16 +55,16 @@ use super::served::BenchApi;
 use super::{Backend, BackendError, Capabilities};
 use crate::drill::Drill;
 use crate::duration::Duration;
+use crate::k8s::taints::TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED;
 use crate::observe::{Observation, Time};
+use crate::policy::drain::EVICTION_RETRY;
 use crate::preflight::{Facts, NodeFacts, Readiness};
 use crate::report::{Event, EventKind, ObjectRef};
+use crate::rng::SeededRng;
 use crate::serve::state::RUN_LABEL;
-use crate::sim::autoscaler::TO_BE_DELETED;
 
 /// How often a wall-clock cluster is polled (probes, watch events).
 pub const POLL: std::time::Duration = std::time::Duration::from_secs(1);
-/// The pause after a refused eviction, as `kubectl drain` pauses.
-pub const EVICTION_RETRY_MS: Time = 5_000;
 /// The field manager of the bench's server-side applies.
 pub const FIELD_MANAGER: &str = "drillbench";
 /// How long a watch may take to deliver what a step changed.
@@ -296,7 +294,7 @@ pub struct KubeBackend {
     initialized: BTreeSet<&'static str>,
     relisted: BTreeMap<&'static str, BTreeSet<String>>,
     observer: Observer,
-    rng: ChaCha8Rng,
+    rng: SeededRng,
     etcd: Option<(u32, u32)>,
     etcd_answered: bool,
     control_planes_before: Option<BTreeSet<String>>,
@@ -411,7 +409,7 @@ impl KubeBackend {
             initialized: BTreeSet::new(),
             relisted: BTreeMap::new(),
             observer: Observer::new(drill.topology.clone()),
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: SeededRng::new(seed),
             etcd: None,
             etcd_answered: false,
             control_planes_before: None,
@@ -1361,7 +1359,7 @@ impl Backend for KubeBackend {
         if names.is_empty() {
             return None;
         }
-        let i = (self.rng.next_u64() % names.len() as u64) as usize;
+        let i = self.rng.index(names.len());
         Some(names[i].clone())
     }
 
@@ -1453,7 +1451,7 @@ impl Backend for KubeBackend {
                 &mut drainer,
                 node,
                 drain_timeout.as_millis(),
-                EVICTION_RETRY_MS,
+                EVICTION_RETRY.as_millis(),
             )?;
             if let DrainOutcome::TimedOut {
                 remaining,

@@ -55,6 +55,8 @@ use super::super::provision::{NODE_LABEL, POOL_LABEL};
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::k8s::quantity::{ParsedQuantity, pod_requests};
 use crate::observe::{BudgetBreach, Observation, Placement, Stranding, Time};
+use crate::policy::scale_down;
+use crate::policy::view::Resources;
 use crate::report::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::AttachModel;
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
@@ -246,8 +248,6 @@ pub(super) struct PodState {
 /// What the cluster autoscaler reads of a pod's spec and metadata.
 #[derive(Debug, Clone, Default)]
 pub(super) struct PodFacts {
-    /// `namespace/name`.
-    pub(super) key: String,
     pub(super) namespace: String,
     /// The DaemonSet owning it, if one does.
     pub(super) daemon_set: Option<String>,
@@ -454,7 +454,6 @@ fn pattern_matches(pattern: &str, name: &str) -> bool {
 /// What the cluster autoscaler reads of a pod.
 fn pod_facts(pod: &Pod, spec: &k8s_openapi::api::core::v1::PodSpec) -> PodFacts {
     PodFacts {
-        key: format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any()),
         namespace: pod.namespace().unwrap_or_default(),
         daemon_set: pod
             .owner_references()
@@ -1323,25 +1322,20 @@ impl Observer {
                 .values()
                 .filter(|p| p.node.as_deref() == Some(name))
                 .fold((0, 0), |(c, m), p| (c + p.cpu_millis, m + p.memory));
-            let share = |used: i64, total: i64| {
-                if total > 0 {
-                    used as f64 / total as f64
-                } else {
-                    1.0
-                }
-            };
-            share(cpu, n.cpu_millis).max(share(memory, n.memory))
+            scale_down::utilisation(
+                Resources { cpu, memory },
+                Resources {
+                    cpu: n.cpu_millis,
+                    memory: n.memory,
+                },
+            )
         };
-        self.nodes
+        let candidates = self
+            .nodes
             .iter()
             .filter(|(_, n)| n.pool == pool && n.ready && !n.unschedulable && !n.standby)
-            .map(|(name, n)| (utilisation(name, n), name))
-            .min_by(|a, b| {
-                a.0.partial_cmp(&b.0)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then_with(|| a.1.cmp(b.1))
-            })
-            .map(|(_, name)| name.clone())
+            .map(|(name, n)| (utilisation(name, n), name.as_str()));
+        scale_down::least_utilised(candidates).map(str::to_owned)
     }
 
     /// After an eviction the bench made was accepted and its effects were

@@ -1,7 +1,11 @@
-//! The simulation's one random generator: ChaCha8, a portable named
-//! algorithm whose output is fixed by its specification, so a recorded seed
-//! replays the same run on any machine and any future release (`StdRng`
-//! makes no such promise).
+//! The one random generator of every backend: the simulator draws from it,
+//! and so do the kube layer's seeded choices (a random node of a pool, the
+//! emulated autoscaler's expander and boot delays), so a seed means the same
+//! kind of draw everywhere and none of them is taken with modulo bias.
+//!
+//! ChaCha8 is a portable named algorithm whose output is fixed by its
+//! specification, so a recorded seed replays the same run on any machine and
+//! any future release (`StdRng` makes no such promise).
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
@@ -10,12 +14,12 @@ use crate::duration::Duration;
 
 /// A seeded generator with the draws a drill needs.
 #[derive(Debug, Clone)]
-pub struct SimRng(ChaCha8Rng);
+pub struct SeededRng(ChaCha8Rng);
 
-impl SimRng {
+impl SeededRng {
     /// The generator for a seed.
     pub fn new(seed: u64) -> Self {
-        SimRng(ChaCha8Rng::seed_from_u64(seed))
+        SeededRng(ChaCha8Rng::seed_from_u64(seed))
     }
 
     /// A uniform integer in `0..n` (`n > 0`), without modulo bias.
@@ -80,7 +84,7 @@ mod tests {
     #[test]
     fn the_same_seed_draws_the_same_values() {
         let draw = |seed| {
-            let mut rng = SimRng::new(seed);
+            let mut rng = SeededRng::new(seed);
             (
                 rng.hex12(),
                 rng.below(1000),
@@ -97,13 +101,13 @@ mod tests {
     /// if this changes, every recorded seed would replay differently.
     #[test]
     fn recorded_seeds_keep_their_meaning() {
-        let mut rng = SimRng::new(1);
+        let mut rng = SeededRng::new(1);
         assert_eq!(rng.hex12(), PINNED_HEX12);
     }
 
     #[test]
     fn bounds_are_respected() {
-        let mut rng = SimRng::new(3);
+        let mut rng = SeededRng::new(3);
         for _ in 0..1000 {
             let d = rng.duration_between(Duration::from_secs(10), Duration::from_secs(20));
             assert!(d >= Duration::from_secs(10) && d <= Duration::from_secs(20));
