@@ -9,11 +9,11 @@ use crate::backend::{Backend, BackendError};
 use crate::drill::Drill;
 use crate::duration::Duration;
 use crate::manifest::Document;
-use crate::observe::Observation;
+use crate::observe::{Event, EventKind, ObjectRef, Observation};
 use crate::preflight::{self, Policy};
 use crate::report::{
-    AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, ObjectRef, Outcome,
-    REPORT_FORMAT, Verdict, WorkloadAvailability,
+    AssertionResult, DrillIdentity, DrillReport, Evidence, Outcome, REPORT_FORMAT, Verdict,
+    WorkloadAvailability,
 };
 use crate::scenario::spec::{
     AblationControl, AdmissionControl, AssertionSpec, Condition, Fault, GuardChange,

@@ -20,7 +20,7 @@ use super::select::{self, FieldTerm};
 use super::{patch, table};
 use crate::drill::Drill;
 use crate::duration::Duration;
-use crate::report::EventKind;
+use crate::observe::EventKind;
 use crate::scenario::spec::GuardSpec;
 use crate::sim::Simulation;
 use crate::sim::api_ops::{ApiOpError, Propagation};

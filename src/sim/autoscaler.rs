@@ -29,7 +29,7 @@ use super::operations::utilisation;
 use super::world::{NodeId, NodePhase, Owner, PodId, PodPhase, Resources, WorkloadKind};
 use super::{Action, Simulation, node_ref};
 use crate::k8s::taints::scheduling_blocker;
-use crate::report::EventKind;
+use crate::observe::EventKind;
 use crate::scenario::spec::Expander;
 
 /// The taint the autoscaler puts on a node it is removing.

@@ -14,7 +14,7 @@ use super::clock::{Time, after};
 use super::world::{NodeId, NodePhase, PodPhase, WorkloadKind};
 use super::{Action, Simulation, node_ref};
 use crate::duration::Duration;
-use crate::report::EventKind;
+use crate::observe::EventKind;
 use crate::scenario::spec::{BackupPhase, DurationDistribution, RecoverySpec};
 use crate::topology::CONTROL_PLANE_POOL;
 
@@ -525,7 +525,7 @@ impl Simulation {
                 } else {
                     EventKind::FaultInjected
                 },
-                crate::report::ObjectRef {
+                crate::observe::ObjectRef {
                     kind: "RecoveryStep".to_owned(),
                     namespace: String::new(),
                     name: name.clone(),

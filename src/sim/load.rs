@@ -23,7 +23,7 @@ use crate::k8s::quantity::pod_requests;
 use crate::k8s::rollout::Strategy;
 use crate::k8s::taints::add_default_tolerations;
 use crate::manifest::Document;
-use crate::report::ObjectRef;
+use crate::observe::ObjectRef;
 use crate::scenario::spec::{GuardAction, GuardSpec, NodeOperator, NodeRequirement, PodMatch};
 
 /// Why the simulator could not take a manifest.

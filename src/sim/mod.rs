@@ -35,7 +35,7 @@ use crate::duration::Duration;
 use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
-use crate::report::{Event, EventKind, ObjectRef};
+use crate::observe::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::{AttachModel, BackupPhase, BindingMode, Release, TaintEffect};
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
 

@@ -13,7 +13,7 @@ use super::{Action, SimError, Simulation, etcd_member_ref, node_ref};
 use crate::duration::Duration;
 use crate::k8s::disruption::{EvictionAllowed, SelectedPod, check_eviction, pdb_counts};
 use crate::observe::BudgetBreach;
-use crate::report::EventKind;
+use crate::observe::EventKind;
 use crate::topology::CONTROL_PLANE_POOL;
 
 impl Simulation {
@@ -70,7 +70,7 @@ impl Simulation {
         self.obs.faults.push((self.now, description.to_owned()));
         let object = match node {
             Some(n) => node_ref(&self.nodes[n].name),
-            None => crate::report::ObjectRef {
+            None => crate::observe::ObjectRef {
                 kind: "Drill".to_owned(),
                 namespace: String::new(),
                 name: "fault".to_owned(),
@@ -401,7 +401,7 @@ impl Simulation {
         let kind = key.split('/').nth(1).unwrap_or_default().to_owned();
         self.record(
             EventKind::WorkloadScaled,
-            crate::report::ObjectRef {
+            crate::observe::ObjectRef {
                 kind,
                 namespace: ns,
                 name,
@@ -459,7 +459,7 @@ impl Simulation {
         );
         self.record(
             EventKind::WorkloadRolledOut,
-            crate::report::ObjectRef {
+            crate::observe::ObjectRef {
                 kind: "Deployment".to_owned(),
                 namespace: ns,
                 name,

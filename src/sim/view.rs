@@ -32,7 +32,7 @@ use sha2::{Digest, Sha256};
 use super::clock::Time;
 use super::world::{ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadId, WorkloadKind};
 use super::{EPOCH_SECONDS, Simulation};
-use crate::report::EventKind;
+use crate::observe::EventKind;
 use crate::scenario::spec::{AttachModel, BindingMode};
 
 /// The CSI driver (a StorageClass's provisioner, a PersistentVolume's

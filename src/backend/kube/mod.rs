@@ -57,9 +57,9 @@ use super::served::BenchApi;
 use super::{Backend, BackendError, Capabilities};
 use crate::drill::Drill;
 use crate::duration::Duration;
+use crate::observe::{Event, EventKind, ObjectRef};
 use crate::observe::{Observation, Time};
 use crate::preflight::{Facts, NodeFacts, Readiness};
-use crate::report::{Event, EventKind, ObjectRef};
 use crate::serve::state::RUN_LABEL;
 use crate::sim::autoscaler::TO_BE_DELETED;
 

@@ -55,7 +55,7 @@ use super::super::provision::{NODE_LABEL, POOL_LABEL};
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::k8s::quantity::{ParsedQuantity, pod_requests};
 use crate::observe::{BudgetBreach, Observation, Placement, Stranding, Time};
-use crate::report::{Event, EventKind, ObjectRef};
+use crate::observe::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::AttachModel;
 use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
 

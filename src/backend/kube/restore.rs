@@ -31,7 +31,7 @@ use crate::backend::s3::{Minio, MinioOptions, S3Error, S3Target, network_of};
 use crate::backend::velero::{Velero, VeleroError};
 use crate::backend::{Backend, BackendError};
 use crate::observe::{DataLoss, Time};
-use crate::report::{EventKind, ObjectRef};
+use crate::observe::{EventKind, ObjectRef};
 
 /// How often the bench writes a marker.
 pub const MARKER_EVERY: Time = 5_000;
