@@ -307,7 +307,7 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
                 "kube-system",
                 &kube::api::PatchParams::default(),
                 &kube::api::Patch::Merge(serde_json::json!({
-                    "metadata": {"labels": {drillbench::serve::state::RUN_LABEL: null}}
+                    "metadata": {"labels": {drillbench::labels::RUN_LABEL: null}}
                 })),
             )
             .await

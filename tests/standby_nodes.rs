@@ -7,8 +7,9 @@ mod fake_support;
 
 use drillbench::backend::docker::RunId;
 use drillbench::backend::provision::{
-    ProvisionedNode, STANDBY_KEY, apply_api_labels, block_on, plan_nodes, release_standby,
+    ProvisionedNode, apply_api_labels, block_on, plan_nodes, release_standby,
 };
+use drillbench::labels::STANDBY_KEY;
 use fake_support::{Served, serve, serve_drill};
 
 #[test]

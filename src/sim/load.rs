@@ -22,6 +22,7 @@ use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use crate::k8s::quantity::pod_requests;
 use crate::k8s::rollout::Strategy;
 use crate::k8s::taints::add_default_tolerations;
+use crate::labels::WRITER_ANNOTATION;
 use crate::manifest::Document;
 use crate::observe::ObjectRef;
 use crate::scenario::spec::{GuardAction, GuardSpec, NodeOperator, NodeRequirement, PodMatch};
@@ -371,11 +372,6 @@ pub fn load(
     loaded.admissions = ctx.admissions;
     Ok(loaded)
 }
-
-/// The pod-template annotation that makes a workload a writer: it
-/// acknowledges one write per this interval while one of its pods is Ready,
-/// so a restore measures the acknowledged writes it lost.
-pub const WRITER_ANNOTATION: &str = "drillbench.dev/writes-every";
 
 /// How long a Job's pod runs before it succeeds, when nothing says.
 pub const JOB_RUN_MS: u64 = 60_000;

@@ -32,6 +32,7 @@ use sha2::{Digest, Sha256};
 use super::clock::Time;
 use super::world::{ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadId, WorkloadKind};
 use super::{EPOCH_SECONDS, Simulation};
+use crate::labels::ATTACH_ANNOTATION;
 use crate::observe::EventKind;
 use crate::scenario::spec::{AttachModel, BindingMode};
 
@@ -504,7 +505,7 @@ impl Simulation {
                     );
                 }
                 annotations.insert(
-                    "drillbench.dev/attach".to_owned(),
+                    ATTACH_ANNOTATION.to_owned(),
                     match class.attach {
                         AttachModel::SingleNode => "SingleNode",
                         AttachModel::Replicated => "Replicated",

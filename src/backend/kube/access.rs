@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, ListParams};
 
 use crate::drill::Drill;
-use crate::serve::state::RUN_LABEL;
+use crate::labels::RUN_LABEL;
 
 /// What the bench may do to a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]

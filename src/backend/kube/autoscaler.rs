@@ -27,10 +27,11 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 
 use super::observer::{NodeState, Observer, PodFacts, PodState};
 use crate::k8s::taints::scheduling_blocker;
+use crate::labels::STANDBY_KEY;
 use crate::observe::Time;
 use crate::sim::autoscaler::{Growth, SCALE_DOWN_DISABLED, expand};
 use crate::sim::rng::SimRng;
-use crate::topology::{PoolSize, STANDBY_KEY, Topology};
+use crate::topology::{PoolSize, Topology};
 
 /// How often a node being removed is looked at until its pods are gone
 /// (the simulator's eviction retry).
@@ -564,7 +565,7 @@ mod tests {
 
     use super::*;
     use crate::backend::kube::observer::{Change, Object};
-    use crate::backend::provision::POOL_LABEL;
+    use crate::labels::POOL_LABEL;
 
     const SCAN: Time = 10_000;
     const UNNEEDED: Time = 600_000;

@@ -52,15 +52,15 @@ use self::autoscaler::{Decision, EmulatedAutoscaler};
 use self::drain::{DrainOps, DrainOutcome, Evicted};
 use self::observer::{Change, Object, Observer, PodOnNode};
 use super::machines::Machines;
-use super::provision::{self, STANDBY_KEY};
+use super::provision;
 use super::served::BenchApi;
 use super::{Backend, BackendError, Capabilities};
 use crate::drill::Drill;
 use crate::duration::Duration;
+use crate::labels::{RUN_LABEL, STANDBY_KEY};
 use crate::observe::{Event, EventKind, ObjectRef};
 use crate::observe::{Observation, Time};
 use crate::preflight::{Facts, NodeFacts, Readiness};
-use crate::serve::state::RUN_LABEL;
 use crate::sim::autoscaler::TO_BE_DELETED;
 
 /// How often a wall-clock cluster is polled (probes, watch events).
