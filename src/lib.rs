@@ -20,6 +20,7 @@ pub mod k8s;
 pub mod labels;
 pub mod manifest;
 pub mod observe;
+pub mod policy;
 pub mod preflight;
 pub mod progress;
 pub mod report;

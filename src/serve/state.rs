@@ -1579,11 +1579,19 @@ impl Facade {
         }
         for guard in &self.guards {
             if guard.mutate
-                && crate::sim::load::guard_matches(&guard.matches, namespace, &labels, &classes)
+                && crate::policy::admission::guard_matches(
+                    &guard.matches,
+                    namespace,
+                    &labels,
+                    &classes,
+                )
             {
-                crate::sim::load::inject_requirement(&mut spec, &guard.require.node_affinity);
+                crate::policy::admission::inject_requirement(
+                    &mut spec,
+                    &guard.require.node_affinity,
+                );
                 if guard.unlabelled_term {
-                    crate::sim::load::add_unlabelled_term(&mut spec);
+                    crate::policy::admission::add_unlabelled_term(&mut spec);
                 }
             }
         }

@@ -1,0 +1,3 @@
+//! The rules a cluster applies, written once for every backend.
+
+pub mod admission;
