@@ -282,7 +282,7 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
             "error: drill `{}` changes the cluster ({}), but context `{context}` was not created by the bench (no {} label on kube-system or on a node); pass --allow-destructive {context} to let it; nothing ran",
             drill.name(),
             changing.join(", "),
-            crate::serve::state::RUN_LABEL,
+            crate::labels::RUN_LABEL,
         );
         return Exit::BadInput;
     }

@@ -17,6 +17,7 @@ pub mod error_text;
 pub mod exit;
 pub mod interrupt;
 pub mod k8s;
+pub mod labels;
 pub mod manifest;
 pub mod observe;
 pub mod policy;

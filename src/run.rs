@@ -8,12 +8,12 @@ use crate::assert::{self, Judged};
 use crate::backend::{Backend, BackendError};
 use crate::drill::Drill;
 use crate::duration::Duration;
-use crate::manifest::Document;
-use crate::observe::Observation;
+use crate::observe::{Event, EventKind, ObjectRef, Observation};
+use crate::policy::admission::{Candidate, admit, claim_classes};
 use crate::preflight::{self, Policy};
 use crate::report::{
-    AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, ObjectRef, Outcome,
-    REPORT_FORMAT, Verdict, WorkloadAvailability,
+    AssertionResult, DrillIdentity, DrillReport, Evidence, Outcome, REPORT_FORMAT, Verdict,
+    WorkloadAvailability,
 };
 use crate::scenario::assertion::{Assertion, AssertionKind, Control};
 use crate::scenario::spec::{
@@ -702,22 +702,31 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
         .iter()
         .find(|c| c.default)
         .map(|c| c.name.as_str());
-    let document = Document {
-        source: drill.source.path.display().to_string(),
-        index: 0,
-        line: u64::from(control.object.at.line),
-        column: u64::from(control.object.at.column),
-        value: control.object.value.clone(),
-    };
+    // The planted object is judged alone: a claim it mounts resolves to no
+    // standalone claim, so it gets the default class.
     let decision = guard.and_then(|g| {
+        let mut planted = Candidate::read(&control.object.value)?;
+        let classes = claim_classes(
+            planted.claim_templates,
+            &planted.spec,
+            |_| None,
+            default_class,
+        );
         let guards = [g.value.clone()];
-        crate::sim::load::load(&[document], &guards, default_class)
-            .ok()
-            .and_then(|loaded| loaded.admissions.into_iter().find(|a| a.0 == g.name.value))
+        admit(
+            &guards,
+            &planted.namespace,
+            &planted.labels,
+            &classes,
+            &mut planted.spec,
+        )
+        .into_iter()
+        .find(|d| d.guard == g.name.value)
+        .map(|d| (planted.key, d.refused, d.reason))
     });
     let bound = format!("guard `{}` refuses the planted object", control.guard.value);
     match decision {
-        Some((_, object, true, reason)) => Judged {
+        Some((object, true, reason)) => Judged {
             result: AssertionResult {
                 name: spec.name.clone(),
                 kind: "negativeControl".to_owned(),
@@ -739,7 +748,7 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
             },
             figures: BTreeMap::new(),
         },
-        Some((_, object, false, reason)) => no_teeth(
+        Some((object, false, reason)) => no_teeth(
             spec,
             format!(
                 "guard `{}` only audited {object} ({reason}): this check has no teeth",

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::docker::{DockerError, RUN_LABEL, RunId};
+use super::docker::{DockerError, RunId};
 use super::tool::{Tool, ToolError, Tools};
 use crate::exit::Exit;
+use crate::labels::RUN_LABEL;
 
 /// Overrides the registry folder (tests, CI jobs that keep state apart).
 pub const RUNS_DIR_ENV: &str = "DRILLBENCH_RUNS_DIR";

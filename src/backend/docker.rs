@@ -23,11 +23,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::exit::Exit;
-
-/// The label every object the bench creates carries; its value is the run
-/// id, so one run's leftovers can be found and removed without touching
-/// another's.
-pub const RUN_LABEL: &str = "drillbench.dev/run";
+use crate::labels::RUN_LABEL;
 
 /// How long one `docker` call may take before it is killed. Stopping a
 /// container waits up to its own stop timeout first, so this is generous.

@@ -3,12 +3,16 @@
 //! removed through [`super::docker`].
 //!
 //! kind names nodes after the cluster (`drillbench-r1-worker2`), so every
-//! node also carries its drill name ([`NODE_LABEL`]), its pool
-//! ([`POOL_LABEL`]) and the run ([`RUN_LABEL`]); the pool's own labels
-//! (`platform.devantler.tech/baseline-worker=true`, ...) are in the kind
+//! node also carries its drill name ([`labels::NODE_LABEL`]), its pool
+//! ([`labels::POOL_LABEL`]) and the run ([`labels::RUN_LABEL`]); the pool's
+//! own labels (`platform.devantler.tech/baseline-worker=true`, ...) are in the kind
 //! config, so they exist from the node's first moment. kind cannot add or
 //! recreate nodes, and an HA kind cluster does not survive restarts, so a
 //! control-plane fault on kind is a crash, never a recreate.
+//!
+//! [`labels::NODE_LABEL`]: crate::labels::NODE_LABEL
+//! [`labels::POOL_LABEL`]: crate::labels::POOL_LABEL
+//! [`labels::RUN_LABEL`]: crate::labels::RUN_LABEL
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -6,10 +6,11 @@
 
 use serde_json::{Value, json};
 
-use super::docker::{RUN_LABEL, RunId};
+use super::docker::RunId;
 use super::kube::FIELD_MANAGER;
 use super::kube::apply::{Applied, server_side_apply};
 use super::provision::DriverError;
+use crate::labels::RUN_LABEL;
 
 /// The provisioner's manifest.
 pub const MANIFEST: &str = include_str!("../../harness/storage/local-path-talos.yaml");

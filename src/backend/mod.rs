@@ -111,7 +111,7 @@ pub trait Backend {
 
     /// Adds a drill event (a step, a preflight verdict) to the timeline, in
     /// order with the backend's own events.
-    fn note(&mut self, event: crate::report::Event);
+    fn note(&mut self, event: crate::observe::Event);
     /// Marks the moment the drill's steps begin (after the cluster converged).
     fn mark_start(&mut self);
     /// Records that a fault is being injected.

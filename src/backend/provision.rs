@@ -26,20 +26,15 @@ use serde_json::json;
 
 use super::BackendError;
 use super::clean::RegistryError;
-use super::docker::{DockerError, RUN_LABEL, RunId};
+use super::docker::{DockerError, RunId};
 use super::tool::{Tool, ToolError};
 use crate::exit::Exit;
+use crate::labels::{
+    CONTROL_PLANE_LABEL, NODE_LABEL, POOL_LABEL, RUN_LABEL, STANDBY_KEY, WORKER_ROLE_LABEL,
+};
 use crate::scenario::spec::TaintEffect;
-use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, Topology};
+use crate::topology::{CONTROL_PLANE_POOL, Topology};
 
-/// The label naming a node by its drill name (`prod-worker-1`), since kind
-/// and Talos name their nodes after the cluster (`drillbench-r1-worker2`).
-pub const NODE_LABEL: &str = "drillbench.dev/node";
-/// The label naming a node's pool (`control-plane` for control planes).
-pub const POOL_LABEL: &str = "drillbench.dev/pool";
-pub use crate::topology::STANDBY_KEY;
-/// The worker role label, so `kubectl get nodes` shows the role.
-pub const WORKER_ROLE_LABEL: &str = "node-role.kubernetes.io/worker";
 /// The provisioner of kind's storage (and of the class the drivers create):
 /// volumes on one node's disk, which strand when that node goes, like an
 /// `hcloud` volume.

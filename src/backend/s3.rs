@@ -15,7 +15,7 @@ use testcontainers::core::WaitFor;
 use testcontainers::runners::SyncRunner;
 use testcontainers::{Container, GenericImage, ImageExt};
 
-use super::docker::RUN_LABEL;
+use crate::labels::{ROLE_LABEL, RUN_LABEL};
 
 /// The MinIO image started unless `DRILLBENCH_S3_IMAGE` names another.
 pub const MINIO_IMAGE: &str = "minio/minio:RELEASE.2025-04-22T22-12-26Z";
@@ -187,7 +187,7 @@ impl Minio {
         };
         let labels = BTreeMap::from([
             (RUN_LABEL.to_owned(), options.run_id.clone()),
-            ("drillbench.dev/role".to_owned(), "s3".to_owned()),
+            (ROLE_LABEL.to_owned(), "s3".to_owned()),
         ]);
         let request = image
             .with_cmd(options.command.clone())

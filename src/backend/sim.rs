@@ -100,7 +100,7 @@ impl Backend for SimBackend {
         self.sim.other_control_plane()
     }
 
-    fn note(&mut self, event: crate::report::Event) {
+    fn note(&mut self, event: crate::observe::Event) {
         self.sim.obs.events.push(event);
     }
 

@@ -26,9 +26,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::clean::{DOCKER_HINT, RecordedBackend, Registry, RunRecord, TALOSCTL_HINT};
-use super::docker::{
-    Container, ContainerSpec, ContainerState, Docker, ForeignAllowance, RUN_LABEL, RunId,
-};
+use super::docker::{Container, ContainerSpec, ContainerState, Docker, ForeignAllowance, RunId};
 use super::local_path;
 use super::machines::Machines;
 use super::provision::{
@@ -37,6 +35,7 @@ use super::provision::{
 use super::tool::{Tool, ToolError, Tools, parse_version};
 use super::{BackendError, Capabilities};
 use crate::drill::Drill;
+use crate::labels::{NODE_LABEL, RUN_LABEL};
 use crate::preflight::etcd::parse_members;
 
 /// The talosctl release the nightly drill installs; any v1.11 patch
@@ -121,7 +120,7 @@ pub fn labels_patch(comment: &str, labels: &BTreeMap<String, String>) -> String 
 /// The labels every node of the pool boots with, less the node's own name.
 fn pool_labels(node: &PlannedNode) -> BTreeMap<String, String> {
     let mut labels = node.boot_labels.clone();
-    labels.remove(provision::NODE_LABEL);
+    labels.remove(NODE_LABEL);
     labels
 }
 
@@ -364,10 +363,7 @@ impl TalosMachines {
                 .dir
                 .join(format!("patches/node-{}.yaml", node.plan.drill_name));
             let mut own = BTreeMap::new();
-            own.insert(
-                provision::NODE_LABEL.to_owned(),
-                node.plan.drill_name.clone(),
-            );
+            own.insert(NODE_LABEL.to_owned(), node.plan.drill_name.clone());
             provision::write_file(
                 &node_patch,
                 &labels_patch(&format!("node {}", node.plan.drill_name), &own),

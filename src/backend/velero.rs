@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::s3::S3Target;
 use super::tool::{Tool, ToolError, parse_version};
+use crate::labels::{BENCH_SCHEDULE_LABEL, RUN_LABEL};
 
 /// What to install when `velero` is missing.
 pub const VELERO_HINT: &str = "install the velero CLI v1.16 (https://github.com/vmware-tanzu/velero/releases) and put it on PATH";
@@ -21,9 +22,6 @@ pub const VELERO_MINOR: (u32, u32) = (1, 16);
 pub const AWS_PLUGIN: &str = "velero/velero-plugin-for-aws:v1.12.1";
 /// How long an install, a backup or a restore may take.
 pub const VELERO_TIMEOUT: Duration = Duration::from_secs(600);
-/// The label on the bench's backups naming the drill's schedule (Velero's
-/// own `velero.io/schedule-name` is for backups its schedules made).
-pub const SCHEDULE_LABEL: &str = "drillbench.dev/schedule";
 
 /// Why a Velero step failed.
 #[derive(Debug, thiserror::Error)]
@@ -133,7 +131,7 @@ impl Velero {
             ),
             // `install` has no `--labels`; the Velero pods carry the run.
             "--pod-labels".to_owned(),
-            format!("{}={run_id}", super::docker::RUN_LABEL),
+            format!("{RUN_LABEL}={run_id}"),
             "--wait".to_owned(),
         ]
     }
@@ -161,10 +159,7 @@ impl Velero {
             "--include-namespaces".to_owned(),
             namespace.to_owned(),
             "--labels".to_owned(),
-            format!(
-                "{}={run_id},{SCHEDULE_LABEL}={schedule}",
-                super::docker::RUN_LABEL
-            ),
+            format!("{RUN_LABEL}={run_id},{BENCH_SCHEDULE_LABEL}={schedule}"),
             "--wait".to_owned(),
         ]
     }

@@ -3,10 +3,12 @@
 //! directly, a real cluster through watchers and probes), so the assertions
 //! never know which backend ran.
 
+mod event;
+
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::report::Event;
+pub use event::{Event, EventKind, ObjectRef};
 
 /// Milliseconds since the drill started.
 pub type Time = u64;
@@ -228,7 +230,7 @@ pub struct Observation {
     /// automated part of the recovery, when one ran.
     pub automated_recovery: Option<Time>,
     /// Objects of kinds the backend does not model.
-    pub not_simulated: Vec<crate::report::ObjectRef>,
+    pub not_simulated: Vec<ObjectRef>,
     /// When the drill's steps began: the cluster had converged. Availability
     /// and recovery are judged from here.
     pub start: Time,

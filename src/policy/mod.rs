@@ -12,6 +12,7 @@
 //! Nothing here knows which world it runs in: no simulator types, no API
 //! client, no clock.
 
+pub mod admission;
 pub(crate) mod drain;
 pub(crate) mod expander;
 #[cfg(test)]

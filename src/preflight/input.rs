@@ -10,7 +10,8 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use super::{BackupFacts, CONTROL_PLANE_LABEL, InputError, NodeFacts, Readiness, SCHEDULE_LABEL};
+use super::{BackupFacts, InputError, NodeFacts, Readiness};
+use crate::labels::{CONTROL_PLANE_LABEL, VELERO_SCHEDULE_LABEL};
 use crate::manifest::json_type;
 
 /// Reads `kubectl get nodes -o json` from `path`.
@@ -243,14 +244,14 @@ pub fn backup_from_item(origin: &str, item: &Value) -> Result<BackupFacts, Input
         Some(Value::String(text)) => timestamp(origin, "metadata.creationTimestamp", text)?,
         _ => return Err(shape(origin, "expected `metadata.creationTimestamp`")),
     };
-    let schedule = match labels(origin, metadata)?.and_then(|l| l.get(SCHEDULE_LABEL)) {
+    let schedule = match labels(origin, metadata)?.and_then(|l| l.get(VELERO_SCHEDULE_LABEL)) {
         None | Some(Value::Null) => None,
         Some(Value::String(schedule)) => Some(schedule.clone()),
         Some(other) => {
             return Err(shape(
                 origin,
                 format!(
-                    "expected label {SCHEDULE_LABEL} to be a string, found {}",
+                    "expected label {VELERO_SCHEDULE_LABEL} to be a string, found {}",
                     json_type(other)
                 ),
             ));

@@ -24,10 +24,6 @@ use jiff::{SignedDuration, Timestamp};
 
 use crate::exit::Exit;
 
-/// The label every control-plane node carries.
-pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
-/// The label Velero puts on every backup a schedule creates.
-pub const SCHEDULE_LABEL: &str = "velero.io/schedule-name";
 /// The schedule whose newest backup gates a drill unless `--schedule` says otherwise.
 pub const DEFAULT_SCHEDULE: &str = "velero-daily-full";
 /// The age limit of that backup unless `--max-backup-age-hours` says otherwise.
@@ -62,7 +58,7 @@ impl Readiness {
 pub struct NodeFacts {
     /// `metadata.name`.
     pub name: String,
-    /// Whether it carries [`CONTROL_PLANE_LABEL`] (any value).
+    /// Whether it carries [`CONTROL_PLANE_LABEL`](crate::labels::CONTROL_PLANE_LABEL) (any value).
     pub control_plane: bool,
     /// Its `Ready` condition.
     pub ready: Readiness,
@@ -73,7 +69,7 @@ pub struct NodeFacts {
 pub struct BackupFacts {
     /// `metadata.name`.
     pub name: String,
-    /// The [`SCHEDULE_LABEL`] value, if labelled.
+    /// The [`VELERO_SCHEDULE_LABEL`](crate::labels::VELERO_SCHEDULE_LABEL) value, if labelled.
     pub schedule: Option<String>,
     /// `metadata.creationTimestamp`.
     pub created: Timestamp,

@@ -15,7 +15,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use super::{DrillReport, EventKind, Outcome, Verdict, format_ms};
+use super::{DrillReport, Outcome, Verdict, format_ms};
+use crate::observe::EventKind;
 use crate::topology::CONTROL_PLANE_POOL;
 
 /// Most pods drawn as individual bars on one node lane; a node that ran

@@ -20,7 +20,8 @@ use super::select::{self, FieldTerm};
 use super::{patch, table};
 use crate::drill::Drill;
 use crate::duration::Duration;
-use crate::report::EventKind;
+use crate::labels::{RUN_LABEL, VELERO_SCHEDULE_LABEL};
+use crate::observe::EventKind;
 use crate::scenario::spec::GuardSpec;
 use crate::sim::Simulation;
 use crate::sim::api_ops::{ApiOpError, Propagation};
@@ -236,10 +237,6 @@ pub fn provision(
         None => Simulation::new(drill, seed),
     }
 }
-
-/// The label the bench puts on what it creates; a served simulator carries
-/// it on `kube-system`, so the cluster counts as one the bench created.
-pub const RUN_LABEL: &str = "drillbench.dev/run";
 
 const WATCH_TYPES: [&str; 3] = ["ADDED", "MODIFIED", "DELETED"];
 
@@ -872,7 +869,7 @@ impl Facade {
                 json!({
                     "apiVersion": "velero.io/v1", "kind": "Backup",
                     "metadata": {"name": b.name, "namespace": "velero",
-                                 "labels": {"velero.io/schedule-name": b.schedule},
+                                 "labels": {VELERO_SCHEDULE_LABEL: b.schedule},
                                  "creationTimestamp": stamp(b.started)},
                     "status": {"phase": format!("{:?}", b.phase),
                                "startTimestamp": stamp(b.started),
@@ -1582,11 +1579,19 @@ impl Facade {
         }
         for guard in &self.guards {
             if guard.mutate
-                && crate::sim::load::guard_matches(&guard.matches, namespace, &labels, &classes)
+                && crate::policy::admission::guard_matches(
+                    &guard.matches,
+                    namespace,
+                    &labels,
+                    &classes,
+                )
             {
-                crate::sim::load::inject_requirement(&mut spec, &guard.require.node_affinity);
+                crate::policy::admission::inject_requirement(
+                    &mut spec,
+                    &guard.require.node_affinity,
+                );
                 if guard.unlabelled_term {
-                    crate::sim::load::add_unlabelled_term(&mut spec);
+                    crate::policy::admission::add_unlabelled_term(&mut spec);
                 }
             }
         }

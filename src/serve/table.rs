@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use crate::labels::NODE_ROLE_PREFIX;
 use crate::sim::EPOCH_SECONDS;
 
 /// Whether the `Accept` header asks for a table.
@@ -177,7 +178,7 @@ fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
                 .and_then(Value::as_object)
                 .map(|l| {
                     l.keys()
-                        .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                        .filter_map(|k| k.strip_prefix(NODE_ROLE_PREFIX))
                         .map(str::to_owned)
                         .collect()
                 })

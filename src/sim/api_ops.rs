@@ -15,7 +15,7 @@ use super::{Action, Simulation, load, node_ref};
 use crate::duration::Duration;
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::manifest::Document;
-use crate::report::EventKind;
+use crate::observe::EventKind;
 use crate::scenario::spec::{BackupPhase, GuardSpec};
 
 /// Why the façade's change was refused; the façade turns these into

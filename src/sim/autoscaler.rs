@@ -20,13 +20,13 @@ use super::operations::utilisation;
 use super::world::{self, NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadKind};
 use super::{Action, Simulation, node_ref};
 use crate::k8s::taints::TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED;
+use crate::observe::EventKind;
 use crate::policy::drain::{self, Evicted, Next};
 use crate::policy::expander::expand;
 use crate::policy::view::{
     AutoscalerView, Budget, ClusterView, NodeFacts, Placement, PodFacts, Resources, Room, Template,
 };
 use crate::policy::{scale_down, scale_up};
-use crate::report::EventKind;
 
 /// The simulation as the autoscaler's rules read it.
 struct SimView<'a> {

@@ -14,8 +14,8 @@ use super::clock::{Time, after};
 use super::world::{NodeId, NodePhase, PodPhase, WorkloadKind};
 use super::{Action, Simulation, node_ref};
 use crate::duration::Duration;
+use crate::observe::EventKind;
 use crate::policy::drain::{self, Next};
-use crate::report::EventKind;
 use crate::scenario::spec::{BackupPhase, DurationDistribution, RecoverySpec};
 use crate::topology::CONTROL_PLANE_POOL;
 
@@ -516,7 +516,7 @@ impl Simulation {
                 } else {
                     EventKind::FaultInjected
                 },
-                crate::report::ObjectRef {
+                crate::observe::ObjectRef {
                     kind: "RecoveryStep".to_owned(),
                     namespace: String::new(),
                     name: name.clone(),

@@ -7,10 +7,7 @@ use std::rc::Rc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{
-    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolumeClaim, Pod, PodSpec,
-    PodTemplateSpec,
-};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::core::Selector;
@@ -22,9 +19,11 @@ use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use crate::k8s::quantity::pod_requests;
 use crate::k8s::rollout::Strategy;
 use crate::k8s::taints::add_default_tolerations;
+use crate::labels::WRITER_ANNOTATION;
 use crate::manifest::Document;
-use crate::report::ObjectRef;
-use crate::scenario::spec::{GuardAction, GuardSpec, NodeOperator, NodeRequirement, PodMatch};
+use crate::observe::ObjectRef;
+use crate::policy::admission::{admit, claim_classes};
+use crate::scenario::spec::GuardSpec;
 
 /// Why the simulator could not take a manifest.
 #[derive(Debug, thiserror::Error)]
@@ -372,11 +371,6 @@ pub fn load(
     Ok(loaded)
 }
 
-/// The pod-template annotation that makes a workload a writer: it
-/// acknowledges one write per this interval while one of its pods is Ready,
-/// so a restore measures the acknowledged writes it lost.
-pub const WRITER_ANNOTATION: &str = "drillbench.dev/writes-every";
-
 /// How long a Job's pod runs before it succeeds, when nothing says.
 pub const JOB_RUN_MS: u64 = 60_000;
 /// How long a pod takes from binding to Ready when it has no readiness probe.
@@ -409,29 +403,21 @@ fn workload(
     // The classes of the claims the pod mounts: claim templates by the
     // template's class, `persistentVolumeClaim` volumes by the standalone claim.
     let mut claim_volumes = Vec::new();
-    let mut classes: Vec<Option<String>> = claim_templates.iter().map(|(_, c)| c.clone()).collect();
     let mut local_storage = false;
     for volume in spec.volumes.iter().flatten() {
         if let Some(pvc) = &volume.persistent_volume_claim {
             claim_volumes.push(pvc.claim_name.clone());
-            classes.push((ctx.class_of)(&namespace, &pvc.claim_name).flatten());
-        }
-        if let Some(ephemeral) = &volume.ephemeral
-            && let Some(t) = &ephemeral.volume_claim_template
-        {
-            classes.push(t.spec.storage_class_name.clone());
         }
         if volume.empty_dir.is_some() || volume.host_path.is_some() {
             local_storage = true;
         }
     }
-
-    // A claim without a class gets the default one.
-    for class in &mut classes {
-        if class.is_none() {
-            *class = ctx.default_class.map(str::to_owned);
-        }
-    }
+    let classes = claim_classes(
+        claim_templates.iter().map(|(_, c)| c.clone()).collect(),
+        &spec,
+        |claim| (ctx.class_of)(&namespace, claim).flatten(),
+        ctx.default_class,
+    );
     let mut refused_by = None;
     for decision in admit(ctx.guards, &namespace, &labels, &classes, &mut spec) {
         if decision.refused && refused_by.is_none() {
@@ -502,186 +488,6 @@ fn workload(
             shared_labels: Default::default(),
         }),
     })
-}
-
-/// One guard's verdict on a pod template it matched and found wanting.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuardDecision {
-    /// The guard.
-    pub guard: String,
-    /// Whether it refused the template (`Enforce`) or only recorded it.
-    pub refused: bool,
-    /// Why the template breaks the rule.
-    pub reason: String,
-}
-
-/// Runs the drill's guards over a pod template as the platform's
-/// admission policies do: a mutating guard first adds its requirement,
-/// then each matching guard checks it. `classes` are the storage classes
-/// of the claims the pod mounts (the default class already filled in).
-/// Returns the violations; `spec` is left as admitted.
-pub fn admit(
-    guards: &[GuardSpec],
-    namespace: &str,
-    labels: &BTreeMap<String, String>,
-    classes: &[Option<String>],
-    spec: &mut PodSpec,
-) -> Vec<GuardDecision> {
-    let mut decisions = Vec::new();
-    for guard in guards {
-        if !guard_matches(&guard.matches, namespace, labels, classes) {
-            continue;
-        }
-        if guard.mutate {
-            inject_requirement(spec, &guard.require.node_affinity);
-        }
-        if guard.unlabelled_term {
-            // The weakened guard is this shape: it no longer checks.
-            add_unlabelled_term(spec);
-            continue;
-        }
-        if let Some(reason) = violation(spec, &guard.require.node_affinity) {
-            decisions.push(GuardDecision {
-                guard: guard.name.value.clone(),
-                refused: guard.action == GuardAction::Enforce,
-                reason,
-            });
-        }
-    }
-    decisions
-}
-
-/// Whether a guard's pod selection matches a template.
-pub fn guard_matches(
-    matches: &PodMatch,
-    namespace: &str,
-    labels: &BTreeMap<String, String>,
-    classes: &[Option<String>],
-) -> bool {
-    if let Some(class) = &matches.mounts_claim_of_class
-        && !classes.iter().any(|c| c.as_deref() == Some(class.as_str()))
-    {
-        return false;
-    }
-    if let Some(class) = &matches.mounts_no_claim_of_class
-        && classes.iter().any(|c| c.as_deref() == Some(class.as_str()))
-    {
-        return false;
-    }
-    if let Some(namespaces) = &matches.namespaces
-        && !namespaces.iter().any(|n| n == namespace)
-    {
-        return false;
-    }
-    if let Some(wanted) = &matches.labels
-        && !wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
-    {
-        return false;
-    }
-    true
-}
-
-/// Adds the requirement to every required node-selector term, creating a
-/// term when the pod has none, as the platform's mutating policy does.
-/// Terms are ORed, so adding it to only one would fail open.
-pub fn inject_requirement(spec: &mut PodSpec, requirement: &NodeRequirement) {
-    let wanted = requirement.to_kubernetes();
-    let affinity = spec.affinity.get_or_insert_with(Default::default);
-    let node_affinity = affinity.node_affinity.get_or_insert_with(Default::default);
-    let required = node_affinity
-        .required_during_scheduling_ignored_during_execution
-        .get_or_insert_with(|| NodeSelector {
-            node_selector_terms: Vec::new(),
-        });
-    if required.node_selector_terms.is_empty() {
-        required
-            .node_selector_terms
-            .push(NodeSelectorTerm::default());
-    }
-    for term in &mut required.node_selector_terms {
-        let expressions = term.match_expressions.get_or_insert_with(Vec::new);
-        if !expressions.contains(&wanted) {
-            expressions.push(wanted.clone());
-        }
-    }
-}
-
-/// Adds a required node-selector term that any Linux node satisfies: the
-/// "extra unlabelled OR term" that silently defeats a guard.
-pub fn add_unlabelled_term(spec: &mut PodSpec) {
-    let affinity = spec.affinity.get_or_insert_with(Default::default);
-    let node_affinity = affinity.node_affinity.get_or_insert_with(Default::default);
-    let required = node_affinity
-        .required_during_scheduling_ignored_during_execution
-        .get_or_insert_with(|| NodeSelector {
-            node_selector_terms: Vec::new(),
-        });
-    required.node_selector_terms.push(NodeSelectorTerm {
-        match_expressions: Some(vec![NodeSelectorRequirement {
-            key: "kubernetes.io/os".to_owned(),
-            operator: "In".to_owned(),
-            values: Some(vec!["linux".to_owned()]),
-        }]),
-        match_fields: None,
-    });
-}
-
-/// Why a pod spec breaks a guard's requirement, if it does: every required
-/// node-selector term must contain the requirement exactly (a `nodeSelector`
-/// pair `key: value` also satisfies an `In [value]` requirement).
-pub fn violation(spec: &PodSpec, requirement: &NodeRequirement) -> Option<String> {
-    let wanted = requirement.to_kubernetes();
-    if requirement.operator == NodeOperator::In
-        && let Some(values) = &requirement.values
-        && values.len() == 1
-        && spec
-            .node_selector
-            .as_ref()
-            .and_then(|s| s.get(&requirement.key))
-            == Some(&values[0])
-    {
-        return None;
-    }
-    let terms = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|s| s.node_selector_terms.as_slice())
-        .unwrap_or_default();
-    let shown = format!(
-        "{} {:?} {}",
-        wanted.key,
-        requirement.operator,
-        wanted
-            .values
-            .as_deref()
-            .map(|v| format!("[{}]", v.join(",")))
-            .unwrap_or_default()
-    );
-    if terms.is_empty() {
-        return Some(format!(
-            "the pod has no required node affinity; it must require `{}`",
-            shown.trim()
-        ));
-    }
-    for (i, term) in terms.iter().enumerate() {
-        let has = term
-            .match_expressions
-            .iter()
-            .flatten()
-            .any(|e| *e == wanted);
-        if !has {
-            return Some(format!(
-                "node-selector term {i} does not require `{}`; terms are ORed, so it admits nodes without it",
-                shown.trim()
-            ));
-        }
-    }
-    None
 }
 
 fn mentions_per_node_field(spec: &PodSpec) -> bool {
@@ -780,4 +586,65 @@ fn readiness_delay(spec: &PodSpec) -> u64 {
         .max()
         .unwrap_or(0);
     CONTAINER_START_MS + (probe.max(0) as u64) * 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drill::Drill;
+    use crate::policy::admission::Candidate;
+
+    /// A run judges an admission negative control by reading the planted
+    /// object with the policy, not this loader; on every object of every
+    /// built-in drill, loaded alone, the two must reach the same verdicts.
+    #[test]
+    fn the_policy_reads_each_object_as_the_loader_admits_it() {
+        let mut judged = 0;
+        for entry in crate::scenario::catalog::list().expect("the built-in drills") {
+            let drill = Drill::load(&entry.path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+            let guards: Vec<GuardSpec> =
+                drill.spec.guards.iter().map(|g| g.value.clone()).collect();
+            let default_class = drill
+                .topology
+                .storage_classes
+                .iter()
+                .find(|c| c.default)
+                .map(|c| c.name.as_str());
+            let planted = drill.spec.assertions.iter().filter_map(|a| {
+                let control = a.negative_control.as_ref()?.admission.as_ref()?;
+                Some(control.object.value.clone())
+            });
+            let objects: Vec<serde_json::Value> = drill
+                .workloads
+                .iter()
+                .map(|d| d.value.clone())
+                .chain(planted)
+                .collect();
+            for object in objects {
+                let doc = Document {
+                    source: entry.name.clone(),
+                    index: 0,
+                    line: 1,
+                    column: 1,
+                    value: object.clone(),
+                };
+                let loaded = load(&[doc], &guards, default_class)
+                    .unwrap_or_else(|e| panic!("{}: {e}", entry.name))
+                    .admissions;
+                let read: Vec<(String, String, bool, String)> = Candidate::read(&object)
+                    .map(|mut c| {
+                        let classes =
+                            claim_classes(c.claim_templates, &c.spec, |_| None, default_class);
+                        admit(&guards, &c.namespace, &c.labels, &classes, &mut c.spec)
+                            .into_iter()
+                            .map(|d| (d.guard, c.key.clone(), d.refused, d.reason))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                assert_eq!(loaded, read, "{}: {object}", entry.name);
+                judged += usize::from(!read.is_empty());
+            }
+        }
+        assert!(judged > 0, "some object breaks a guard");
+    }
 }

@@ -32,11 +32,12 @@ use crate::drill::Drill;
 use crate::duration::Duration;
 use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
+use crate::labels::{CONTROL_PLANE_LABEL, STANDBY_KEY};
 use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
-use crate::report::{Event, EventKind, ObjectRef};
+use crate::observe::{Event, EventKind, ObjectRef};
 use crate::rng::SeededRng;
 use crate::scenario::spec::{AttachModel, BackupPhase, BindingMode, Release, TaintEffect};
-use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
+use crate::topology::{CONTROL_PLANE_POOL, Topology};
 
 /// Upstream defaults of the behaviour the simulator models.
 #[derive(Debug, Clone)]

@@ -13,10 +13,10 @@ use super::{Action, SimError, Simulation, etcd_member_ref, node_ref};
 use crate::duration::Duration;
 use crate::k8s::disruption::{EvictionAllowed, SelectedPod, check_eviction, pdb_counts};
 use crate::observe::BudgetBreach;
+use crate::observe::EventKind;
 use crate::policy::drain::{self, Next};
 use crate::policy::scale_down;
 use crate::policy::view::Resources;
-use crate::report::EventKind;
 use crate::topology::CONTROL_PLANE_POOL;
 
 impl Simulation {
@@ -73,7 +73,7 @@ impl Simulation {
         self.obs.faults.push((self.now, description.to_owned()));
         let object = match node {
             Some(n) => node_ref(&self.nodes[n].name),
-            None => crate::report::ObjectRef {
+            None => crate::observe::ObjectRef {
                 kind: "Drill".to_owned(),
                 namespace: String::new(),
                 name: "fault".to_owned(),
@@ -392,7 +392,7 @@ impl Simulation {
         let kind = key.split('/').nth(1).unwrap_or_default().to_owned();
         self.record(
             EventKind::WorkloadScaled,
-            crate::report::ObjectRef {
+            crate::observe::ObjectRef {
                 kind,
                 namespace: ns,
                 name,
@@ -450,7 +450,7 @@ impl Simulation {
         );
         self.record(
             EventKind::WorkloadRolledOut,
-            crate::report::ObjectRef {
+            crate::observe::ObjectRef {
                 kind: "Deployment".to_owned(),
                 namespace: ns,
                 name,

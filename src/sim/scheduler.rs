@@ -30,7 +30,7 @@
 use super::Simulation;
 use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
 use crate::k8s::taints::{cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker};
-use crate::report::EventKind;
+use crate::observe::EventKind;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE: usize = 100;

@@ -32,7 +32,8 @@ use sha2::{Digest, Sha256};
 use super::clock::Time;
 use super::world::{ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadId, WorkloadKind};
 use super::{EPOCH_SECONDS, Simulation};
-use crate::report::EventKind;
+use crate::labels::ATTACH_ANNOTATION;
+use crate::observe::EventKind;
 use crate::scenario::spec::{AttachModel, BindingMode};
 
 /// The CSI driver (a StorageClass's provisioner, a PersistentVolume's
@@ -504,7 +505,7 @@ impl Simulation {
                     );
                 }
                 annotations.insert(
-                    "drillbench.dev/attach".to_owned(),
+                    ATTACH_ANNOTATION.to_owned(),
                     match class.attach {
                         AttachModel::SingleNode => "SingleNode",
                         AttachModel::Replicated => "Replicated",

@@ -15,16 +15,13 @@ use super::{
     Autoscaler, Capacity, ControlPlanes, DEFAULT_FAILOVER_DELAY, Endpoint, Imported, Pool,
     PoolSize, server_types,
 };
+use crate::labels::{AUTOSCALED_LABEL, BASELINE_LABEL};
 use crate::scenario::parse::{
     MAX_DRILL_BYTES, read_source, yaml_message, yaml_options, yaml_position,
 };
 use crate::scenario::spec::Expander;
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
 
-/// The label production puts on its static workers (by name-based policy).
-pub const BASELINE_LABEL: &str = "platform.devantler.tech/baseline-worker";
-/// The label KSail stamps on autoscaler nodes (when it does).
-pub const AUTOSCALED_LABEL: &str = "ksail.io/autoscaled";
 /// The name of the imported pool of static workers.
 pub const BASELINE_POOL: &str = "baseline";
 /// The label that makes Longhorn create a default disk on a node.

@@ -22,8 +22,6 @@ use crate::scenario::spec::{
 };
 use crate::scenario::{Diagnostics, Located, Position, SourceFile};
 
-/// The label every control-plane node carries.
-pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 /// The pool name under which control planes are addressed (`randomNodeOf: control-plane`).
 pub const CONTROL_PLANE_POOL: &str = "control-plane";
 
@@ -68,10 +66,6 @@ impl ControlPlanes {
             .collect()
     }
 }
-
-/// The label and taint key of an autoscaler standby node: booted but not
-/// yet "scaled up"; the emulated autoscaler scales up by removing the taint.
-pub const STANDBY_KEY: &str = "drillbench.dev/standby";
 
 /// A worker pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,10 +18,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use drillbench::backend::docker::{
-    ContainerState, Docker, DockerError, ForeignAllowance, RUN_LABEL, RunId,
-};
+use drillbench::backend::docker::{ContainerState, Docker, DockerError, ForeignAllowance, RunId};
 use drillbench::exit::Exit;
+use drillbench::labels::RUN_LABEL;
 
 const IMAGE: &str = "drillbench-test/sleeper:local";
 

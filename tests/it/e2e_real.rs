@@ -15,11 +15,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use drillbench::backend::clean::Registry;
 use drillbench::backend::docker::RunId;
 use drillbench::backend::machines::Machines;
-use drillbench::backend::provision::{
-    NODE_LABEL, ProvisionedNode, STANDBY_KEY, block_on, client_for,
-};
+use drillbench::backend::provision::{ProvisionedNode, block_on, client_for};
 use drillbench::backend::{kind, talos};
 use drillbench::drill::Drill;
+use drillbench::labels::{NODE_LABEL, STANDBY_KEY};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams};

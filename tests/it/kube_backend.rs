@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 use drillbench::app::{self, Backend, Io, RunOptions};
 use drillbench::drill::Drill;
 use drillbench::exit::Exit;
-use drillbench::report::{DrillReport, EventKind, Verdict};
+use drillbench::observe::EventKind;
+use drillbench::report::{DrillReport, Verdict};
 use drillbench::serve::{Clock, ServeOptions, Server};
 
 const SEED: u64 = 1;
@@ -170,7 +171,7 @@ fn cp_recreate_reaches_the_simulators_verdicts() {
     assert!(
         kube.timeline
             .iter()
-            .any(|e| e.kind == drillbench::report::EventKind::EtcdMemberPromoted),
+            .any(|e| e.kind == drillbench::observe::EventKind::EtcdMemberPromoted),
         "the promotion was seen through the machines' etcd"
     );
 }
@@ -306,7 +307,7 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
                 "kube-system",
                 &kube::api::PatchParams::default(),
                 &kube::api::Patch::Merge(serde_json::json!({
-                    "metadata": {"labels": {drillbench::serve::state::RUN_LABEL: null}}
+                    "metadata": {"labels": {drillbench::labels::RUN_LABEL: null}}
                 })),
             )
             .await

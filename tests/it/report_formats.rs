@@ -9,9 +9,10 @@ use std::path::Path;
 
 use common::{bench, root};
 use drillbench::drill::Drill;
+use drillbench::observe::{Event, EventKind, ObjectRef};
 use drillbench::report::{
-    AssertionResult, DrillIdentity, DrillReport, Event, EventKind, Evidence, Figure, ObjectRef,
-    Outcome, REPORT_FORMAT, Verdict, WorkloadAvailability, junit, markdown,
+    AssertionResult, DrillIdentity, DrillReport, Evidence, Figure, Outcome, REPORT_FORMAT, Verdict,
+    WorkloadAvailability, junit, markdown,
 };
 
 fn object(kind: &str, namespace: &str, name: &str) -> ObjectRef {

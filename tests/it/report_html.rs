@@ -7,9 +7,8 @@ use crate::report_support;
 
 use std::collections::BTreeMap;
 
-use drillbench::report::{
-    AssertionResult, DrillReport, EventKind, Evidence, Figure, Outcome, Verdict, html,
-};
+use drillbench::observe::EventKind;
+use drillbench::report::{AssertionResult, DrillReport, Evidence, Figure, Outcome, Verdict, html};
 use report_support::{event, external_references, fixture, look, outline, parse};
 
 /// The failing fixture with a timeline that tells the whole story: a pool

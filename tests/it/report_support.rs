@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use drillbench::report::{DrillReport, Event, EventKind, ObjectRef};
+use drillbench::observe::{Event, EventKind, ObjectRef};
+use drillbench::report::DrillReport;
 
 /// The repository root.
 pub fn root() -> PathBuf {

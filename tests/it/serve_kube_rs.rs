@@ -8,7 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use drillbench::drill::Drill;
-use drillbench::report::EventKind;
+use drillbench::observe::EventKind;
 use drillbench::serve::{Clock, ServeOptions, Server};
 use drillbench::sim::Simulation;
 use futures::StreamExt;

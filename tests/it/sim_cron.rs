@@ -6,7 +6,7 @@
 //! minute later.
 
 use drillbench::drill::Drill;
-use drillbench::report::EventKind;
+use drillbench::observe::EventKind;
 use drillbench::scenario::SourceFile;
 use drillbench::sim::Simulation;
 use drillbench::sim::world::PodPhase;

@@ -10,7 +10,8 @@ use crate::common;
 use common::root;
 use drillbench::backend::sim::provision;
 use drillbench::drill::Drill;
-use drillbench::report::{DrillReport, EventKind, Verdict};
+use drillbench::observe::EventKind;
+use drillbench::report::{DrillReport, Verdict};
 use drillbench::run::run_drill;
 
 /// The incident drill, with its manifests optionally edited, in a temp dir.

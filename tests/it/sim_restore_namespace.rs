@@ -4,7 +4,8 @@
 //! `rpo:` assertion judges what the namespace's writers lost.
 
 use drillbench::drill::Drill;
-use drillbench::report::{DrillReport, EventKind, Outcome};
+use drillbench::observe::EventKind;
+use drillbench::report::{DrillReport, Outcome};
 use drillbench::scenario::SourceFile;
 
 const MIN: u64 = 60_000;

@@ -6,7 +6,7 @@
 
 use drillbench::drill::Drill;
 use drillbench::duration::Duration;
-use drillbench::report::EventKind;
+use drillbench::observe::EventKind;
 use drillbench::scenario::SourceFile;
 use drillbench::sim::Simulation;
 use drillbench::sim::world::{NodePhase, PodPhase};

@@ -6,7 +6,7 @@
 //! domain (its PV node affinity) whether or not a node there fits them.
 
 use drillbench::drill::Drill;
-use drillbench::report::EventKind;
+use drillbench::observe::EventKind;
 use drillbench::scenario::SourceFile;
 use drillbench::sim::Simulation;
 use drillbench::sim::world::{Claim, PodPhase};

@@ -5,7 +5,8 @@
 //! before the loss loses less than the backup timeline alone suggests.
 
 use drillbench::drill::Drill;
-use drillbench::report::{DrillReport, EventKind, Outcome};
+use drillbench::observe::EventKind;
+use drillbench::report::{DrillReport, Outcome};
 use drillbench::scenario::SourceFile;
 
 const MIN: u64 = 60_000;

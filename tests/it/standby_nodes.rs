@@ -6,8 +6,9 @@ use crate::fake_support;
 
 use drillbench::backend::docker::RunId;
 use drillbench::backend::provision::{
-    ProvisionedNode, STANDBY_KEY, apply_api_labels, block_on, plan_nodes, release_standby,
+    ProvisionedNode, apply_api_labels, block_on, plan_nodes, release_standby,
 };
+use drillbench::labels::STANDBY_KEY;
 use fake_support::{Served, serve, serve_drill};
 
 #[test]
@@ -67,7 +68,7 @@ fn a_standby_node_is_tainted_then_released() {
 #[test]
 fn a_simulator_with_standby_nodes_boots_them_tainted_and_scales_nothing_itself() {
     use drillbench::backend::provision::plan_nodes;
-    use drillbench::report::EventKind;
+    use drillbench::observe::EventKind;
     use drillbench::sim::Simulation;
 
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

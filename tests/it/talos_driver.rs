@@ -9,9 +9,10 @@ use crate::fake_support;
 use std::path::Path;
 use std::time::Duration;
 
-use drillbench::backend::docker::{Docker, RUN_LABEL, RunId};
+use drillbench::backend::docker::{Docker, RunId};
 use drillbench::backend::machines::Machines;
 use drillbench::backend::talos::{TalosOptions, provision};
+use drillbench::labels::RUN_LABEL;
 use fake_support::{Served, calls, registry, serve, serve_drill, tools};
 
 const MEMBERS: &str = "\

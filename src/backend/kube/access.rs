@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{Api, ListParams};
 
 use crate::drill::Drill;
+use crate::labels::RUN_LABEL;
 use crate::scenario::step::Action;
-use crate::serve::state::RUN_LABEL;
 
 /// What the bench may do to a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //! In production the guards are admission policies (Kyverno mutates every
 //! `hcloud` consumer to require a baseline worker). A kind or Talos cluster
 //! the bench builds has no policy engine, so the bench admits each workload
-//! itself before applying it, with the same function the simulator uses:
+//! itself before applying it, with the same rule the simulator uses
+//! ([`crate::policy::admission`]):
 //! the pods then carry exactly the affinity they would carry in production,
 //! and an `Enforce` guard's refusal is a refusal here too. A served
 //! simulator and an existing cluster admit on their own and are left alone.
@@ -14,7 +15,7 @@ use k8s_openapi::api::core::v1::PodSpec;
 use serde_json::Value;
 
 use crate::drill::Drill;
-use crate::sim::load::{GuardDecision, admit};
+use crate::policy::admission::{GuardDecision, admit, claim_classes};
 
 /// Where a kind keeps its pod template, as a JSON pointer.
 fn template_pointer(kind: &str) -> Option<&'static str> {
@@ -68,30 +69,18 @@ pub fn admit_object(drill: &Drill, object: &mut Value) -> Vec<GuardDecision> {
     let Ok(mut spec) = serde_json::from_value::<PodSpec>(spec_value.clone()) else {
         return Vec::new();
     };
-    let mut classes = claim_template_classes;
-    for volume in spec.volumes.iter().flatten() {
-        if let Some(claim) = &volume.persistent_volume_claim {
-            classes.push(claim_class(drill, &namespace, &claim.claim_name));
-        }
-        if let Some(template) = volume
-            .ephemeral
-            .as_ref()
-            .and_then(|e| e.volume_claim_template.as_ref())
-        {
-            classes.push(template.spec.storage_class_name.clone());
-        }
-    }
     let default_class = drill
         .topology
         .storage_classes
         .iter()
         .find(|c| c.default)
-        .map(|c| c.name.clone());
-    for class in &mut classes {
-        if class.is_none() {
-            class.clone_from(&default_class);
-        }
-    }
+        .map(|c| c.name.as_str());
+    let classes = claim_classes(
+        claim_template_classes,
+        &spec,
+        |claim| claim_class(drill, &namespace, claim),
+        default_class,
+    );
     let guards: Vec<_> = drill.spec.guards.iter().map(|g| g.value.clone()).collect();
     let decisions = admit(&guards, &namespace, &labels, &classes, &mut spec);
     if let Ok(admitted) = serde_json::to_value(&spec) {

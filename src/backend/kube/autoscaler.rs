@@ -19,6 +19,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::observer::{NodeState, Observer, PodState};
+use crate::labels::STANDBY_KEY;
 use crate::observe::Time;
 use crate::policy::drain::{self, EVICTION_RETRY, Next};
 use crate::policy::expander::expand;
@@ -27,7 +28,7 @@ use crate::policy::view::{
 };
 use crate::policy::{scale_down, scale_up};
 use crate::rng::SeededRng;
-use crate::topology::{STANDBY_KEY, Topology};
+use crate::topology::Topology;
 
 /// What the autoscaler does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -411,7 +412,7 @@ mod tests {
 
     use super::*;
     use crate::backend::kube::observer::{Change, Object};
-    use crate::backend::provision::POOL_LABEL;
+    use crate::labels::POOL_LABEL;
 
     const SCAN: Time = 10_000;
     const UNNEEDED: Time = 600_000;

@@ -50,18 +50,18 @@ use self::autoscaler::{Decision, EmulatedAutoscaler};
 use self::drain::{DrainOps, DrainOutcome, Evicted};
 use self::observer::{Change, Object, Observer, PodOnNode};
 use super::machines::Machines;
-use super::provision::{self, STANDBY_KEY};
+use super::provision;
 use super::served::BenchApi;
 use super::{Backend, BackendError, Capabilities};
 use crate::drill::Drill;
 use crate::duration::Duration;
 use crate::k8s::taints::TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED;
+use crate::labels::{RUN_LABEL, STANDBY_KEY};
+use crate::observe::{Event, EventKind, ObjectRef};
 use crate::observe::{Observation, Time};
 use crate::policy::drain::EVICTION_RETRY;
 use crate::preflight::{Facts, NodeFacts, Readiness};
-use crate::report::{Event, EventKind, ObjectRef};
 use crate::rng::SeededRng;
-use crate::serve::state::RUN_LABEL;
 
 /// How often a wall-clock cluster is polled (probes, watch events).
 pub const POLL: std::time::Duration = std::time::Duration::from_secs(1);

@@ -51,15 +51,15 @@ use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
-use super::super::provision::{NODE_LABEL, POOL_LABEL};
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::k8s::quantity::{ParsedQuantity, pod_requests};
+use crate::labels::{CONTROL_PLANE_LABEL, NODE_LABEL, POOL_LABEL, STANDBY_KEY};
 use crate::observe::{BudgetBreach, Observation, Placement, Stranding, Time};
+use crate::observe::{Event, EventKind, ObjectRef};
 use crate::policy::scale_down;
 use crate::policy::view::Resources;
-use crate::report::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::AttachModel;
-use crate::topology::{CONTROL_PLANE_LABEL, CONTROL_PLANE_POOL, STANDBY_KEY, Topology};
+use crate::topology::{CONTROL_PLANE_POOL, Topology};
 
 /// The claim annotation read as its attachment where neither a
 /// VolumeAttachment nor a node-pinned PersistentVolume says (the third

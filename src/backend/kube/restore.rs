@@ -26,19 +26,17 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
 use super::{KubeBackend, KubeError};
-use crate::backend::docker::RUN_LABEL;
 use crate::backend::s3::{Minio, MinioOptions, S3Error, S3Target, network_of};
 use crate::backend::velero::{Velero, VeleroError};
 use crate::backend::{Backend, BackendError};
+use crate::labels::{MARKER_LABEL, RUN_LABEL};
 use crate::observe::{DataLoss, Time};
-use crate::report::{EventKind, ObjectRef};
+use crate::observe::{EventKind, ObjectRef};
 
 /// How often the bench writes a marker.
 pub const MARKER_EVERY: Time = 5_000;
 /// Markers written before the backup starts, so it has some to capture.
 pub const MARKERS_BEFORE: u64 = 3;
-/// The label every marker carries (its value: the schedule).
-pub const MARKER_LABEL: &str = "drillbench.dev/marker";
 /// How long the deleted namespace may take to disappear.
 const GONE_WITHIN: Time = 600_000;
 /// The Velero executable; looked up on `PATH`.
