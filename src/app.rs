@@ -2,13 +2,13 @@
 //! parsed. Every command writes to the streams it is given and returns the
 //! [`Exit`] the CLI contract promises, so tests can drive them directly.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::sim::SimBackend;
 use crate::drill::Drill;
 use crate::exit::Exit;
+pub use crate::io::Io;
 use crate::progress::Progress;
 use crate::report::compare::{self, Noise};
 use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
@@ -16,19 +16,6 @@ use crate::report::{DrillReport, Outcome, Verdict, format_ms, html, junit, markd
 use crate::run::{Provision, RunError, run_drill};
 use crate::scenario::{self, catalog};
 use crate::sim::Simulation;
-
-/// Output streams of a command, and whether to colour diagnostics.
-pub struct Io<'a> {
-    /// Standard output: the command's result.
-    pub out: &'a mut dyn Write,
-    /// Standard error: diagnostics and progress.
-    pub err: &'a mut dyn Write,
-    /// Colour diagnostics (stderr is a terminal).
-    pub color: bool,
-    /// A person watches stderr: sweeps draw a progress bar rather than
-    /// printing a line per tenth.
-    pub terminal: bool,
-}
 
 /// `bench list`: the built-in drills, one line each; with a real backend,
 /// only those it can run, each one left out said on stderr with why (the
@@ -282,7 +269,7 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
             "error: drill `{}` changes the cluster ({}), but context `{context}` was not created by the bench (no {} label on kube-system or on a node); pass --allow-destructive {context} to let it; nothing ran",
             drill.name(),
             changing.join(", "),
-            crate::serve::state::RUN_LABEL,
+            crate::backend::docker::RUN_LABEL,
         );
         return Exit::BadInput;
     }

@@ -16,6 +16,7 @@ pub mod endpoint;
 pub mod error_text;
 pub mod exit;
 pub mod interrupt;
+pub mod io;
 pub mod k8s;
 pub mod manifest;
 pub mod observe;

@@ -242,16 +242,15 @@ impl ServedSimMachines {
     }
 }
 
-/// Percent-encodes a query value (node names are DNS labels, but a typo
-/// must not become another query).
+/// What a query value keeps unescaped: the characters of a DNS label, so
+/// a node name reads as itself and a typo cannot become another query.
+const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_');
+
 fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
-            other => format!("%{other:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(value, QUERY_VALUE).to_string()
 }
 
 impl Machines for ServedSimMachines {

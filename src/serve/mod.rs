@@ -326,41 +326,12 @@ fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBo
     response
 }
 
+/// The query's pairs, decoded as a form (`+` is a space, `%XX` a byte); a
+/// key given twice keeps its last value.
 fn decode_query(query: Option<&str>) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    for pair in query
-        .unwrap_or_default()
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        map.insert(percent_decode(k), percent_decode(v));
-    }
-    map
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
 }
 
 async fn answer(
@@ -494,7 +465,7 @@ pub struct CliOptions {
 
 /// `bench sim serve`: resolves and validates the drill (bad input is exit
 /// 2), serves it and prints the address, then waits for Ctrl-C.
-pub fn run_cli(options: &CliOptions, io: &mut crate::app::Io<'_>) -> crate::exit::Exit {
+pub fn run_cli(options: &CliOptions, io: &mut crate::io::Io<'_>) -> crate::exit::Exit {
     use crate::exit::Exit;
     let drill = match crate::scenario::catalog::resolve(&options.drill) {
         Ok(path) => match Drill::load(&path) {
@@ -563,6 +534,6 @@ mod tests {
         assert_eq!(q["labelSelector"], "app=web,tier in (a)");
         assert_eq!(q["watch"], "true");
         assert_eq!(q["x"], "");
-        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(decode_query(Some("v=%zz%4"))["v"], "%zz%4");
     }
 }
