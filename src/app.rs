@@ -219,9 +219,10 @@ fn run_and_report(
 /// create, without `--allow-destructive CTX`, is bad input (exit 2: the
 /// flags do not allow what the drill asks; nothing ran).
 fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    use crate::backend::bench_api::{self, BenchApi};
     use crate::backend::kube::{self, KubeBackend, KubeOptions, access};
     use crate::backend::machines::{Machines, NoMachines};
-    use crate::backend::served::{self, BenchApi, ServedSimMachines};
+    use crate::backend::served::ServedSimMachines;
 
     let Some(path) = options.kubeconfig.clone() else {
         let _ = writeln!(
@@ -280,7 +281,7 @@ fn run_kubeconfig(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Exit 
         .and_then(|rt| rt.block_on(kube::server_of(&path, options.context.as_deref())))
         .unwrap_or_default();
     let served =
-        served::loopback_http_addr(&server).and_then(|addr| BenchApi::detect(addr).map(|d| d.0));
+        bench_api::loopback_http_addr(&server).and_then(|addr| BenchApi::detect(addr).map(|d| d.0));
     let machines = || -> Box<dyn Machines> {
         match &served {
             Some(api) => Box::new(ServedSimMachines::new(

@@ -10,6 +10,7 @@ pub mod app;
 pub mod assert;
 pub mod audit;
 pub mod backend;
+pub mod bench_protocol;
 pub mod drill;
 pub mod duration;
 pub mod endpoint;

@@ -6,6 +6,7 @@
 //! assertions read only the observation, so none of them know which backend
 //! ran.
 
+pub mod bench_api;
 pub mod clean;
 pub mod docker;
 pub mod kind;
