@@ -50,7 +50,7 @@ fn to_backend(error: BenchApiError) -> BackendError {
             message,
             ..
         } => BackendError::NotFound(message),
-        other => BackendError::Infrastructure(other.to_string()),
+        other => BackendError::infrastructure(other),
     }
 }
 
@@ -85,7 +85,7 @@ impl ServedSimMachines {
     pub fn reset(&self, drill: &crate::drill::Drill, seed: u64) -> Result<(), BackendError> {
         let now = self.api.now().map_err(to_backend)?;
         if now.drill != drill.name() {
-            return Err(BackendError::Infrastructure(format!(
+            return Err(BackendError::infrastructure(format!(
                 "the served simulator serves drill `{}`, not `{}`; start `bench sim serve {}`",
                 now.drill,
                 drill.name(),

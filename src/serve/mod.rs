@@ -35,7 +35,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, oneshot};
 
-pub use self::state::Clock;
+pub use self::state::{Clock, DEFAULT_HISTORY_WINDOW};
 use self::state::{Command, Facade, Reply, Request};
 use crate::drill::Drill;
 
@@ -461,67 +461,6 @@ pub struct CliOptions {
     pub seed: u64,
     /// `--standby-nodes`: see [`ServeOptions::standby_nodes`].
     pub standby_nodes: Option<u32>,
-}
-
-/// `bench sim serve`: resolves and validates the drill (bad input is exit
-/// 2), serves it and prints the address, then waits for Ctrl-C.
-pub fn run_cli(options: &CliOptions, io: &mut crate::io::Io<'_>) -> crate::exit::Exit {
-    use crate::exit::Exit;
-    let drill = match crate::scenario::catalog::resolve(&options.drill) {
-        Ok(path) => match Drill::load(&path) {
-            Ok(drill) => drill,
-            Err(diagnostics) => {
-                let _ = write!(io.err, "{}", diagnostics.render(io.color));
-                return Exit::BadInput;
-            }
-        },
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return Exit::BadInput;
-        }
-    };
-    let serve_options = ServeOptions {
-        listen: options.listen,
-        kubeconfig_out: options.kubeconfig_out.clone(),
-        clock: options.speed.map_or(Clock::Step, Clock::Speed),
-        seed: options.seed,
-        history_window: state::DEFAULT_HISTORY_WINDOW,
-        standby_nodes: options.standby_nodes,
-    };
-    let server = match Server::start(&drill, &serve_options) {
-        Ok(server) => server,
-        Err(e @ (ServeError::NotLoopback(_) | ServeError::Speed(_))) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return Exit::BadInput;
-        }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {}", crate::error_text::error_chain(&e));
-            return Exit::Infrastructure;
-        }
-    };
-    let _ = writeln!(
-        io.out,
-        "serving {} (seed {}) at {}",
-        drill.name(),
-        options.seed,
-        server.url()
-    );
-    if let Some(path) = &options.kubeconfig_out {
-        let _ = writeln!(io.out, "kubeconfig: {}", path.display());
-    }
-    let _ = io.out.flush();
-    let waited = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map(|rt| rt.block_on(tokio::signal::ctrl_c()));
-    server.stop();
-    match waited {
-        Ok(Ok(())) => Exit::Success,
-        Ok(Err(e)) | Err(e) => {
-            let _ = writeln!(io.err, "error: cannot wait for Ctrl-C: {e}");
-            Exit::Infrastructure
-        }
-    }
 }
 
 #[cfg(test)]

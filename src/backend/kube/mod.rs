@@ -130,7 +130,7 @@ pub enum KubeError {
 
 impl From<KubeError> for BackendError {
     fn from(error: KubeError) -> Self {
-        BackendError::Infrastructure(crate::error_text::error_chain(&error))
+        BackendError::infrastructure(error)
     }
 }
 
@@ -1324,7 +1324,7 @@ impl Backend for KubeBackend {
             self.observer.obs.aborted = Some(format!(
                 "the {} backend lost the cluster: {}",
                 self.options.name,
-                BackendError::from(e)
+                crate::error_text::error_chain(&BackendError::from(e))
             ));
         }
     }
@@ -1705,7 +1705,7 @@ impl Backend for KubeBackend {
                     name: "teardown".to_owned(),
                 },
                 None,
-                format!("teardown failed: {e}"),
+                format!("teardown failed: {}", crate::error_text::error_chain(&e)),
             );
         }
         let mut obs = std::mem::take(&mut self.observer.obs);
