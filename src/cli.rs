@@ -347,7 +347,7 @@ pub fn main() -> ExitCode {
                 seed: args.seed,
                 standby_nodes: args.standby_nodes,
             };
-            drillbench::serve::run_cli(&options, &mut io)
+            app::sim_serve(&options, &mut io)
         }
     };
     exit.into()

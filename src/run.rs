@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::assert::{self, Judged};
-use crate::backend::{Backend, BackendError};
+use crate::backend::{Backend, BackendError, BackendKind};
 use crate::drill::Drill;
 use crate::duration::Duration;
 use crate::observe::{Event, EventKind, ObjectRef, Observation};
@@ -34,16 +34,12 @@ pub enum RunError {
     Backend(#[from] BackendError),
     /// The cluster could not be built.
     #[error("cannot provision the cluster: {0}")]
-    Provision(String),
-    /// The backend cannot provision the cluster again (an existing
-    /// cluster): a negative control's re-run is reported as not run.
-    #[error("cannot provision the cluster again: {0}")]
-    NoReprovision(String),
+    Provision(#[source] BackendError),
 }
 
 /// Builds a fresh backend for a drill and seed (a negative control needs a
 /// second one for its re-run).
-pub type Provision<'a> = dyn Fn(&Drill, u64) -> Result<Box<dyn Backend>, RunError> + 'a;
+pub type Provision<'a> = dyn Fn(&Drill, u64) -> Result<Box<dyn Backend>, BackendError> + 'a;
 
 /// How a drill's steps ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +54,7 @@ pub fn run_drill(
     seed: u64,
     provision: &Provision<'_>,
 ) -> Result<DrillReport, RunError> {
-    let backend = provision(drill, seed)?;
+    let backend = provision(drill, seed).map_err(RunError::Provision)?;
     check_capabilities(drill, backend.as_ref())?;
     let backend_name = backend.name();
     let (obs, outcome) = run_steps(drill, backend)?;
@@ -242,14 +238,11 @@ pub fn refuse_unsupported(
             }),
         };
         if !can(&caps) {
-            let able: Vec<&str> = [
-                ("talos", crate::backend::talos::CAPABILITIES),
-                ("sim", crate::backend::sim::CAPABILITIES),
-            ]
-            .into_iter()
-            .filter(|(_, c)| can(c))
-            .map(|(name, _)| name)
-            .collect();
+            let able: Vec<&str> = BackendKind::ALTERNATIVES
+                .into_iter()
+                .filter(|k| can(&k.capabilities()))
+                .map(BackendKind::name)
+                .collect();
             return Err(RunError::Unsupported(format!(
                 "the {backend} backend cannot {what}; use --backend {}",
                 able.join(" or ")
@@ -570,7 +563,7 @@ fn negative_control(
     let backend = match provision(&weakened, seed) {
         Ok(backend) => backend,
         // Never green: a control that could not run proves nothing.
-        Err(RunError::NoReprovision(why)) => {
+        Err(BackendError::NoReprovision(why)) => {
             let mut judged = no_teeth(
                 spec,
                 format!("the negative control was not run: {why}"),
@@ -579,7 +572,7 @@ fn negative_control(
             judged.result.measured = "not run".to_owned();
             return Ok(judged);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(RunError::Provision(e)),
     };
     let (obs, _) = run_steps(&weakened, backend)?;
     let mut evidence = Vec::new();
@@ -781,7 +774,7 @@ mod tests {
         let burst = drill("autoscaler-scale-down");
         let without = crate::backend::Capabilities {
             autoscaler: false,
-            ..crate::backend::sim::CAPABILITIES
+            ..BackendKind::Sim.capabilities()
         };
         let refused = refuse_unsupported(&burst, "kubeconfig", without).unwrap_err();
         assert!(
@@ -791,7 +784,7 @@ mod tests {
             "{refused}"
         );
         // kind emulates one over standby nodes.
-        assert!(refuse_unsupported(&burst, "kind", crate::backend::kind::CAPABILITIES).is_ok());
+        assert!(refuse_unsupported(&burst, "kind", BackendKind::Kind.capabilities()).is_ok());
         // A drill that needs none runs without.
         assert!(refuse_unsupported(&drill("cp-recreate"), "kubeconfig", without).is_ok());
     }

@@ -6,8 +6,10 @@
 //! assertions read only the observation, so none of them know which backend
 //! ran.
 
+pub mod bench_api;
 pub mod clean;
 pub mod docker;
+pub mod factory;
 pub mod kind;
 pub mod kube;
 pub mod local_path;
@@ -65,6 +67,48 @@ impl Capabilities {
     };
 }
 
+/// Where a drill runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The embedded deterministic simulator.
+    Sim,
+    /// A kind cluster.
+    Kind,
+    /// A Talos-in-Docker cluster.
+    Talos,
+    /// An existing cluster from a kubeconfig.
+    Kubeconfig,
+}
+
+impl BackendKind {
+    /// Where a drill one backend refuses is sent instead: kind can do
+    /// nothing Talos cannot, so Talos and the simulator are named.
+    pub const ALTERNATIVES: [BackendKind; 2] = [BackendKind::Talos, BackendKind::Sim];
+
+    /// The name reports and flags use.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Sim => "sim",
+            BackendKind::Kind => "kind",
+            BackendKind::Talos => "talos",
+            BackendKind::Kubeconfig => "kubeconfig",
+        }
+    }
+
+    /// What a backend of this kind can do before it is reached. An
+    /// existing cluster is assumed to allow nothing: one the bench created,
+    /// or a served simulator, can do more, which its machines say
+    /// ([`factory::Factory::capabilities`]).
+    pub fn capabilities(self) -> Capabilities {
+        match self {
+            BackendKind::Sim => sim::CAPABILITIES,
+            BackendKind::Kind => kind::CAPABILITIES,
+            BackendKind::Talos => talos::CAPABILITIES,
+            BackendKind::Kubeconfig => Capabilities::NONE,
+        }
+    }
+}
+
 /// Why a backend could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -81,7 +125,21 @@ pub enum BackendError {
     },
     /// The infrastructure failed (a CLI, the Docker engine, the API).
     #[error("infrastructure error: {0}")]
-    Infrastructure(String),
+    Infrastructure(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The cluster could not be built: the cause says why.
+    #[error(transparent)]
+    Provision(Box<dyn std::error::Error + Send + Sync>),
+    /// The backend cannot build its cluster again (an existing cluster):
+    /// a negative control's re-run is reported as not run.
+    #[error("cannot provision the cluster again: {0}")]
+    NoReprovision(String),
+}
+
+impl BackendError {
+    /// An infrastructure failure, its cause kept.
+    pub fn infrastructure(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        BackendError::Infrastructure(cause.into())
+    }
 }
 
 /// A cluster a drill runs on.

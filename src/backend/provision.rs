@@ -300,7 +300,7 @@ impl From<DriverError> for BackendError {
     fn from(error: DriverError) -> Self {
         match error {
             DriverError::UnknownNode(node) => BackendError::NotFound(format!("no node {node}")),
-            other => BackendError::Infrastructure(crate::error_text::error_chain(&other)),
+            other => BackendError::infrastructure(other),
         }
     }
 }

@@ -33,12 +33,8 @@ impl SimBackend {
 
 /// Provisions the simulator for a drill and seed: the [`crate::run::Provision`]
 /// of `--backend sim`.
-pub fn provision(
-    drill: &crate::drill::Drill,
-    seed: u64,
-) -> Result<Box<dyn Backend>, crate::run::RunError> {
-    let sim =
-        Simulation::new(drill, seed).map_err(|e| crate::run::RunError::Provision(e.to_string()))?;
+pub fn provision(drill: &crate::drill::Drill, seed: u64) -> Result<Box<dyn Backend>, BackendError> {
+    let sim = Simulation::new(drill, seed).map_err(|e| BackendError::Provision(Box::new(e)))?;
     Ok(Box::new(SimBackend::new(sim)))
 }
 

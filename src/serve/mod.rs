@@ -35,7 +35,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, oneshot};
 
-pub use self::state::Clock;
+pub use self::state::{Clock, DEFAULT_HISTORY_WINDOW};
 use self::state::{Command, Facade, Reply, Request};
 use crate::drill::Drill;
 
@@ -326,41 +326,12 @@ fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBo
     response
 }
 
+/// The query's pairs, decoded as a form (`+` is a space, `%XX` a byte); a
+/// key given twice keeps its last value.
 fn decode_query(query: Option<&str>) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    for pair in query
-        .unwrap_or_default()
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        map.insert(percent_decode(k), percent_decode(v));
-    }
-    map
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
 }
 
 async fn answer(
@@ -492,67 +463,6 @@ pub struct CliOptions {
     pub standby_nodes: Option<u32>,
 }
 
-/// `bench sim serve`: resolves and validates the drill (bad input is exit
-/// 2), serves it and prints the address, then waits for Ctrl-C.
-pub fn run_cli(options: &CliOptions, io: &mut crate::app::Io<'_>) -> crate::exit::Exit {
-    use crate::exit::Exit;
-    let drill = match crate::scenario::catalog::resolve(&options.drill) {
-        Ok(path) => match Drill::load(&path) {
-            Ok(drill) => drill,
-            Err(diagnostics) => {
-                let _ = write!(io.err, "{}", diagnostics.render(io.color));
-                return Exit::BadInput;
-            }
-        },
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return Exit::BadInput;
-        }
-    };
-    let serve_options = ServeOptions {
-        listen: options.listen,
-        kubeconfig_out: options.kubeconfig_out.clone(),
-        clock: options.speed.map_or(Clock::Step, Clock::Speed),
-        seed: options.seed,
-        history_window: state::DEFAULT_HISTORY_WINDOW,
-        standby_nodes: options.standby_nodes,
-    };
-    let server = match Server::start(&drill, &serve_options) {
-        Ok(server) => server,
-        Err(e @ (ServeError::NotLoopback(_) | ServeError::Speed(_))) => {
-            let _ = writeln!(io.err, "error: {e}");
-            return Exit::BadInput;
-        }
-        Err(e) => {
-            let _ = writeln!(io.err, "error: {}", crate::error_text::error_chain(&e));
-            return Exit::Infrastructure;
-        }
-    };
-    let _ = writeln!(
-        io.out,
-        "serving {} (seed {}) at {}",
-        drill.name(),
-        options.seed,
-        server.url()
-    );
-    if let Some(path) = &options.kubeconfig_out {
-        let _ = writeln!(io.out, "kubeconfig: {}", path.display());
-    }
-    let _ = io.out.flush();
-    let waited = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map(|rt| rt.block_on(tokio::signal::ctrl_c()));
-    server.stop();
-    match waited {
-        Ok(Ok(())) => Exit::Success,
-        Ok(Err(e)) | Err(e) => {
-            let _ = writeln!(io.err, "error: cannot wait for Ctrl-C: {e}");
-            Exit::Infrastructure
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,6 +473,6 @@ mod tests {
         assert_eq!(q["labelSelector"], "app=web,tier in (a)");
         assert_eq!(q["watch"], "true");
         assert_eq!(q["x"], "");
-        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(decode_query(Some("v=%zz%4"))["v"], "%zz%4");
     }
 }

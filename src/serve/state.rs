@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::resources::{self, Resource};
 use super::select::{self, FieldTerm};
 use super::{patch, table};
+use crate::bench_protocol::{self as protocol, NodeOperation};
 use crate::drill::Drill;
 use crate::duration::Duration;
 use crate::labels::{RUN_LABEL, VELERO_SCHEDULE_LABEL};
@@ -142,6 +143,11 @@ impl ApiError {
     fn reply(self) -> Reply {
         Reply::Json(self.code, self.status())
     }
+}
+
+/// A bench endpoint's answer.
+fn answer(value: &impl serde::Serialize) -> Reply {
+    Reply::Json(200, serde_json::to_value(value).unwrap_or_default())
 }
 
 /// A `Status` body.
@@ -742,6 +748,12 @@ impl Facade {
                     ApiError::bad_request(format!("missing query parameter `{name}`"))
                 })
             };
+        if request.method == "POST"
+            && let [endpoint] = rest
+            && let Some(operation) = NodeOperation::named(endpoint)
+        {
+            return self.on_node(&query("node")?, operation);
+        }
         match (request.method.as_str(), rest) {
             ("POST", ["advance"]) => {
                 if self.clock != Clock::Step {
@@ -761,63 +773,47 @@ impl Facade {
                     _ => return Err(ApiError::bad_request("give exactly one of `by` and `to`")),
                 };
                 self.advance_to(target);
-                Ok(Reply::Json(
-                    200,
-                    json!({"nowMs": self.sim.now, "resourceVersion": self.rv.to_string()}),
-                ))
+                Ok(answer(&protocol::Advanced {
+                    now_ms: self.sim.now,
+                    resource_version: self.rv.to_string(),
+                }))
             }
-            ("POST", ["crash"]) => self.on_node(&query("node")?, "crashed", |sim, node| {
-                sim.crash_node_api(node)
-            }),
             ("POST", ["fail-backup"]) => {
                 let schedule = query("schedule")?;
                 let name = self.sim.fail_backup(&schedule).map_err(from_op)?;
                 self.sync();
-                Ok(Reply::Json(200, json!({"failed": name})))
+                Ok(answer(&protocol::BackupFailed { failed: name }))
             }
-            ("GET", ["now"]) => Ok(Reply::Json(
-                200,
-                json!({
-                    "nowMs": self.sim.now,
-                    "resourceVersion": self.rv.to_string(),
-                    "nextMs": self.sim.next_event_time(),
-                    "epochSeconds": crate::sim::EPOCH_SECONDS,
-                    "drill": self.drill.name(),
-                    "step": self.clock == Clock::Step,
-                    "latest": self.latest.iter().map(|(k, v)| (k.to_string(), json!(v.to_string()))).collect::<serde_json::Map<_, _>>(),
-                    "endpointHolder": self.sim.endpoint_holder(),
-                    "otherControlPlane": self.sim.other_control_plane(),
-                }),
-            )),
-            // The server goes; the Node object is the caller's (the bench
-            // deletes it through the API after its drain).
-            ("POST", ["remove"]) => self.on_node(&query("node")?, "removed", |sim, node| {
-                sim.delete_node(node, false, Duration::ZERO)
-            }),
-            ("POST", ["replace"]) => self.on_node(&query("node")?, "replaced", |sim, node| {
-                sim.replace_node(node)
-            }),
-            ("POST", ["recreate-control-plane"]) => {
-                self.on_node(&query("node")?, "recreated", |sim, node| {
-                    sim.recreate_control_plane(node, None)
-                })
-            }
+            ("GET", ["now"]) => Ok(answer(&protocol::Now {
+                now_ms: self.sim.now,
+                resource_version: self.rv.to_string(),
+                next_ms: self.sim.next_event_time(),
+                epoch_seconds: crate::sim::EPOCH_SECONDS,
+                drill: self.drill.name().to_owned(),
+                step: self.clock == Clock::Step,
+                latest: self
+                    .latest
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), v.to_string()))
+                    .collect(),
+                endpoint_holder: self.sim.endpoint_holder(),
+                other_control_plane: self.sim.other_control_plane(),
+            })),
             // etcd's member list needs quorum, as `etcdctl member list` does.
             ("GET", ["etcd"]) if !self.sim.cp.has_quorum() => Err(ApiError::new(
                 503,
                 "ServiceUnavailable",
                 "etcd has no quorum: the member list cannot be read",
             )),
-            ("GET", ["etcd"]) => Ok(Reply::Json(
-                200,
-                json!({"voters": self.sim.cp.voters(), "learners": self.sim.cp.learners()}),
-            )),
+            ("GET", ["etcd"]) => Ok(answer(&protocol::EtcdMembers {
+                voters: self.sim.cp.voters(),
+                learners: self.sim.cp.learners(),
+            })),
             ("GET", ["autoscaler-pick"]) => {
                 let pool = query("pool")?;
-                Ok(Reply::Json(
-                    200,
-                    json!({"node": self.sim.autoscaler_pick(&pool)}),
-                ))
+                Ok(answer(&protocol::AutoscalerPick {
+                    node: self.sim.autoscaler_pick(&pool),
+                }))
             }
             ("GET", ["backups"]) => Ok(Reply::Json(200, self.velero_backups())),
             ("POST", ["reset"]) => self.reset(request),
@@ -834,17 +830,23 @@ impl Facade {
     }
 
     /// A bench endpoint that acts on one node by name: the operation, the
-    /// watchers told, and `{done: name, nowMs}` as the answer.
-    fn on_node(
-        &mut self,
-        name: &str,
-        done: &str,
-        operation: impl FnOnce(&mut crate::sim::Simulation, usize),
-    ) -> ApiResult {
+    /// watchers told, and what was done as the answer.
+    fn on_node(&mut self, name: &str, operation: NodeOperation) -> ApiResult {
         let node = self.node_of(name)?;
-        operation(&mut self.sim, node);
+        match operation {
+            NodeOperation::Crash => self.sim.crash_node_api(node),
+            // The server goes; the Node object is the caller's (the bench
+            // deletes it through the API after its drain).
+            NodeOperation::Remove => self.sim.delete_node(node, false, Duration::ZERO),
+            NodeOperation::Replace => self.sim.replace_node(node),
+            NodeOperation::RecreateControlPlane => self.sim.recreate_control_plane(node, None),
+        }
         self.sync();
-        Ok(Reply::Json(200, json!({done: name, "nowMs": self.sim.now})))
+        Ok(answer(&protocol::NodeDone {
+            operation,
+            node: name.to_owned(),
+            now_ms: self.sim.now,
+        }))
     }
 
     fn node_of(&self, name: &str) -> Result<usize, ApiError> {
@@ -892,34 +894,31 @@ impl Facade {
             .ok_or_else(|| ApiError::bad_request("missing query parameter `seed`"))?
             .parse::<u64>()
             .map_err(|e| ApiError::bad_request(format!("seed: {e}")))?;
-        let body: Value = if request.body.is_empty() {
-            json!({})
+        let body: protocol::Reset = if request.body.is_empty() {
+            protocol::Reset::default()
         } else {
-            Self::body(request)?
+            serde_json::from_value(Self::body(request)?)
+                .map_err(|e| ApiError::bad_request(format!("the reset body: {e}")))?
         };
         let mut drill = self.drill.clone();
         // The guards come as text: their positions make them YAML-shaped
         // (JSON is YAML), and `unlabelledTerms` carries the one ablation
         // their serialised form leaves out.
-        if let Some(text) = body.get("guards").and_then(Value::as_str) {
+        if let Some(text) = &body.guards {
             let guards: Vec<crate::scenario::Located<GuardSpec>> = serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("guards: {e}")))?;
-            let unlabelled: Vec<&str> = body
-                .get("unlabelledTerms")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
             drill.spec.guards = guards
                 .into_iter()
                 .map(|mut g| {
-                    g.value.unlabelled_term = unlabelled.contains(&g.value.name.as_str());
+                    let name = g.value.name.as_str();
+                    g.value.unlabelled_term = body.unlabelled_terms.iter().any(|t| t == name);
                     g
                 })
                 .collect();
         }
         // `"workloads": false`: an empty cluster, as kind and Talos create
         // one, for the bench to apply the workloads to.
-        if body.get("workloads").and_then(Value::as_bool) == Some(false) {
+        if body.workloads == Some(false) {
             drill.workloads.clear();
         }
         let sim = provision(&drill, seed, self.standby_nodes)
@@ -928,10 +927,11 @@ impl Facade {
         let standby_nodes = self.standby_nodes;
         *self = Facade::with_first_rv(&drill, sim, self.clock, self.window, rv);
         self.standby_nodes = standby_nodes;
-        Ok(Reply::Json(
-            200,
-            json!({"reset": drill.name(), "seed": seed, "resourceVersion": self.rv.to_string()}),
-        ))
+        Ok(answer(&protocol::ResetDone {
+            reset: drill.name().to_owned(),
+            seed,
+            resource_version: self.rv.to_string(),
+        }))
     }
 
     fn resource(

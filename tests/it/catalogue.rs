@@ -8,10 +8,11 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::{bench, bench_in, root};
+use drillbench::backend::BackendError;
 use drillbench::backend::sim::SimBackend;
 use drillbench::drill::Drill;
 use drillbench::report::{AssertionResult, DrillReport, Outcome, Verdict};
-use drillbench::run::{RunError, run_drill};
+use drillbench::run::run_drill;
 use drillbench::sim::Simulation;
 
 const DRILLS: [&str; 8] = [
@@ -25,8 +26,11 @@ const DRILLS: [&str; 8] = [
     "namespace-restore",
 ];
 
-fn provision(drill: &Drill, seed: u64) -> Result<Box<dyn drillbench::backend::Backend>, RunError> {
-    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
+fn provision(
+    drill: &Drill,
+    seed: u64,
+) -> Result<Box<dyn drillbench::backend::Backend>, BackendError> {
+    let sim = Simulation::new(drill, seed).map_err(|e| BackendError::Provision(Box::new(e)))?;
     Ok(Box::new(SimBackend::new(sim)))
 }
 

@@ -7,17 +7,21 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use drillbench::backend::BackendError;
 use drillbench::backend::sim::SimBackend;
 use drillbench::drill::Drill;
-use drillbench::run::{RunError, run_drill};
+use drillbench::run::run_drill;
 use drillbench::sim::Simulation;
 use sha2::{Digest, Sha256};
 
 const GOLDEN: &str = "tests/golden/report-digests.txt";
 const SEEDS: u64 = 100;
 
-fn provision(drill: &Drill, seed: u64) -> Result<Box<dyn drillbench::backend::Backend>, RunError> {
-    let sim = Simulation::new(drill, seed).map_err(|e| RunError::Provision(e.to_string()))?;
+fn provision(
+    drill: &Drill,
+    seed: u64,
+) -> Result<Box<dyn drillbench::backend::Backend>, BackendError> {
+    let sim = Simulation::new(drill, seed).map_err(|e| BackendError::Provision(Box::new(e)))?;
     Ok(Box::new(SimBackend::new(sim)))
 }
 

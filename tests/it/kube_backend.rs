@@ -279,7 +279,7 @@ fn a_rollout_through_the_api_reaches_the_simulators_verdicts() {
 }
 
 fn served_state(server: &Server) -> (u64, String) {
-    let api = drillbench::backend::served::BenchApi::new(server.addr());
+    let api = drillbench::backend::bench_api::BenchApi::new(server.addr());
     let now = api.get("/bench/v1/now").expect("now");
     (
         now["nowMs"].as_u64().expect("nowMs"),
@@ -293,7 +293,7 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
     let dir = tempfile::tempdir().expect("temp dir");
     let (server, kubeconfig) = serve(&drill, dir.path());
     // Make it a cluster the bench did not create: no run label anywhere.
-    let api = drillbench::backend::served::BenchApi::new(server.addr());
+    let api = drillbench::backend::bench_api::BenchApi::new(server.addr());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -404,9 +404,10 @@ impl drillbench::backend::machines::Machines for BehindProxy {
 
 #[test]
 fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdicts() {
+    use drillbench::backend::bench_api::BenchApi;
     use drillbench::backend::kube::{KubeBackend, KubeOptions};
     use drillbench::backend::machines::Machines;
-    use drillbench::backend::served::{BenchApi, ServedSimMachines};
+    use drillbench::backend::served::ServedSimMachines;
 
     let path = common::root().join("scenarios/cp-recreate.yaml");
     let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
@@ -517,8 +518,9 @@ impl drillbench::backend::machines::Machines for VanishesAfterRecreate {
 
 #[test]
 fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
+    use drillbench::backend::bench_api::BenchApi;
     use drillbench::backend::kube::{KubeBackend, KubeOptions};
-    use drillbench::backend::served::{BenchApi, ServedSimMachines};
+    use drillbench::backend::served::ServedSimMachines;
 
     let path = common::root().join("scenarios/cp-recreate.yaml");
     let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));

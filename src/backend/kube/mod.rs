@@ -49,9 +49,9 @@ use serde_json::{Value, json};
 use self::autoscaler::{Decision, EmulatedAutoscaler};
 use self::drain::{DrainOps, DrainOutcome, Evicted};
 use self::observer::{Change, Object, Observer, PodOnNode};
+use super::bench_api::BenchApi;
 use super::machines::Machines;
 use super::provision;
-use super::served::BenchApi;
 use super::{Backend, BackendError, Capabilities};
 use crate::drill::Drill;
 use crate::duration::Duration;
@@ -104,7 +104,7 @@ pub enum KubeError {
         what: String,
         /// The cause.
         #[source]
-        source: super::served::BenchApiError,
+        source: super::bench_api::BenchApiError,
     },
     /// The stable endpoint's proxy could not start.
     #[error("cannot start the stable endpoint in front of the API servers")]
@@ -128,7 +128,7 @@ pub enum KubeError {
 
 impl From<KubeError> for BackendError {
     fn from(error: KubeError) -> Self {
-        BackendError::Infrastructure(crate::error_text::error_chain(&error))
+        BackendError::infrastructure(error)
     }
 }
 
@@ -335,7 +335,7 @@ impl KubeBackend {
             .unwrap_or_default();
         // Whether the cluster is a served simulator is a property of the
         // cluster, not of the way to it.
-        let served = super::served::loopback_http_addr(&kubeconfig_server)
+        let served = super::bench_api::loopback_http_addr(&kubeconfig_server)
             .and_then(BenchApi::detect)
             .map(|(api, _)| api);
         // The bench holds the stable endpoint when the machines are its
@@ -365,13 +365,11 @@ impl KubeBackend {
         }
         let clock = match &served {
             Some(api) => {
-                let now = api
-                    .get("/bench/v1/now")
-                    .map_err(|source| KubeError::Bench {
-                        what: "read the served simulator's clock".to_owned(),
-                        source,
-                    })?;
-                if now.get("step").and_then(Value::as_bool) == Some(true) {
+                let now = api.now().map_err(|source| KubeError::Bench {
+                    what: "read the served simulator's clock".to_owned(),
+                    source,
+                })?;
+                if now.step {
                     let mut clock = Clock::Stepped {
                         api: api.clone(),
                         origin: 0,
@@ -687,12 +685,10 @@ impl KubeBackend {
 
     fn refresh_clock(&mut self) -> Result<(), KubeError> {
         if let Some(api) = self.stepped_api() {
-            let now = api
-                .get("/bench/v1/now")
-                .map_err(|source| KubeError::Bench {
-                    what: "read the served simulator's clock".to_owned(),
-                    source,
-                })?;
+            let now = api.now().map_err(|source| KubeError::Bench {
+                what: "read the served simulator's clock".to_owned(),
+                source,
+            })?;
             read_clock(&mut self.clock, &now);
         }
         Ok(())
@@ -959,13 +955,11 @@ impl KubeBackend {
     /// what changed.
     fn step_to(&mut self, cluster_ms: u64) -> Result<(), KubeError> {
         if let Some(api) = self.stepped_api() {
-            let answer = api
-                .post(&format!("/bench/v1/advance?to={cluster_ms}ms"), None)
+            api.advance_to(cluster_ms)
                 .map_err(|source| KubeError::Bench {
                     what: "advance the served simulator's clock".to_owned(),
                     source,
                 })?;
-            let _ = answer;
         }
         self.sync()
     }
@@ -1053,27 +1047,24 @@ impl KubeBackend {
         }
     }
 
-    fn served_now(&self) -> Option<Value> {
-        self.served.as_ref()?.get("/bench/v1/now").ok()
+    fn served_now(&self) -> Option<crate::bench_protocol::Now> {
+        self.served.as_ref()?.now().ok()
     }
 }
 
 /// Reads a served simulator's `/bench/v1/now` answer into the clock.
-fn read_clock(clock: &mut Clock, answer: &Value) {
+fn read_clock(clock: &mut Clock, answer: &crate::bench_protocol::Now) {
     if let Clock::Stepped {
         now, next, latest, ..
     } = clock
     {
-        if let Some(ms) = answer.get("nowMs").and_then(Value::as_u64) {
-            *now = ms;
-        }
-        *next = answer.get("nextMs").and_then(Value::as_u64);
-        if let Some(map) = answer.get("latest").and_then(Value::as_object) {
-            *latest = map
-                .iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.parse().ok()?)))
-                .collect();
-        }
+        *now = answer.now_ms;
+        *next = answer.next_ms;
+        *latest = answer
+            .latest
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.parse().ok()?)))
+            .collect();
     }
 }
 
@@ -1331,7 +1322,7 @@ impl Backend for KubeBackend {
             self.observer.obs.aborted = Some(format!(
                 "the {} backend lost the cluster: {}",
                 self.options.name,
-                BackendError::from(e)
+                crate::error_text::error_chain(&BackendError::from(e))
             ));
         }
     }
@@ -1368,12 +1359,9 @@ impl Backend for KubeBackend {
         // remove; otherwise the bench picks as the autoscaler would.
         if self.autoscaler.is_none()
             && let Some(api) = &self.served
-            && let Ok(answer) = api.get(&format!("/bench/v1/autoscaler-pick?pool={pool}"))
+            && let Ok(answer) = api.autoscaler_pick(pool)
         {
-            return answer
-                .get("node")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            return answer.node;
         }
         self.observer.autoscaler_pick(pool)
     }
@@ -1387,18 +1375,12 @@ impl Backend for KubeBackend {
                 .find(|(_, addr)| *addr == holder)
                 .map(|(node, _)| node.clone());
         }
-        self.served_now()?
-            .get("endpointHolder")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
+        self.served_now()?.endpoint_holder
     }
 
     fn other_control_plane(&self) -> Option<String> {
         if let Some(now) = self.served_now() {
-            return now
-                .get("otherControlPlane")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            return now.other_control_plane;
         }
         self.observer
             .node_readiness()
@@ -1655,7 +1637,7 @@ impl Backend for KubeBackend {
         let (backups, now) = match (self.served.as_ref(), self.served_now()) {
             (Some(api), Some(clock)) => {
                 let backups = api
-                    .get("/bench/v1/backups")
+                    .backups()
                     .ok()
                     .and_then(|list| {
                         crate::preflight::input::backups_from_list(
@@ -1665,12 +1647,7 @@ impl Backend for KubeBackend {
                         .ok()
                     })
                     .unwrap_or_default();
-                let epoch = clock
-                    .get("epochSeconds")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                let now_ms = clock.get("nowMs").and_then(Value::as_i64).unwrap_or(0);
-                (backups, epoch + now_ms / 1000)
+                (backups, clock.epoch_seconds + (clock.now_ms / 1000) as i64)
             }
             _ => {
                 let client = self.client.clone();
@@ -1726,7 +1703,7 @@ impl Backend for KubeBackend {
                     name: "teardown".to_owned(),
                 },
                 None,
-                format!("teardown failed: {e}"),
+                format!("teardown failed: {}", crate::error_text::error_chain(&e)),
             );
         }
         let mut obs = std::mem::take(&mut self.observer.obs);

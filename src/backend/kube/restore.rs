@@ -81,7 +81,7 @@ pub enum RestoreError {
 
 impl From<RestoreError> for BackendError {
     fn from(error: RestoreError) -> Self {
-        BackendError::Infrastructure(crate::error_text::error_chain(&error))
+        BackendError::infrastructure(error)
     }
 }
 

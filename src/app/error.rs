@@ -1,0 +1,175 @@
+//! How a command ended, and the one place that turns that into the exit
+//! code of the CLI contract and the text a person reads on stderr.
+
+use std::path::PathBuf;
+
+use crate::backend::BackendError;
+use crate::backend::clean::{CleanError, RegistryError};
+use crate::exit::Exit;
+use crate::io::Io;
+use crate::report::ReportError;
+use crate::report::compare::CompareError;
+use crate::report::sweep::SweepError;
+use crate::run::RunError;
+use crate::scenario::catalog::ResolveError;
+use crate::scenario::diagnostic::{Diagnostic, Diagnostics};
+use crate::serve::ServeError;
+
+/// How a command that ran to its end came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Everything held, or there was nothing to judge.
+    Held,
+    /// A drill assertion failed, or a report regressed.
+    Failed,
+    /// Some inputs were bad, each said where it was met.
+    BadInputs,
+    /// Something was left undone, each said where it was met.
+    Incomplete,
+}
+
+/// Why a command stopped before its end.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CommandError {
+    #[error("the drill is not valid")]
+    Drill(#[source] Diagnostics),
+    #[error("the built-in drills cannot be listed")]
+    Catalog(#[source] Diagnostic),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error("--backend kubeconfig needs --kubeconfig FILE")]
+    NoKubeconfig,
+    #[error("--runs sweeps seeds of the simulator; a real cluster runs one drill at a time")]
+    SweepOnCluster,
+    #[error("{} names no context to use; pass --context CTX", .0.display())]
+    NoContext(PathBuf),
+    #[error(
+        "drill `{drill}` changes the cluster ({changes}), but context `{context}` was not created by the bench (no {label} label on kube-system or on a node); pass --allow-destructive {context} to let it"
+    )]
+    NotOurs {
+        drill: String,
+        changes: String,
+        context: String,
+        label: &'static str,
+    },
+    #[error(transparent)]
+    RunLabel(BackendError),
+    #[error(transparent)]
+    Refused(RunError),
+    #[error("cannot handle Ctrl-C, so teardown could not be promised")]
+    Interrupts(#[source] std::io::Error),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error("seed {seed}")]
+    Seed {
+        seed: u64,
+        #[source]
+        source: RunError,
+    },
+    #[error("cannot write the reports to {}", .path.display())]
+    WriteReports {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("a sweep worker panicked")]
+    SweepPanicked,
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+    #[error("cannot write the sweep to {}", .path.display())]
+    WriteSweep {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    #[error(transparent)]
+    ReadSweep(SweepError),
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+    #[error("cannot look for leftovers")]
+    Leftovers(#[source] CleanError),
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error("cannot wait for Ctrl-C")]
+    CtrlC(#[source] std::io::Error),
+    /// Refused before the drill touched anything: said so after the cause.
+    #[error(transparent)]
+    NothingRan(Box<CommandError>),
+}
+
+impl CommandError {
+    /// The same error, said to have stopped the run before it began.
+    pub(crate) fn nothing_ran(self) -> Self {
+        CommandError::NothingRan(Box::new(self))
+    }
+}
+
+/// The exit code of a command's result: the CLI contract in one match.
+pub(crate) fn exit_code(result: &Result<Ending, CommandError>) -> Exit {
+    match result {
+        Ok(Ending::Held) => Exit::Success,
+        Ok(Ending::Failed) => Exit::AssertionFailed,
+        Ok(Ending::BadInputs) => Exit::BadInput,
+        Ok(Ending::Incomplete) => Exit::Infrastructure,
+        Err(error) => error_exit(error),
+    }
+}
+
+fn error_exit(error: &CommandError) -> Exit {
+    use CommandError as E;
+    match error {
+        E::Drill(_)
+        | E::Resolve(_)
+        | E::NoKubeconfig
+        | E::SweepOnCluster
+        | E::NoContext(_)
+        | E::NotOurs { .. }
+        | E::Report(_)
+        | E::ReadSweep(_)
+        | E::Compare(_) => Exit::BadInput,
+        E::Serve(ServeError::NotLoopback(_) | ServeError::Speed(_)) => Exit::BadInput,
+        E::Leftovers(e) => e.exit(),
+        E::NothingRan(inner) => error_exit(inner),
+        E::Catalog(_)
+        | E::RunLabel(_)
+        | E::Refused(_)
+        | E::Interrupts(_)
+        | E::Registry(_)
+        | E::Run(_)
+        | E::Seed { .. }
+        | E::WriteReports { .. }
+        | E::SweepPanicked
+        | E::Sweep(_)
+        | E::WriteSweep { .. }
+        | E::Serve(_)
+        | E::CtrlC(_) => Exit::Infrastructure,
+    }
+}
+
+/// Writes what stopped a command (if anything did) and returns its exit.
+pub(crate) fn finish(result: Result<Ending, CommandError>, io: &mut Io<'_>) -> Exit {
+    if let Err(error) = &result {
+        let _ = write!(io.err, "{}", render(error, io.color));
+    }
+    exit_code(&result)
+}
+
+/// What a person reads: a drill's diagnostics as they render themselves,
+/// anything else as `error: ` and the chain of causes on one line.
+fn render(error: &CommandError, color: bool) -> String {
+    match error {
+        CommandError::Drill(diagnostics) => diagnostics.render(color),
+        CommandError::Catalog(diagnostic) => diagnostic.render(color),
+        CommandError::NothingRan(inner) => {
+            format!(
+                "error: {}; nothing ran\n",
+                crate::error_text::error_chain(inner.as_ref())
+            )
+        }
+        other => format!("error: {}\n", crate::error_text::error_chain(other)),
+    }
+}

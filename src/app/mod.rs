@@ -1,0 +1,283 @@
+//! What each `bench` command does, independent of how its arguments were
+//! parsed. Every command writes to the streams it is given and returns the
+//! [`Exit`] the CLI contract promises, so tests can drive them directly.
+//! How a command ended becomes an exit code in one place ([`error`]).
+
+mod error;
+mod run;
+
+use std::path::{Path, PathBuf};
+
+use self::error::{CommandError, Ending, finish};
+pub use self::run::RunOptions;
+pub use crate::backend::BackendKind as Backend;
+use crate::drill::Drill;
+use crate::exit::Exit;
+pub use crate::io::Io;
+use crate::report::compare::{self, Noise};
+use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
+use crate::report::{DrillReport, html, junit, markdown};
+use crate::scenario::{self, catalog};
+use crate::serve::{self as served, CliOptions as ServeCliOptions, Clock, ServeOptions, Server};
+
+/// `bench list`: the built-in drills, one line each; with a real backend,
+/// only those it can run, each one left out said on stderr with why (the
+/// nightly job runs what this prints).
+pub fn list(backend: Option<Backend>, io: &mut Io<'_>) -> Exit {
+    let result = list_drills(backend, io);
+    finish(result, io)
+}
+
+fn list_drills(backend: Option<Backend>, io: &mut Io<'_>) -> Result<Ending, CommandError> {
+    let backend = backend.filter(|b| *b != Backend::Sim);
+    let entries = catalog::list().map_err(CommandError::Catalog)?;
+    let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    for entry in entries {
+        if let Some(backend) = backend {
+            let refusal = Drill::load(&entry.path)
+                .map_err(|d| d.render(false))
+                .and_then(|drill| {
+                    crate::run::refuse_unsupported(&drill, backend.name(), backend.capabilities())
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(why) = refusal {
+                let _ = writeln!(io.err, "left out {}: {}", entry.name, why.trim_end());
+                continue;
+            }
+        }
+        let _ = writeln!(io.out, "{:width$}  {}", entry.name, entry.summary);
+    }
+    Ok(Ending::Held)
+}
+
+/// `bench validate FILE...`: every problem of every file; exit 2 if any.
+pub fn validate(files: &[PathBuf], io: &mut Io<'_>) -> Exit {
+    let mut ending = Ending::Held;
+    for file in files {
+        match Drill::load(file) {
+            Ok(drill) => {
+                let _ = writeln!(io.out, "{}: valid drill `{}`", file.display(), drill.name());
+            }
+            Err(diagnostics) => {
+                let _ = write!(io.err, "{}", diagnostics.render(io.color));
+                ending = Ending::BadInputs;
+            }
+        }
+    }
+    finish(Ok(ending), io)
+}
+
+/// `bench schema`: the JSON Schema of the drill language.
+pub fn schema(io: &mut Io<'_>) -> Exit {
+    let schema = scenario::json_schema();
+    let _ = writeln!(
+        io.out,
+        "{}",
+        serde_json::to_string_pretty(&schema).unwrap_or_default()
+    );
+    finish(Ok(Ending::Held), io)
+}
+
+/// `bench run`: resolve and validate the drill before anything else, so bad
+/// input is exit 2 and never a partial run; then run it on the backend.
+pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
+    let result = run::run(options, io);
+    finish(result, io)
+}
+
+/// The ten-second summary of a run.
+pub fn summary(report: &DrillReport) -> String {
+    run::summary(report)
+}
+
+/// The folder a run writes to when `--out` is not given.
+pub fn default_out_dir(drill: &str, seed: u64) -> PathBuf {
+    Path::new("reports").join(format!("{drill}-seed{seed}"))
+}
+
+/// Report formats `bench report` renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// Markdown for a CI job summary.
+    Markdown,
+    /// JUnit XML for CI test reporting.
+    Junit,
+    /// One self-contained HTML file.
+    Html,
+}
+
+/// `bench report FILE.json --format md|junit|html`: re-renders a stored
+/// drill report, or a stored sweep (recognised by its `format` field).
+pub fn report(file: &Path, format: ReportFormat, io: &mut Io<'_>) -> Exit {
+    let result = render_report(file, format, io);
+    finish(result, io)
+}
+
+fn render_report(
+    file: &Path,
+    format: ReportFormat,
+    io: &mut Io<'_>,
+) -> Result<Ending, CommandError> {
+    let text = if is_sweep(file) {
+        let s = SweepReport::read(file).map_err(CommandError::ReadSweep)?;
+        match format {
+            ReportFormat::Markdown => sweep::markdown(&s),
+            ReportFormat::Junit => sweep::junit(&s),
+            ReportFormat::Html => sweep::html(&s),
+        }
+    } else {
+        let report = DrillReport::read(file)?;
+        match format {
+            ReportFormat::Markdown => markdown::render(&report),
+            ReportFormat::Junit => junit::render(&report),
+            ReportFormat::Html => html::render(&report),
+        }
+    };
+    let _ = write!(io.out, "{text}");
+    Ok(Ending::Held)
+}
+
+/// Whether `file` declares the sweep format; anything else (unreadable,
+/// not JSON, another format) is left to the drill-report reader's errors.
+fn is_sweep(file: &Path) -> bool {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_owned))
+        .is_some_and(|f| f == SWEEP_FORMAT)
+}
+
+/// Output formats of `bench report compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareFormat {
+    /// Plain text, one line per finding.
+    Text,
+    /// Markdown for a CI job summary.
+    Markdown,
+}
+
+/// `bench report compare OLD.json NEW.json`: exit 1 when NEW regressed
+/// against OLD, 0 when not, 2 when the files cannot be read or are reports
+/// of different drills (unless `force`).
+pub fn report_compare(
+    old: &Path,
+    new: &Path,
+    format: CompareFormat,
+    force: bool,
+    io: &mut Io<'_>,
+) -> Exit {
+    let result = compare_reports(old, new, format, force, io);
+    finish(result, io)
+}
+
+fn compare_reports(
+    old: &Path,
+    new: &Path,
+    format: CompareFormat,
+    force: bool,
+    io: &mut Io<'_>,
+) -> Result<Ending, CommandError> {
+    let (old, new) = match (DrillReport::read(old), DrillReport::read(new)) {
+        (Ok(old), Ok(new)) => (old, new),
+        (Err(e), _) | (_, Err(e)) => return Err(e.into()),
+    };
+    let noise = Noise::default();
+    let comparison = compare::compare(&old, &new, noise, force)?;
+    let text = match format {
+        CompareFormat::Text => compare::render_text(&comparison, noise),
+        CompareFormat::Markdown => compare::render_markdown(&comparison, noise),
+    };
+    let _ = write!(io.out, "{text}");
+    Ok(if comparison.regressed() {
+        Ending::Failed
+    } else {
+        Ending::Held
+    })
+}
+
+/// `bench clean [--dry-run]`: removes the clusters recorded by runs whose
+/// process is gone and every container labelled with a run, then forgets
+/// those runs; `--dry-run` only lists. Exit 0 when everything found was
+/// removed (or listed), 3 when a tool is missing, a removal failed or a
+/// registry file could not be read (something may be left).
+pub fn clean(dry_run: bool, io: &mut Io<'_>) -> Exit {
+    let result = clean_leftovers(dry_run, io);
+    finish(result, io)
+}
+
+fn clean_leftovers(dry_run: bool, io: &mut Io<'_>) -> Result<Ending, CommandError> {
+    use crate::backend::clean::{self as cleaning, Registry};
+    use crate::backend::tool::Tools;
+
+    let registry = Registry::from_env()?;
+    let tools = Tools::default();
+    let plan = cleaning::plan(&registry, &tools).map_err(CommandError::Leftovers)?;
+    for skipped in &plan.skipped {
+        let _ = writeln!(io.out, "skipped: {skipped}");
+    }
+    for file in &plan.unreadable {
+        let _ = writeln!(io.err, "warning: not a run record, left alone: {file}");
+    }
+    if plan.actions.is_empty() {
+        let _ = writeln!(io.out, "nothing to clean in {}", registry.dir().display());
+    }
+    let mut ending = if plan.unreadable.is_empty() {
+        Ending::Held
+    } else {
+        Ending::Incomplete
+    };
+    if dry_run {
+        for action in &plan.actions {
+            let _ = writeln!(io.out, "would {}", action.describe());
+        }
+        return Ok(ending);
+    }
+    let outcome = cleaning::execute(&plan, &registry, &tools);
+    for done in &outcome.done {
+        let _ = writeln!(io.out, "done: {done}");
+    }
+    for failed in &outcome.failed {
+        let _ = writeln!(io.err, "failed: {failed}");
+        ending = Ending::Incomplete;
+    }
+    Ok(ending)
+}
+
+/// `bench sim serve`: resolves and validates the drill (bad input is exit
+/// 2), serves it and prints the address, then waits for Ctrl-C.
+pub fn sim_serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Exit {
+    let result = serve(options, io);
+    finish(result, io)
+}
+
+fn serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
+    let path = catalog::resolve(&options.drill)?;
+    let drill = Drill::load(&path).map_err(CommandError::Drill)?;
+    let serve_options = ServeOptions {
+        listen: options.listen,
+        kubeconfig_out: options.kubeconfig_out.clone(),
+        clock: options.speed.map_or(Clock::Step, Clock::Speed),
+        seed: options.seed,
+        history_window: served::DEFAULT_HISTORY_WINDOW,
+        standby_nodes: options.standby_nodes,
+    };
+    let server = Server::start(&drill, &serve_options)?;
+    let _ = writeln!(
+        io.out,
+        "serving {} (seed {}) at {}",
+        drill.name(),
+        options.seed,
+        server.url()
+    );
+    if let Some(path) = &options.kubeconfig_out {
+        let _ = writeln!(io.out, "kubeconfig: {}", path.display());
+    }
+    let _ = io.out.flush();
+    let waited = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .and_then(|rt| rt.block_on(tokio::signal::ctrl_c()));
+    server.stop();
+    waited.map_err(CommandError::CtrlC)?;
+    Ok(Ending::Held)
+}

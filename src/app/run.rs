@@ -1,0 +1,332 @@
+//! `bench run`: one seed on any backend, or a sweep of seeds on the
+//! simulator.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::error::{CommandError, Ending};
+use crate::backend::BackendKind;
+use crate::backend::factory::{Existing, Factory};
+use crate::drill::Drill;
+use crate::io::Io;
+use crate::progress::Progress;
+use crate::report::sweep::{self, SweepReport};
+use crate::report::{DrillReport, Outcome, Verdict, format_ms, write_all};
+use crate::run::run_drill;
+use crate::scenario::catalog;
+
+/// The options of `bench run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// A built-in name or a drill file.
+    pub drill: String,
+    /// Where it runs.
+    pub backend: BackendKind,
+    /// The first seed.
+    pub seed: u64,
+    /// How many seeds.
+    pub runs: u64,
+    /// Output folder.
+    pub out: Option<PathBuf>,
+    /// The kubeconfig of `--backend kubeconfig`.
+    pub kubeconfig: Option<PathBuf>,
+    /// Its context (default: the current one).
+    pub context: Option<String>,
+    /// The context the user allows the drill to change though the bench
+    /// did not create its cluster.
+    pub allow_destructive: Option<String>,
+    /// Standby nodes per autoscaled pool on kind and Talos: the most nodes
+    /// the emulated autoscaler can add to a pool.
+    pub standby_nodes: u32,
+}
+
+/// Resolves and validates the drill before anything else, so bad input
+/// is exit 2 and never a partial run; then runs it on the backend.
+pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
+    let path = catalog::resolve(&options.drill)?;
+    let drill = Drill::load(&path).map_err(CommandError::Drill)?;
+    let factory = match options.backend {
+        BackendKind::Sim if options.runs > 1 => return sweep(&drill, options, io),
+        BackendKind::Sim => Factory::Sim,
+        BackendKind::Kubeconfig => kubeconfig(&drill, options)?,
+        kind @ (BackendKind::Kind | BackendKind::Talos) => docker(kind, &drill, options)?,
+    };
+    run_and_report(&drill, options, &factory, io)
+}
+
+/// Runs one seed of a drill on a backend of the factory's and writes its
+/// reports.
+fn run_and_report(
+    drill: &Drill,
+    options: &RunOptions,
+    factory: &Factory,
+    io: &mut Io<'_>,
+) -> Result<Ending, CommandError> {
+    let report = run_drill(drill, options.seed, &|drill: &Drill, seed: u64| {
+        factory.provision(drill, seed)
+    })?;
+    let out = options
+        .out
+        .clone()
+        .unwrap_or_else(|| super::default_out_dir(drill.name(), options.seed));
+    let written = write_all(&report, &out).map_err(|source| CommandError::WriteReports {
+        path: out.clone(),
+        source,
+    })?;
+    let _ = write!(io.out, "{}", summary(&report));
+    let _ = writeln!(
+        io.out,
+        "reports: {}",
+        written
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(if report.passed() {
+        Ending::Held
+    } else {
+        Ending::Failed
+    })
+}
+
+/// `--backend kubeconfig`: an existing cluster, or one the bench created
+/// (its run label), or a served simulator. Whether the drill may change
+/// the cluster is decided from reads only, before anything runs: a drill
+/// with faults or scaling on a cluster the bench did not create, without
+/// `--allow-destructive CTX`, is bad input (exit 2: the flags do not allow
+/// what the drill asks; nothing ran).
+fn kubeconfig(drill: &Drill, options: &RunOptions) -> Result<Factory, CommandError> {
+    use crate::backend::bench_api::{self, BenchApi};
+    use crate::backend::kube::{self, access};
+
+    let Some(path) = options.kubeconfig.clone() else {
+        return Err(CommandError::NoKubeconfig);
+    };
+    if options.runs > 1 {
+        return Err(CommandError::SweepOnCluster);
+    }
+    let Some(context_name) = kube::context_name(&path, options.context.as_deref()) else {
+        return Err(CommandError::NoContext(path));
+    };
+    let label = kube::read_run_label(&path, options.context.as_deref())
+        .map_err(|e| CommandError::RunLabel(e.into()).nothing_ran())?;
+    let access = access::decide(
+        label.as_deref(),
+        &context_name,
+        options.allow_destructive.as_deref(),
+    );
+    let read_only = access == access::Access::ReadOnly;
+    let changing = access::changing_steps(drill);
+    if read_only && !changing.is_empty() {
+        return Err(CommandError::NotOurs {
+            drill: drill.name().to_owned(),
+            changes: changing.join(", "),
+            context: context_name,
+            label: crate::labels::RUN_LABEL,
+        }
+        .nothing_ran());
+    }
+    let server = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| rt.block_on(kube::server_of(&path, options.context.as_deref())))
+        .unwrap_or_default();
+    let served =
+        bench_api::loopback_http_addr(&server).and_then(|addr| BenchApi::detect(addr).map(|d| d.0));
+    let factory = Factory::existing(Existing {
+        kubeconfig: path,
+        context: options.context.clone(),
+        context_name,
+        served,
+        read_only,
+    });
+    refuse_unsupported(drill, &factory)?;
+    handle_interrupts()?;
+    Ok(factory)
+}
+
+/// `--backend kind|talos`: a cluster of the bench's own, built in Docker
+/// for this run (and again for each negative control's re-run) and torn
+/// down at its end. What the backend cannot do is refused before anything
+/// is created.
+fn docker(kind: BackendKind, drill: &Drill, options: &RunOptions) -> Result<Factory, CommandError> {
+    if options.runs > 1 {
+        return Err(CommandError::SweepOnCluster);
+    }
+    let capabilities = kind.capabilities();
+    crate::run::refuse_unsupported(drill, kind.name(), capabilities)
+        .map_err(|e| CommandError::Refused(e).nothing_ran())?;
+    handle_interrupts()?;
+    let registry = crate::backend::clean::Registry::from_env()
+        .map_err(|e| CommandError::from(e).nothing_ran())?;
+    Ok(Factory::Docker {
+        kind,
+        registry,
+        standby_nodes: options.standby_nodes,
+    })
+}
+
+fn refuse_unsupported(drill: &Drill, factory: &Factory) -> Result<(), CommandError> {
+    crate::run::refuse_unsupported(drill, factory.name(), factory.capabilities())
+        .map_err(|e| CommandError::Refused(e).nothing_ran())
+}
+
+/// Before a real run: Ctrl-C must end the drill through its teardown, or
+/// the run does not start.
+fn handle_interrupts() -> Result<(), CommandError> {
+    crate::interrupt::install().map_err(|e| CommandError::Interrupts(e).nothing_ran())
+}
+
+/// The ten-second summary of a run.
+pub fn summary(report: &DrillReport) -> String {
+    let held = report
+        .assertions
+        .iter()
+        .filter(|a| a.verdict == Verdict::Pass)
+        .count();
+    let verdict = match report.outcome {
+        Outcome::Passed => "PASSED",
+        Outcome::Failed => "FAILED",
+        Outcome::Aborted => "ABORTED",
+    };
+    let mut text = format!(
+        "{} on {}, seed {}: {verdict}, {held} of {} assertions held, {} of drill time\n",
+        report.drill.name,
+        report.backend,
+        report.seed,
+        report.assertions.len(),
+        format_ms(report.duration_ms)
+    );
+    let width = report
+        .assertions
+        .iter()
+        .map(|a| a.name.len())
+        .max()
+        .unwrap_or(0);
+    for a in &report.assertions {
+        let mark = if a.verdict == Verdict::Pass {
+            "ok  "
+        } else {
+            "FAIL"
+        };
+        text.push_str(&format!(
+            "  {mark} {:width$}  {} (bound {})\n",
+            a.name, a.measured, a.bound
+        ));
+        if a.verdict == Verdict::Fail {
+            text.push_str(&format!("       {}\n", a.summary));
+        }
+    }
+    text
+}
+
+/// `--runs N`: N seeds from `--seed`, on every core. Each seed's run is
+/// independent and deterministic, so the sweep is the same however the
+/// seeds are spread; results are collected in seed order.
+fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
+    let seeds: Vec<u64> = (options.seed..options.seed.saturating_add(options.runs)).collect();
+    let done = AtomicU64::new(0);
+    let mut progress = Progress::new(seeds.len() as u64, io.terminal);
+    let results = std::thread::scope(|scope| {
+        let runs = scope.spawn(|| {
+            seeds
+                .par_iter()
+                .map(|&seed| {
+                    let mut report = run_drill(drill, seed, &crate::backend::sim::provision)
+                        .map_err(|source| CommandError::Seed { seed, source })?;
+                    // The aggregate needs verdicts and figures, not timelines.
+                    report.timeline.clear();
+                    done.fetch_add(1, Ordering::Relaxed);
+                    Ok(report)
+                })
+                .collect::<Vec<Result<DrillReport, CommandError>>>()
+        });
+        // The pool owns the model; this thread only watches the count, so
+        // the display never touches a run's timing or its results.
+        while !runs.is_finished() {
+            progress.update(done.load(Ordering::Relaxed), io.err);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        progress.update(done.load(Ordering::Relaxed), io.err);
+        runs.join()
+    });
+    progress.finish();
+    let results = results.map_err(|_| CommandError::SweepPanicked)?;
+    // The lowest failing seed is the one said.
+    let reports = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let sweep = SweepReport::from_runs(&reports)?;
+    let out = options.out.clone().unwrap_or_else(|| {
+        Path::new("reports").join(format!(
+            "{}-seed{}-runs{}",
+            drill.name(),
+            options.seed,
+            options.runs
+        ))
+    });
+    let files = [
+        ("sweep.json", sweep.to_json()),
+        ("sweep.md", sweep::markdown(&sweep)),
+        ("sweep.junit.xml", sweep::junit(&sweep)),
+        ("sweep.html", sweep::html(&sweep)),
+    ];
+    if let Err(e) = std::fs::create_dir_all(&out).and_then(|_| {
+        files
+            .iter()
+            .try_for_each(|(name, text)| std::fs::write(out.join(name), text))
+    }) {
+        return Err(CommandError::WriteSweep {
+            path: out,
+            source: e,
+        });
+    }
+    let _ = writeln!(
+        io.out,
+        "{} on {}: {} runs from seed {}, {} failed",
+        drill.name(),
+        options.backend.name(),
+        sweep.runs,
+        sweep.first_seed,
+        sweep.failures
+    );
+    for (name, d) in &sweep.figures {
+        let show = |v: f64| {
+            if d.unit == "ms" {
+                format_ms(v.max(0.0) as u64)
+            } else {
+                format!("{v}")
+            }
+        };
+        let _ = writeln!(
+            io.out,
+            "  {name}: p50 {} p95 {} p99 {} max {}",
+            show(d.p50),
+            show(d.p95),
+            show(d.p99),
+            show(d.max)
+        );
+    }
+    for failing in sweep.failing_seeds.iter().take(10) {
+        let _ = writeln!(
+            io.out,
+            "  failing seed {}: bench run {} --seed {} ({})",
+            failing.seed,
+            crate::run::display_path(&drill.source.path),
+            failing.seed,
+            failing.assertions.join(", ")
+        );
+    }
+    let _ = writeln!(
+        io.out,
+        "reports: {}",
+        out.join("sweep.{json,md,junit.xml,html}").display()
+    );
+    Ok(if sweep.failures == 0 {
+        Ending::Held
+    } else {
+        Ending::Failed
+    })
+}
