@@ -472,14 +472,11 @@ mod tests {
     fn kind_versions_before_per_node_labels_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let fake = |version: &str| {
-            use std::os::unix::fs::PermissionsExt;
             let path = dir.path().join(format!("kind-{version}"));
-            std::fs::write(
+            crate::test_support::write_script(
                 &path,
                 format!("#!/bin/sh\necho 'kind {version} go1.20 linux/amd64'\n"),
-            )
-            .unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            );
             Tool::new(path, KIND_HINT, Duration::from_secs(30))
         };
         assert!(check_version(&fake("v0.27.0")).is_ok());

@@ -732,16 +732,13 @@ mod tests {
 
     #[test]
     fn talosctl_outside_the_pinned_minor_is_refused() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let fake = |tag: &str| {
             let path = dir.path().join(format!("talosctl-{tag}"));
-            std::fs::write(
+            crate::test_support::write_script(
                 &path,
                 format!("#!/bin/sh\nprintf 'Client:\\n\\tTag:         {tag}\\n'\n"),
-            )
-            .unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            );
             Tool::new(path, TALOSCTL_HINT, Duration::from_secs(30))
         };
         assert_eq!(

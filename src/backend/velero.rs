@@ -229,15 +229,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fake = |version: &str| {
             let path = dir.path().join(format!("velero-{version}"));
-            std::fs::write(
+            crate::test_support::write_script(
                 &path,
                 format!(
                     "#!/bin/sh\nprintf 'Client:\\n\\tVersion: {version}\\n\\tGit commit: abc\\n'\n"
                 ),
-            )
-            .unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            );
             Velero::new(path, Path::new("/dev/null"), None)
         };
         assert!(fake("v1.16.1").check_version().is_ok());

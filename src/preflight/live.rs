@@ -403,10 +403,8 @@ mod tests {
 
     #[cfg(unix)]
     fn fake_talosctl(dir: &Path, script: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let path = dir.join("talosctl");
-        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::test_support::write_script(&path, format!("#!/bin/sh\n{script}\n"));
         path
     }
 

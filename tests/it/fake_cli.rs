@@ -7,32 +7,13 @@
 //! `DRILLBENCH_FAKE_CLI_LOG` and execs the stand-in, so no test changes the
 //! test process's environment.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use drillbench::preflight::EtcdCounts;
 use drillbench::preflight::live::{LiveError, LiveSource, etcd_counts};
 
-const FAKES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/harness/fake-cli");
-
-/// `dir/<program>` running the stand-in with its log at `dir/calls.log`
-/// and the extra environment `env`.
-fn wrapped(dir: &Path, program: &str, env: &[(&str, &str)]) -> PathBuf {
-    let log = dir.join("calls.log");
-    let mut script = format!(
-        "#!/bin/sh\nexport DRILLBENCH_FAKE_CLI_LOG='{}'\n",
-        log.display()
-    );
-    for (name, value) in env {
-        script.push_str(&format!("export {name}='{value}'\n"));
-    }
-    script.push_str(&format!("exec '{FAKES}/{program}' \"$@\"\n"));
-    let path = dir.join(program);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
+use crate::fake_support::wrapped;
 
 fn calls(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("calls.log")).unwrap_or_default()

@@ -4,7 +4,6 @@
 
 #![allow(dead_code)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -32,8 +31,7 @@ pub fn wrapped(dir: &Path, program: &str, env: &[(&str, &str)]) -> PathBuf {
     }
     script.push_str(&format!("exec '{FAKES}/{program}' \"$@\"\n"));
     let path = bin.join(program);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    drillbench::test_support::write_script(&path, &script);
     path
 }
 

@@ -4,7 +4,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -98,14 +97,12 @@ users:
 
 fn talosctl(dir: &Path, table: &str) -> PathBuf {
     let path = dir.join("talosctl");
-    std::fs::write(
+    drillbench::test_support::write_script(
         &path,
         format!(
             "#!/bin/sh\n[ \"$*\" = \"--nodes 10.0.1.2 etcd members\" ] || {{ echo \"unexpected: $*\" >&2; exit 9; }}\ncat '{FIXTURES}/{table}'\n"
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     path
 }
 
