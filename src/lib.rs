@@ -20,6 +20,7 @@ pub mod io;
 pub mod k8s;
 pub mod labels;
 pub mod manifest;
+pub mod name_pattern;
 pub mod observe;
 pub mod policy;
 pub mod preflight;

@@ -147,7 +147,7 @@ pub fn plan_nodes(topology: &Topology, run: &RunId, standby_per_pool: u32) -> Ve
             .map(|t| (t.key.clone(), t.value.clone(), effect(t.effect)))
             .collect();
         let initial = pool.initial_nodes();
-        let names: Vec<String> = if pool.name_pattern.contains("{hex12}") {
+        let names: Vec<String> = if pool.name_pattern.has_random() {
             // Random names are the simulator's; a fixed ordinal keeps the
             // plan (and its snapshot) the same on every run.
             (1..=initial)

@@ -12,6 +12,7 @@ use super::view::{
 };
 use crate::duration::Duration;
 use crate::k8s::node_selector::RequiredNodeAffinity;
+use crate::name_pattern::NamePattern;
 use crate::topology::{Autoscaler, Capacity, ControlPlanes, Pool, PoolSize, Topology};
 
 pub(super) const GI: i64 = 1 << 30;
@@ -243,7 +244,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
     };
     let pool = |name: &str, size| Pool {
         name: name.to_owned(),
-        name_pattern: format!("{name}-{{n}}"),
+        name_pattern: NamePattern::ordinal(name),
         size,
         server_type: None,
         capacity: capacity.clone(),
@@ -252,7 +253,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
     };
     Topology {
         control_planes: ControlPlanes {
-            name_pattern: "cp-{n}".to_owned(),
+            name_pattern: NamePattern::ordinal("cp"),
             ordinals: vec![1],
             server_type: None,
             capacity: capacity.clone(),

@@ -631,10 +631,7 @@ fn pool_by_pattern(report: &DrillReport, node: &str) -> Option<String> {
         .topology
         .pools
         .iter()
-        .find(|p| {
-            let prefix = p.name_pattern.split('{').next().unwrap_or_default();
-            !prefix.is_empty() && p.name_pattern.contains('{') && node.starts_with(prefix)
-        })
+        .find(|p| p.name_pattern.matches(node))
         .map(|p| p.name.clone())
 }
 

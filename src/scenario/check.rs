@@ -10,6 +10,7 @@ use super::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use super::located::{Located, Position};
 use super::spec::*;
 use super::step::Step;
+use crate::name_pattern::{NamePattern, is_dns_label};
 
 /// Collects every problem of one file instead of stopping at the first, so a
 /// person fixes a drill in one pass.
@@ -118,16 +119,6 @@ fn check_name(checker: &mut Checker<'_>, what: &str, name: &Located<String>) {
             ),
         );
     }
-}
-
-pub(crate) fn is_dns_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
 }
 
 fn check_cluster(cluster: &ClusterSpec, checker: &mut Checker<'_>) {
@@ -242,60 +233,10 @@ fn check_cluster(cluster: &ClusterSpec, checker: &mut Checker<'_>) {
     }
 }
 
-/// Placeholders a name pattern may use.
-const PLACEHOLDERS: [&str; 2] = ["{n}", "{hex12}"];
-
 fn check_pattern(checker: &mut Checker<'_>, pattern: &Located<String>) {
-    let mut rest = pattern.as_str();
-    let mut placeholders = Vec::new();
-    let mut literal = String::new();
-    while let Some(open) = rest.find('{') {
-        literal.push_str(&rest[..open]);
-        let Some(close) = rest[open..].find('}') else {
-            checker.error(
-                pattern.at,
-                format!("name pattern `{}` has an unclosed `{{`", pattern.value),
-            );
-            return;
-        };
-        let placeholder = &rest[open..open + close + 1];
-        if !PLACEHOLDERS.contains(&placeholder) {
-            checker.error(
-                pattern.at,
-                format!(
-                    "unknown placeholder `{placeholder}` in name pattern `{}`; expected `{{n}}` or `{{hex12}}`",
-                    pattern.value
-                ),
-            );
-            return;
-        }
-        placeholders.push(placeholder);
-        literal.push('0');
-        rest = &rest[open + close + 1..];
+    if let Err(error) = NamePattern::parse(pattern.as_str()) {
+        checker.error(pattern.at, error.to_string());
     }
-    literal.push_str(rest);
-    if placeholders.is_empty() {
-        checker.error(
-            pattern.at,
-            format!(
-                "name pattern `{}` has no placeholder, so every node would get the same name; \
-                 expected `{{n}}` or `{{hex12}}`",
-                pattern.value
-            ),
-        );
-    } else if !is_dns_label(&literal) && !is_dns_subdomain(&literal) {
-        checker.error(
-            pattern.at,
-            format!(
-                "name pattern `{}` does not make valid node names; expected lowercase letters, digits, `-` and `.`",
-                pattern.value
-            ),
-        );
-    }
-}
-
-fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253 && name.split('.').all(is_dns_label)
 }
 
 fn check_range(checker: &mut Checker<'_>, range: &Located<DurationRange>) {

@@ -33,6 +33,7 @@ use crate::duration::Duration;
 use crate::k8s::quantity::ParsedQuantity;
 use crate::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use crate::labels::{CONTROL_PLANE_LABEL, STANDBY_KEY};
+use crate::name_pattern::NamePattern;
 use crate::observe::{AdmissionDecision, DataLoss, Observation, Placement, Stranding};
 use crate::observe::{Event, EventKind, ObjectRef};
 use crate::rng::SeededRng;
@@ -387,13 +388,8 @@ impl Simulation {
         Ok(())
     }
 
-    fn node_name(&mut self, pattern: &str, n: u32) -> String {
-        let mut name = pattern.replace("{n}", &n.to_string());
-        while name.contains("{hex12}") {
-            let hex = self.rng.hex12();
-            name = name.replacen("{hex12}", &hex, 1);
-        }
-        name
+    fn node_name(&mut self, pattern: &NamePattern, n: u32) -> String {
+        pattern.name(n, || self.rng.hex12())
     }
 
     fn add_node(

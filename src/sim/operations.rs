@@ -363,7 +363,7 @@ impl Simulation {
         let ordinal = self.next_cp_ordinal;
         self.next_cp_ordinal += 1;
         let cps = self.topology.control_planes.clone();
-        let name = cps.name_pattern.replace("{n}", &ordinal.to_string());
+        let name = cps.name_pattern.name(ordinal, String::new);
         let labels = self.nodes[node].labels().clone();
         let taints = self.nodes[node]
             .taints()

@@ -16,6 +16,7 @@ use super::{
     PoolSize, server_types,
 };
 use crate::labels::{AUTOSCALED_LABEL, BASELINE_LABEL};
+use crate::name_pattern::NamePattern;
 use crate::scenario::parse::{
     MAX_DRILL_BYTES, read_source, yaml_message, yaml_options, yaml_position,
 };
@@ -168,7 +169,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
     let cluster = &file.spec.cluster;
     let cp_count = cluster.control_planes.as_ref().map_or(3, |c| c.value);
     let control_planes = ControlPlanes {
-        name_pattern: format!("{name}-control-plane-{{n}}"),
+        name_pattern: NamePattern::ordinal(&format!("{name}-control-plane")),
         ordinals: (1..=cp_count).collect(),
         server_type: Some(cp_type),
         capacity: cp_capacity,
@@ -178,7 +179,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
     if workers > 0 {
         pools.push(Pool {
             name: BASELINE_POOL.to_owned(),
-            name_pattern: format!("{name}-worker-{{n}}"),
+            name_pattern: NamePattern::ordinal(&format!("{name}-worker")),
             size: PoolSize::Static(workers),
             server_type: Some(worker_type),
             capacity: worker_capacity,
@@ -243,7 +244,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
             }
             pools.push(Pool {
                 name: pool.name.value.clone(),
-                name_pattern: format!("{}-{{hex12}}", pool.name.value),
+                name_pattern: NamePattern::random(&pool.name.value),
                 size: PoolSize::Autoscaled {
                     min: pool.min,
                     max: pool.max.value,

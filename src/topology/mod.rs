@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::Duration;
+use crate::name_pattern::NamePattern;
 use crate::scenario::check::Checker;
 use crate::scenario::spec::{
     AttachModel, BackupPhase, BindingMode, CapacitySpec, ClusterSpec, DurationRange, Expander,
@@ -47,8 +48,8 @@ pub struct Topology {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlanes {
-    /// Node name pattern with `{n}`.
-    pub name_pattern: String,
+    /// Numbered by `{n}` alone.
+    pub name_pattern: NamePattern,
     /// The ordinals `{n}` takes, one per control plane.
     pub ordinals: Vec<u32>,
     /// Server type, when one was named.
@@ -62,7 +63,7 @@ impl ControlPlanes {
     pub fn names(&self) -> Vec<String> {
         self.ordinals
             .iter()
-            .map(|n| self.name_pattern.replace("{n}", &n.to_string()))
+            .map(|&n| self.name_pattern.name(n, String::new))
             .collect()
     }
 }
@@ -73,8 +74,7 @@ impl ControlPlanes {
 pub struct Pool {
     /// Pool name.
     pub name: String,
-    /// Node name pattern with `{n}` and/or `{hex12}`.
-    pub name_pattern: String,
+    pub name_pattern: NamePattern,
     /// Static or autoscaled.
     pub size: PoolSize,
     /// Server type, when one was named.
@@ -104,11 +104,11 @@ impl Pool {
     /// The names of the pool's nodes that are known before the drill runs
     /// (patterns without `{hex12}`), in ordinal order.
     pub fn static_names(&self) -> Vec<String> {
-        if self.name_pattern.contains("{hex12}") {
+        if self.name_pattern.has_random() {
             return Vec::new();
         }
         (1..=self.initial_nodes())
-            .map(|n| self.name_pattern.replace("{n}", &n.to_string()))
+            .map(|n| self.name_pattern.name(n, String::new))
             .collect()
     }
 
@@ -440,7 +440,7 @@ fn resolve_control_planes(
     checker: &mut Checker<'_>,
 ) -> ControlPlanes {
     let mut cp = base.unwrap_or_else(|| ControlPlanes {
-        name_pattern: "control-plane-{n}".to_owned(),
+        name_pattern: NamePattern::ordinal("control-plane"),
         ordinals: vec![1, 2, 3],
         server_type: Some("cx33".to_owned()),
         capacity: server_types::capacity("cx33").unwrap_or_else(server_types::fallback),
@@ -449,16 +449,20 @@ fn resolve_control_planes(
         return cp;
     };
     if let Some(pattern) = &spec.name_pattern {
-        if !pattern.contains("{n}") {
-            checker.error(
-                pattern.at,
-                format!(
-                    "control-plane name pattern `{}` lacks `{{n}}`; control planes are numbered",
-                    pattern.value
-                ),
-            );
+        // The checker has reported a malformed pattern already.
+        if let Ok(parsed) = NamePattern::parse(pattern) {
+            if !parsed.has_ordinal() || parsed.has_random() {
+                checker.error(
+                    pattern.at,
+                    format!(
+                        "control-plane name pattern `{}` is not numbered by `{{n}}` alone; \
+                         control planes are numbered, and their names known before they boot",
+                        pattern.value
+                    ),
+                );
+            }
+            cp.name_pattern = parsed;
         }
-        cp.name_pattern = pattern.value.clone();
     }
     match (&spec.ordinals, &spec.count) {
         (Some(ordinals), _) => cp.ordinals = ordinals.value.clone(),
@@ -552,15 +556,17 @@ fn new_pool(spec: &Located<PoolSpec>, checker: &mut Checker<'_>) -> Option<Pool>
         }
     };
     let default_pattern = match size {
-        PoolSize::Static(_) => format!("{}-{{n}}", spec.name.value),
-        PoolSize::Autoscaled { .. } => format!("{}-{{hex12}}", spec.name.value),
+        PoolSize::Static(_) => NamePattern::ordinal(&spec.name.value),
+        PoolSize::Autoscaled { .. } => NamePattern::random(&spec.name.value),
     };
     Some(Pool {
         name: spec.name.value.clone(),
+        // The checker has reported a malformed pattern already.
         name_pattern: spec
             .name_pattern
             .as_ref()
-            .map_or(default_pattern, |p| p.value.clone()),
+            .and_then(|p| NamePattern::parse(p).ok())
+            .unwrap_or(default_pattern),
         size,
         server_type: spec.server_type.as_ref().map(|s| s.value.clone()),
         capacity,
@@ -579,8 +585,10 @@ fn override_pool(pool: &mut Pool, spec: &Located<PoolSpec>, checker: &mut Checke
             max: range.max.value,
         };
     }
-    if let Some(pattern) = &spec.name_pattern {
-        pool.name_pattern = pattern.value.clone();
+    if let Some(pattern) = &spec.name_pattern
+        && let Ok(parsed) = NamePattern::parse(pattern)
+    {
+        pool.name_pattern = parsed;
     }
     if let Some(server_type) = &spec.server_type
         && let Some(capacity) = lookup_server_type(server_type, checker)

@@ -63,7 +63,7 @@ fn the_production_ksail_file_becomes_the_production_topology() {
         let pool = t.pool(name).unwrap_or_else(|| panic!("pool {name}"));
         assert_eq!(pool.size, PoolSize::Autoscaled { min: 0, max: 4 }, "{name}");
         assert_eq!(pool.capacity.cpu, cpu, "{name}");
-        assert!(pool.name_pattern.ends_with("-{hex12}"), "{name}");
+        assert!(pool.name_pattern.as_str().ends_with("-{hex12}"), "{name}");
         assert!(
             !pool
                 .labels
@@ -189,4 +189,29 @@ fn an_import_above_max_nodes_total_is_refused() {
             .join("harness/ksail/ksail.prod.yaml")
             .is_file()
     );
+}
+
+/// Control planes are numbered, and the drill names them before they boot
+/// (the endpoint's holder, `nodes:` assertions), so their pattern is `{n}`
+/// alone; a pool's may draw `{hex12}`.
+#[test]
+fn a_control_plane_pattern_is_numbered_by_n_alone() {
+    let with = |pattern: &str| {
+        drill(&format!(
+            "{HEADER}cluster:\n  controlPlanes:\n    count: 3\n    namePattern: '{pattern}'\n"
+        ))
+    };
+    let numbered = with("cp-{n}").expect("valid");
+    assert_eq!(
+        numbered.topology.control_planes.names(),
+        ["cp-1", "cp-2", "cp-3"]
+    );
+    for refused in ["cp-{hex12}", "cp-{n}-{hex12}"] {
+        let err = with(refused).expect_err(refused);
+        assert!(
+            err.contains("is not numbered by `{n}` alone"),
+            "{refused}: {err}"
+        );
+        assert!(err.contains(":8:18:"), "names the pattern: {err}");
+    }
 }

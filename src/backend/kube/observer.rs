@@ -400,11 +400,7 @@ pub fn pool_of(topology: &Topology, name: &str, labels: &BTreeMap<String, String
     {
         return pool.clone();
     }
-    if let Some(pool) = topology
-        .pools
-        .iter()
-        .find(|p| pattern_matches(&p.name_pattern, name))
-    {
+    if let Some(pool) = topology.pools.iter().find(|p| p.name_pattern.matches(name)) {
         return pool.name.clone();
     }
     topology
@@ -413,42 +409,6 @@ pub fn pool_of(topology: &Topology, name: &str, labels: &BTreeMap<String, String
         .find(|p| !p.labels.is_empty() && p.labels.iter().all(|(k, v)| labels.get(k) == Some(v)))
         .map(|p| p.name.clone())
         .unwrap_or_default()
-}
-
-fn pattern_matches(pattern: &str, name: &str) -> bool {
-    let mut rest = name;
-    let mut pattern = pattern;
-    loop {
-        match pattern.find('{') {
-            None => return rest == pattern,
-            Some(open) => {
-                let (literal, tail) = pattern.split_at(open);
-                let Some(r) = rest.strip_prefix(literal) else {
-                    return false;
-                };
-                let Some(close) = tail.find('}') else {
-                    return false;
-                };
-                let placeholder = &tail[1..close];
-                pattern = &tail[close + 1..];
-                let taken = match placeholder {
-                    "n" => r.bytes().take_while(u8::is_ascii_digit).count(),
-                    "hex12" => {
-                        let hex = r.bytes().take_while(u8::is_ascii_hexdigit).count();
-                        if hex < 12 {
-                            return false;
-                        }
-                        12
-                    }
-                    _ => return false,
-                };
-                if taken == 0 {
-                    return false;
-                }
-                rest = &r[taken..];
-            }
-        }
-    }
 }
 
 /// What the cluster autoscaler reads of a pod.
@@ -1938,9 +1898,5 @@ mod tests {
         assert_eq!(pool_of(topology, "prod-worker-1", &none), "baseline");
         let cp = BTreeMap::from([(CONTROL_PLANE_LABEL.to_owned(), String::new())]);
         assert_eq!(pool_of(topology, "anything", &cp), CONTROL_PLANE_POOL);
-        assert!(pattern_matches("auto-{hex12}", "auto-0123456789ab"));
-        assert!(!pattern_matches("auto-{hex12}", "auto-0123"));
-        assert!(pattern_matches("w-{n}", "w-12"));
-        assert!(!pattern_matches("w-{n}", "w-"));
     }
 }
