@@ -118,7 +118,6 @@ impl NodeOperation {
 pub struct NodeDone {
     /// What was done.
     pub operation: NodeOperation,
-    /// To which node.
     pub node: String,
     /// Simulated time after it.
     pub now_ms: u64,
@@ -147,7 +146,6 @@ pub struct BackupFailed {
 pub struct EtcdMembers {
     /// Voting members.
     pub voters: u32,
-    /// Learners.
     pub learners: u32,
 }
 
@@ -185,7 +183,6 @@ pub struct Reset {
 pub struct ResetDone {
     /// The drill provisioned again.
     pub reset: String,
-    /// With this seed.
     pub seed: u64,
     /// The newest change's resourceVersion (they continue across a reset).
     pub resource_version: String,

@@ -15,8 +15,6 @@ use crate::scenario::spec::{
 use crate::scenario::step::Step;
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
 use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
-
-/// A validated drill.
 #[derive(Debug, Clone)]
 pub struct Drill {
     /// The drill as written.
@@ -79,8 +77,6 @@ impl Drill {
             _ => Err(diagnostics),
         }
     }
-
-    /// The drill's name.
     pub fn name(&self) -> &str {
         &self.spec.metadata.name
     }

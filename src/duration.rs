@@ -32,7 +32,6 @@ pub enum DurationError {
     UnknownUnit {
         /// The unit as written.
         unit: String,
-        /// The whole input.
         input: String,
     },
     /// The value does not fit the bench's clock.
@@ -44,7 +43,6 @@ pub enum DurationError {
 }
 
 impl Duration {
-    /// The zero duration.
     pub const ZERO: Duration = Duration(0);
 
     /// A duration of `ms` milliseconds.
@@ -61,8 +59,6 @@ impl Duration {
     pub const fn from_mins(m: u64) -> Self {
         Duration(m * 60_000)
     }
-
-    /// The duration in milliseconds.
     pub const fn as_millis(self) -> u64 {
         self.0
     }

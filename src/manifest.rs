@@ -126,7 +126,6 @@ pub enum ManifestError {
     Read {
         /// The file as named, or [`STDIN_NAME`].
         source_name: String,
-        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },

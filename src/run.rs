@@ -29,7 +29,6 @@ pub enum RunError {
     /// The backend cannot do what the drill asks.
     #[error("{0}")]
     Unsupported(String),
-    /// The backend failed.
     #[error(transparent)]
     Backend(#[from] BackendError),
     /// The cluster could not be built.

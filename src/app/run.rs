@@ -24,11 +24,9 @@ pub struct RunOptions {
     pub drill: String,
     /// Where it runs.
     pub backend: BackendKind,
-    /// The first seed.
     pub seed: u64,
     /// How many seeds.
     pub runs: u64,
-    /// Output folder.
     pub out: Option<PathBuf>,
     /// The kubeconfig of `--backend kubeconfig`.
     pub kubeconfig: Option<PathBuf>,

@@ -23,7 +23,6 @@ use crate::scenario::spec::{GuardAction, GuardSpec, NodeOperator, NodeRequiremen
 /// One guard's verdict on a pod template it matched and found wanting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardDecision {
-    /// The guard.
     pub guard: String,
     /// Whether it refused the template (`Enforce`) or only recorded it.
     pub refused: bool,

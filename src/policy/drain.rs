@@ -20,8 +20,6 @@ use crate::duration::Duration;
 /// The pause after a refused eviction: `kubectl drain` waits 5 s before it
 /// tries a refused pod again.
 pub(crate) const EVICTION_RETRY: Duration = Duration::from_secs(5);
-
-/// How an eviction went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Evicted {
     /// Accepted: the pod terminates.

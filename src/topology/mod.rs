@@ -30,21 +30,16 @@ pub const CONTROL_PLANE_POOL: &str = "control-plane";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Topology {
-    /// The control-plane nodes.
     pub control_planes: ControlPlanes,
     /// Worker pools, in the order the drill (or the import) lists them.
     pub pools: Vec<Pool>,
-    /// Cluster-autoscaler settings.
     pub autoscaler: Autoscaler,
-    /// Storage classes.
     pub storage_classes: Vec<StorageClass>,
     /// The stable API endpoint, when the cluster has one.
     pub endpoint: Option<Endpoint>,
-    /// Backup schedules.
     pub backups: Vec<BackupSchedule>,
 }
 
-/// The control planes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlanes {
@@ -72,7 +67,6 @@ impl ControlPlanes {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pool {
-    /// Pool name.
     pub name: String,
     pub name_pattern: NamePattern,
     /// Static or autoscaled.
@@ -147,9 +141,7 @@ pub enum PoolSize {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Capacity {
-    /// CPU quantity.
     pub cpu: String,
-    /// Memory quantity.
     pub memory: String,
     /// Most pods.
     pub pods: u32,
@@ -159,11 +151,9 @@ pub struct Capacity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Taint {
-    /// Key.
     pub key: String,
     /// Value (may be empty).
     pub value: String,
-    /// Effect.
     pub effect: TaintEffect,
 }
 
@@ -203,15 +193,11 @@ impl Default for Autoscaler {
     }
 }
 
-/// A storage class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StorageClass {
-    /// Name.
     pub name: String,
-    /// Binding mode.
     pub binding_mode: BindingMode,
-    /// Attach model.
     pub attach: AttachModel,
     /// What happens to an attachment when its node departs.
     pub release_on_node_loss: Release,
@@ -226,7 +212,6 @@ pub struct StorageClass {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Endpoint {
-    /// Name.
     pub name: String,
     /// Time to move to a healthy control plane.
     pub failover_delay: Duration,
@@ -234,11 +219,9 @@ pub struct Endpoint {
     pub holder: String,
 }
 
-/// A backup schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupSchedule {
-    /// Schedule name.
     pub schedule: String,
     /// Interval between starts.
     pub every: Duration,
@@ -263,7 +246,6 @@ impl Topology {
         names
     }
 
-    /// The pool of that name.
     pub fn pool(&self, name: &str) -> Option<&Pool> {
         self.pools.iter().find(|p| p.name == name)
     }
@@ -302,11 +284,8 @@ pub fn resolve(
 /// What an import contributes before the drill's own settings apply.
 #[derive(Debug, Clone, Default)]
 pub struct Imported {
-    /// Control planes.
     pub control_planes: Option<ControlPlanes>,
-    /// Pools.
     pub pools: Vec<Pool>,
-    /// Autoscaler.
     pub autoscaler: Autoscaler,
     /// Endpoint name and holder, when the import enables one.
     pub endpoint: Option<Endpoint>,
