@@ -40,9 +40,26 @@ pub struct RunOptions {
     pub standby_nodes: u32,
 }
 
+/// The most seeds one sweep runs. Every swept seed's report is kept until
+/// the aggregate is built (about 20 KB each), so this bounds a sweep at a
+/// few GB on the 2-core, 24 GiB machines CI and developers have.
+pub const MAX_RUNS: u64 = 100_000;
+
+/// The widest the terminal summary aligns assertion names.
+const NAME_COLUMN: usize = 40;
+
 /// Resolves and validates the drill before anything else, so bad input
 /// is exit 2 and never a partial run; then runs it on the backend.
 pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
+    if options.runs == 0 || options.runs > MAX_RUNS {
+        return Err(CommandError::Runs(options.runs));
+    }
+    if options.seed.checked_add(options.runs - 1).is_none() {
+        return Err(CommandError::SeedRange {
+            seed: options.seed,
+            runs: options.runs,
+        });
+    }
     let path = catalog::resolve(&options.drill)?;
     let drill = Drill::load(&path).map_err(CommandError::Drill)?;
     let factory = match options.backend {
@@ -199,12 +216,14 @@ pub fn summary(report: &DrillReport) -> String {
         report.assertions.len(),
         format_ms(report.duration_ms)
     );
+    // Aligned up to a point: a longer name only pushes its own line out.
     let width = report
         .assertions
         .iter()
         .map(|a| a.name.len())
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(NAME_COLUMN);
     for a in &report.assertions {
         let mark = if a.verdict == Verdict::Pass {
             "ok  "
@@ -226,7 +245,7 @@ pub fn summary(report: &DrillReport) -> String {
 /// independent and deterministic, so the sweep is the same however the
 /// seeds are spread; results are collected in seed order.
 fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
-    let seeds: Vec<u64> = (options.seed..options.seed.saturating_add(options.runs)).collect();
+    let seeds: Vec<u64> = (options.seed..=options.seed + (options.runs - 1)).collect();
     let done = AtomicU64::new(0);
     let mut progress = Progress::new(seeds.len() as u64, io.terminal);
     let results = std::thread::scope(|scope| {
