@@ -142,6 +142,12 @@ impl FromStr for Duration {
             }
             total_ns = total_ns.checked_add(part).ok_or_else(overflow)?;
         }
+        // Go's Duration is an int64 of nanoseconds (about 292 years), and
+        // ParseDuration refuses anything longer; so does the bench, which
+        // also keeps every sum of drill times far from u64's end.
+        if total_ns > i64::MAX as u128 {
+            return Err(DurationError::Overflow(input.to_owned()));
+        }
         if !total_ns.is_multiple_of(1_000_000) {
             return Err(DurationError::TooFine(input.to_owned()));
         }
@@ -257,6 +263,26 @@ mod tests {
             "99999999999999999999999h".parse::<Duration>(),
             Err(DurationError::Overflow(_))
         ));
+    }
+
+    /// Go's `time.ParseDuration` (src/time/format.go, `leadingInt` and the
+    /// `v > 1<<63-1` checks; time_test.go's `parseDurationErrorTests`):
+    /// 9223372036854775807ns is the longest duration, one more overflows.
+    /// u64 milliseconds would hold far more and wrap sums of drill times.
+    #[test]
+    fn nothing_longer_than_gos_int64_nanoseconds() {
+        let longest = "9223372036854ms".parse::<Duration>().unwrap();
+        assert_eq!(longest.as_millis(), 9_223_372_036_854);
+        assert!("2562047h".parse::<Duration>().is_ok());
+        for too_long in ["9223372036855ms", "2562048h", "18446744073709551615ms"] {
+            assert!(
+                matches!(
+                    too_long.parse::<Duration>(),
+                    Err(DurationError::Overflow(_))
+                ),
+                "{too_long}"
+            );
+        }
     }
 
     #[test]
