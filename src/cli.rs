@@ -31,7 +31,7 @@ enum Command {
     },
     /// Check drill files for syntax and meaning without running anything.
     Validate {
-        /// Drill files to check.
+        /// Drill files, or built-in drill names, to check.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },

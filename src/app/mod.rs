@@ -54,12 +54,20 @@ fn list_drills(backend: Option<Backend>, io: &mut Io<'_>) -> Result<Ending, Comm
 pub fn validate(files: &[PathBuf], io: &mut Io<'_>) -> Exit {
     let mut ending = Ending::Held;
     for file in files {
-        match Drill::load(file) {
+        // A built-in's name resolves as `bench run` resolves it.
+        let path = match file.to_str().map(catalog::resolve) {
+            None => Ok(file.clone()),
+            Some(resolved) => resolved,
+        };
+        let loaded = path
+            .map_err(|unknown| format!("error: {unknown}"))
+            .and_then(|path| Drill::load(&path).map_err(|d| d.render(io.color)));
+        match loaded {
             Ok(drill) => {
                 let _ = writeln!(io.out, "{}: valid drill `{}`", file.display(), drill.name());
             }
-            Err(diagnostics) => {
-                let _ = write!(io.err, "{}", diagnostics.render(io.color));
+            Err(rendered) => {
+                let _ = writeln!(io.err, "{}", rendered.trim_end());
                 ending = Ending::BadInputs;
             }
         }

@@ -321,3 +321,30 @@ fn usage_errors_exit_2() {
     assert_eq!(bench(&["run", "cp-recreate", "--runs", "0"]).code, 2);
     assert_eq!(bench(&["--help"]).code, 0);
 }
+
+#[test]
+fn validate_takes_built_in_names_as_run_does() {
+    let run = bench(&["validate", "cp-recreate", "node-loss"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("cp-recreate: valid drill `cp-recreate`"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("node-loss: valid drill `node-loss`"),
+        "{}",
+        run.stdout
+    );
+
+    let run = bench(&["validate", "no-such-drill"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.starts_with(
+            "error: no drill named `no-such-drill`; expected a drill file or one of: "
+        ),
+        "{}",
+        run.stderr
+    );
+}
