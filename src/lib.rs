@@ -22,6 +22,7 @@ pub mod labels;
 pub mod manifest;
 pub mod name_pattern;
 pub mod observe;
+pub mod out_dir;
 pub mod policy;
 pub mod preflight;
 pub mod progress;

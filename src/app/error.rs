@@ -72,6 +72,12 @@ pub(crate) enum CommandError {
         #[source]
         source: RunError,
     },
+    #[error("--out {} cannot hold the reports", .path.display())]
+    OutDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot write the reports to {}", .path.display())]
     WriteReports {
         path: PathBuf,
@@ -131,6 +137,7 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::NoKubeconfig
         | E::SweepOnCluster
         | E::Runs(_)
+        | E::OutDir { .. }
         | E::SeedRange { .. }
         | E::NoContext(_)
         | E::NotOurs { .. }

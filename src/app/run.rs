@@ -11,6 +11,7 @@ use crate::backend::BackendKind;
 use crate::backend::factory::{Existing, Factory};
 use crate::drill::Drill;
 use crate::io::Io;
+use crate::out_dir::{self, OutDir};
 use crate::progress::Progress;
 use crate::report::sweep::{self, SweepReport};
 use crate::report::{DrillReport, Outcome, Verdict, format_ms, write_all};
@@ -62,13 +63,33 @@ pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, Comma
     }
     let path = catalog::resolve(&options.drill)?;
     let drill = Drill::load(&path).map_err(CommandError::Drill)?;
+    let out = out_path(&drill, options);
+    out_dir::check(&out).map_err(|source| CommandError::OutDir {
+        path: out.clone(),
+        source,
+    })?;
     let factory = match options.backend {
-        BackendKind::Sim if options.runs > 1 => return sweep(&drill, options, io),
+        BackendKind::Sim if options.runs > 1 => return sweep(&drill, options, &out, io),
         BackendKind::Sim => Factory::Sim,
         BackendKind::Kubeconfig => kubeconfig(&drill, options)?,
         kind @ (BackendKind::Kind | BackendKind::Talos) => docker(kind, &drill, options)?,
     };
-    run_and_report(&drill, options, &factory, io)
+    run_and_report(&drill, options, &factory, &out, io)
+}
+
+/// `--out`, or `reports/DRILL-seedN` for one run and
+/// `reports/DRILL-seedN-runsM` for a sweep.
+fn out_path(drill: &Drill, options: &RunOptions) -> PathBuf {
+    match &options.out {
+        Some(out) => out.clone(),
+        None if options.runs > 1 => Path::new("reports").join(format!(
+            "{}-seed{}-runs{}",
+            drill.name(),
+            options.seed,
+            options.runs
+        )),
+        None => super::default_out_dir(drill.name(), options.seed),
+    }
 }
 
 /// Runs one seed of a drill on a backend of the factory's and writes its
@@ -77,17 +98,14 @@ fn run_and_report(
     drill: &Drill,
     options: &RunOptions,
     factory: &Factory,
+    out: &Path,
     io: &mut Io<'_>,
 ) -> Result<Ending, CommandError> {
     let report = run_drill(drill, options.seed, &|drill: &Drill, seed: u64| {
         factory.provision(drill, seed)
     })?;
-    let out = options
-        .out
-        .clone()
-        .unwrap_or_else(|| super::default_out_dir(drill.name(), options.seed));
-    let written = write_all(&report, &out).map_err(|source| CommandError::WriteReports {
-        path: out.clone(),
+    let written = write_all(&report, out).map_err(|source| CommandError::WriteReports {
+        path: out.to_path_buf(),
         source,
     })?;
     let _ = write!(io.out, "{}", summary(&report));
@@ -244,7 +262,12 @@ pub fn summary(report: &DrillReport) -> String {
 /// `--runs N`: N seeds from `--seed`, on every core. Each seed's run is
 /// independent and deterministic, so the sweep is the same however the
 /// seeds are spread; results are collected in seed order.
-fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
+fn sweep(
+    drill: &Drill,
+    options: &RunOptions,
+    out: &Path,
+    io: &mut Io<'_>,
+) -> Result<Ending, CommandError> {
     let seeds: Vec<u64> = (options.seed..=options.seed + (options.runs - 1)).collect();
     let done = AtomicU64::new(0);
     let mut progress = Progress::new(seeds.len() as u64, io.terminal);
@@ -276,30 +299,18 @@ fn sweep(drill: &Drill, options: &RunOptions, io: &mut Io<'_>) -> Result<Ending,
     // The lowest failing seed is the one said.
     let reports = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let sweep = SweepReport::from_runs(&reports)?;
-    let out = options.out.clone().unwrap_or_else(|| {
-        Path::new("reports").join(format!(
-            "{}-seed{}-runs{}",
-            drill.name(),
-            options.seed,
-            options.runs
-        ))
-    });
     let files = [
         ("sweep.json", sweep.to_json()),
         ("sweep.md", sweep::markdown(&sweep)),
         ("sweep.junit.xml", sweep::junit(&sweep)),
         ("sweep.html", sweep::html(&sweep)),
     ];
-    if let Err(e) = std::fs::create_dir_all(&out).and_then(|_| {
-        files
-            .iter()
-            .try_for_each(|(name, text)| std::fs::write(out.join(name), text))
-    }) {
-        return Err(CommandError::WriteSweep {
-            path: out,
-            source: e,
-        });
-    }
+    OutDir::prepare(out)
+        .and_then(|dir| dir.write(&files))
+        .map_err(|source| CommandError::WriteSweep {
+            path: out.to_path_buf(),
+            source,
+        })?;
     let _ = writeln!(
         io.out,
         "{} on {}: {} runs from seed {}, {} failed",

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::observe::{Event, ObjectRef};
+use crate::out_dir::OutDir;
 use crate::topology::Topology;
 
 /// The version of the report format. Readers refuse other versions rather
@@ -248,20 +249,12 @@ impl DrillReport {
 /// returns the files written: `report.json`, `report.md`, `report.junit.xml`,
 /// `report.html`.
 pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let files = [
+    OutDir::prepare(dir)?.write(&[
         ("report.json", report.to_json()),
         ("report.md", markdown::render(report)),
         ("report.junit.xml", junit::render(report)),
         ("report.html", html::render(report)),
-    ];
-    let mut written = Vec::new();
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text)?;
-        written.push(path);
-    }
-    Ok(written)
+    ])
 }
 
 /// Formats milliseconds of drill time as `1h02m03.456s`-style text.

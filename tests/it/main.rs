@@ -37,7 +37,7 @@ mod report_compare;
 mod report_formats;
 mod report_html;
 mod report_sweep;
-mod run_budgets;
+mod run_inputs;
 mod serve_cli;
 mod serve_kube_rs;
 mod serve_kubectl;

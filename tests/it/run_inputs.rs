@@ -1,6 +1,8 @@
-//! `bench run`'s own numbers are bounded before anything runs: a seed range
-//! that would wrap, a sweep past its budget, an assertion name too long to
-//! align are bad input or a plain line, never a panic or a silent short run.
+//! `bench run`'s own inputs are checked before anything runs: a seed range
+//! that would wrap, a sweep past its budget, an `--out` that cannot hold
+//! reports are bad input, and an assertion name too long to align is a
+//! plain line; never a panic, a silent short run or a verdict lost after
+//! the run.
 
 use crate::common::{bench, root};
 
@@ -94,4 +96,35 @@ fn a_very_long_assertion_name_is_printed_not_a_panic() {
         run.stderr
     );
     assert!(run.stdout.contains(&long), "the whole name is printed");
+}
+
+#[test]
+fn an_out_that_cannot_hold_reports_is_bad_input_before_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").expect("write");
+    let below = file.join("reports");
+    for out in [file.to_str(), below.to_str(), Some("/dev/full")] {
+        let out = out.expect("utf-8");
+        for runs in ["1", "3"] {
+            let run = bench(&["run", "node-loss", "--runs", runs, "--out", out]);
+            assert_eq!(run.code, 2, "--out {out} --runs {runs}: {}", run.stderr);
+            assert!(
+                run.stderr
+                    .contains(&format!("--out {out} cannot hold the reports")),
+                "{}",
+                run.stderr
+            );
+            assert!(
+                !run.stdout.contains("node-loss on sim"),
+                "nothing ran: {}",
+                run.stdout
+            );
+        }
+    }
+    // Control: a folder that does not exist yet is made.
+    let fresh = dir.path().join("new/reports");
+    let run = bench(&["run", "node-loss", "--out", fresh.to_str().expect("utf-8")]);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    assert!(fresh.join("report.json").is_file());
 }
