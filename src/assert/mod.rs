@@ -31,7 +31,6 @@ type Figures = BTreeMap<String, Figure>;
 pub struct Judged {
     /// The verdict.
     pub result: AssertionResult,
-    /// Figures, by name.
     pub figures: BTreeMap<String, Figure>,
 }
 

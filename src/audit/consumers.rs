@@ -46,11 +46,9 @@ pub struct Claim {
 /// A pod template with claims of the class (or of unresolved class).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
-    /// The workload's kind.
     pub kind: String,
     /// Its namespace (`default` when none is given).
     pub namespace: String,
-    /// Its name.
     pub name: String,
     /// Where its document starts.
     pub location: SourceLocation,

@@ -197,7 +197,7 @@ impl ParsedQuantity {
         self.format
     }
 
-    pub const fn is_negative(&self) -> bool {
+    const fn is_negative(&self) -> bool {
         self.nanos < 0
     }
 

@@ -21,15 +21,11 @@ pub struct Placement {
     pub at: Time,
     /// `namespace/name` of the pod.
     pub pod: String,
-    /// Its namespace.
     pub namespace: String,
-    /// The pod's labels.
     pub pod_labels: Rc<BTreeMap<String, String>>,
     /// `namespace/Kind/name` of its workload, if any.
     pub workload: Option<String>,
-    /// The node.
     pub node: String,
-    /// The node's pool.
     pub pool: String,
     /// Whether the node's pool is autoscaled.
     pub autoscaled: bool,
@@ -158,11 +154,9 @@ pub struct Stranding {
 /// An eviction that took a budget below what it protects (must never happen).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BudgetBreach {
-    /// When.
     pub at: Time,
     /// `namespace/name` of the budget.
     pub pdb: String,
-    /// The pod evicted.
     pub pod: String,
     /// Healthy pods after the eviction.
     pub healthy: i32,
@@ -173,15 +167,12 @@ pub struct BudgetBreach {
 /// A guard's decision about a pod template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdmissionDecision {
-    /// When.
     pub at: Time,
-    /// The guard.
     pub guard: String,
     /// `namespace/Kind/name` of the object.
     pub object: String,
     /// Whether it was refused (Enforce) or only recorded (Audit).
     pub refused: bool,
-    /// Why.
     pub reason: String,
 }
 

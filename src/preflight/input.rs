@@ -68,7 +68,7 @@ fn list_items<'a>(
 }
 
 /// Nodes from a `List` or `NodeList`.
-pub fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, InputError> {
+fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, InputError> {
     list_items(origin, value, &["List", "NodeList"])?
         .iter()
         .enumerate()
@@ -77,7 +77,10 @@ pub fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, In
 }
 
 /// Backups from a `List` or `BackupList`.
-pub fn backups_from_list(origin: &str, value: &Value) -> Result<Vec<BackupFacts>, InputError> {
+pub(crate) fn backups_from_list(
+    origin: &str,
+    value: &Value,
+) -> Result<Vec<BackupFacts>, InputError> {
     list_items(origin, value, &["List", "BackupList"])?
         .iter()
         .enumerate()

@@ -20,11 +20,8 @@ pub struct Assertion {
 }
 
 /// What an assertion judges; the payloads are the file's own typed parts.
+/// Each variant is the file key of the same name, documented there.
 #[derive(Debug, Clone)]
-#[expect(
-    missing_docs,
-    reason = "each variant is the file key of the same name, documented there"
-)]
 pub enum AssertionKind {
     Rto(RtoAssertion),
     Rpo(RpoAssertion),

@@ -15,12 +15,10 @@ use super::step::Step;
 /// person fixes a drill in one pass.
 pub struct Checker<'a> {
     source: &'a SourceFile,
-    /// The problems found so far.
     pub diagnostics: Diagnostics,
 }
 
 impl<'a> Checker<'a> {
-    /// A checker reporting into `source`.
     pub fn new(source: &'a SourceFile) -> Self {
         Checker {
             source,
@@ -28,13 +26,11 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Records a problem at a position.
     pub fn error(&mut self, at: Position, message: impl Into<String>) {
         self.diagnostics
             .push(Diagnostic::at(self.source, at, message));
     }
 
-    /// Records a problem with a hint.
     pub fn error_with_help(
         &mut self,
         at: Position,

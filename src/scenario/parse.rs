@@ -127,7 +127,6 @@ fn breach_name(breach: &serde_saphyr::budget::BudgetBreach) -> String {
         .to_owned()
 }
 
-/// Where a YAML error is.
 pub(crate) fn yaml_position(error: &serde_saphyr::Error) -> Position {
     error
         .location()
@@ -135,7 +134,6 @@ pub(crate) fn yaml_position(error: &serde_saphyr::Error) -> Position {
         .unwrap_or(Position::UNKNOWN)
 }
 
-/// Parses a drill file's text.
 pub fn parse(source: &SourceFile) -> Result<DrillSpec, Diagnostics> {
     if is_blank(&source.text) {
         let diagnostic = Diagnostic::at(

@@ -13,11 +13,9 @@ use crate::duration::Duration;
 pub struct Step {
     /// As the report names it: the step's `name`, else `step N`.
     pub label: String,
-    /// What it does.
     pub action: Action,
 }
 
-/// What a step does.
 #[derive(Debug, Clone)]
 pub enum Action {
     /// Go/no-go guards before a destructive fault; a no-go stops the drill.
@@ -32,9 +30,7 @@ pub enum Action {
     Sleep(Duration),
     /// Wait for a condition, and stop the drill if it does not hold in time.
     WaitUntil {
-        /// What must hold.
         condition: Condition,
-        /// How long it may take.
         timeout: Duration,
     },
 }
