@@ -26,7 +26,7 @@ use super::{RequiredLabel, Verdict};
 use crate::manifest::{Document, ManifestError, SourceLocation, json_type};
 
 /// The annotations that mark a StorageClass as the default (current and beta).
-pub const DEFAULT_CLASS_ANNOTATIONS: [&str; 2] = [
+pub(crate) const DEFAULT_CLASS_ANNOTATIONS: [&str; 2] = [
     "storageclass.kubernetes.io/is-default-class",
     "storageclass.beta.kubernetes.io/is-default-class",
 ];

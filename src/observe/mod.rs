@@ -72,7 +72,7 @@ pub struct WorkloadSeries {
 
 impl WorkloadSeries {
     /// Whether every desired replica was ready at the last point at or before `t`.
-    pub fn whole_at(&self, t: Time) -> bool {
+    pub(crate) fn whole_at(&self, t: Time) -> bool {
         self.points
             .iter()
             .rev()
@@ -115,7 +115,7 @@ impl WorkloadSeries {
 
     /// The fraction of `[from, to]` during which every desired replica was
     /// ready; 1 for an empty window.
-    pub fn whole_fraction(&self, from: Time, to: Time) -> f64 {
+    pub(crate) fn whole_fraction(&self, from: Time, to: Time) -> f64 {
         if to <= from {
             return 1.0;
         }
@@ -232,7 +232,7 @@ pub struct Observation {
 }
 
 /// The value of a step series at time `t` (the last change at or before it).
-pub fn value_at<T: Copy>(series: &[(Time, T)], t: Time, before_first: T) -> T {
+pub(crate) fn value_at<T: Copy>(series: &[(Time, T)], t: Time, before_first: T) -> T {
     series
         .iter()
         .rev()
@@ -241,7 +241,7 @@ pub fn value_at<T: Copy>(series: &[(Time, T)], t: Time, before_first: T) -> T {
 }
 
 /// Total time in `[from, to)` during which a boolean series was false.
-pub fn time_false(series: &[(Time, bool)], from: Time, to: Time) -> Time {
+pub(crate) fn time_false(series: &[(Time, bool)], from: Time, to: Time) -> Time {
     let mut down = 0;
     let mut state = value_at(series, from, true);
     let mut cursor = from;

@@ -99,7 +99,7 @@ pub enum LiveError {
 
 /// Reads nodes and backups through kube-rs, then etcd through `talosctl`,
 /// on a runtime of its own so callers stay synchronous.
-pub fn gather_blocking(source: &LiveSource) -> Result<Facts, LiveError> {
+pub(crate) fn gather_blocking(source: &LiveSource) -> Result<Facts, LiveError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -140,7 +140,9 @@ fn velero_backups() -> ApiResource {
 
 /// Lists every node and every Velero backup and reads them as the file
 /// mode reads `kubectl ... -o json` items.
-pub async fn read_objects(client: Client) -> Result<(Vec<NodeFacts>, Vec<BackupFacts>), LiveError> {
+pub(crate) async fn read_objects(
+    client: Client,
+) -> Result<(Vec<NodeFacts>, Vec<BackupFacts>), LiveError> {
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await

@@ -292,7 +292,7 @@ fn noise_text(noise: Noise) -> String {
 }
 
 /// The comparison as plain text, one line per finding.
-pub fn render_text(c: &Comparison, noise: Noise) -> String {
+pub(crate) fn render_text(c: &Comparison, noise: Noise) -> String {
     let mut t = String::new();
     let verdict = if c.regressed() {
         format!("{} regression(s)", c.regressions.len())
@@ -315,7 +315,7 @@ pub fn render_text(c: &Comparison, noise: Noise) -> String {
 }
 
 /// The comparison as Markdown for a CI job summary.
-pub fn render_markdown(c: &Comparison, noise: Noise) -> String {
+pub(crate) fn render_markdown(c: &Comparison, noise: Noise) -> String {
     let mut md = String::new();
     let (mark, verdict) = if c.regressed() {
         ("❌", format!("{} regression(s)", c.regressions.len()))

@@ -242,6 +242,6 @@ pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBu
 }
 
 /// Formats milliseconds of drill time as `1h02m03.456s`-style text.
-pub fn format_ms(ms: u64) -> String {
+pub(crate) fn format_ms(ms: u64) -> String {
     crate::duration::Duration::from_millis(ms).to_string()
 }

@@ -71,7 +71,7 @@ impl AssertionSpec {
     /// The kinds the written assertion sets, as the language spells them,
     /// in the language's order. The destructuring is exhaustive, so a new
     /// kind in the file format cannot be left out here.
-    pub fn kind_names(&self) -> Vec<&'static str> {
+    pub(crate) fn kind_names(&self) -> Vec<&'static str> {
         let AssertionSpec {
             name: _,
             rto,

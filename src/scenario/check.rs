@@ -31,7 +31,7 @@ impl<'a> Checker<'a> {
             .push(Diagnostic::at(self.source, at, message));
     }
 
-    pub fn error_with_help(
+    pub(crate) fn error_with_help(
         &mut self,
         at: Position,
         message: impl Into<String>,
@@ -495,7 +495,7 @@ fn check_assertions(
 }
 
 /// The assertion kinds, as the language spells them.
-pub const ASSERTION_KINDS: [&str; 12] = [
+pub(crate) const ASSERTION_KINDS: [&str; 12] = [
     "rto",
     "rpo",
     "availability",

@@ -109,7 +109,11 @@ impl Diagnostic {
     }
 
     /// A problem at a byte offset of a source file.
-    pub fn at_offset(source: &SourceFile, offset: usize, message: impl Into<String>) -> Self {
+    pub(crate) fn at_offset(
+        source: &SourceFile,
+        offset: usize,
+        message: impl Into<String>,
+    ) -> Self {
         let (line, column) = source.line_column(offset);
         let at = Position {
             line,
@@ -134,7 +138,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }

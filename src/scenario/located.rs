@@ -29,7 +29,7 @@ impl Position {
     };
 
     /// Whether this position came from a real source file.
-    pub fn is_known(&self) -> bool {
+    pub(crate) fn is_known(&self) -> bool {
         self.line > 0
     }
 

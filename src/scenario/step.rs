@@ -37,7 +37,7 @@ pub enum Action {
 
 impl Action {
     /// Whether the step changes the cluster (a read-only cluster refuses it).
-    pub fn changes_the_cluster(&self) -> bool {
+    pub(crate) fn changes_the_cluster(&self) -> bool {
         matches!(self, Action::Fault(_) | Action::Scale(_))
     }
 }
@@ -45,7 +45,7 @@ impl Action {
 impl StepSpec {
     /// How many actions the written step sets. The destructuring is
     /// exhaustive, so a new action cannot be left out of the count.
-    pub fn actions_set(&self) -> usize {
+    pub(crate) fn actions_set(&self) -> usize {
         let StepSpec {
             name: _,
             preflight,
