@@ -54,7 +54,6 @@ pub struct Found {
     pub location: SourceLocation,
     /// The relevant claims.
     pub claims: Vec<Claim>,
-    /// Its placement rules.
     pub rules: PlacementRules,
 }
 
