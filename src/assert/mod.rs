@@ -22,7 +22,7 @@ mod rto;
 mod series;
 mod volumes;
 
-pub use placement::{describe, pods_match};
+pub use placement::describe;
 
 /// Figures an assertion measured, by name.
 type Figures = BTreeMap<String, Figure>;
@@ -31,7 +31,6 @@ type Figures = BTreeMap<String, Figure>;
 pub struct Judged {
     /// The verdict.
     pub result: AssertionResult,
-    /// Figures, by name.
     pub figures: BTreeMap<String, Figure>,
 }
 

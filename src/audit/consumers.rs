@@ -26,7 +26,7 @@ use super::{RequiredLabel, Verdict};
 use crate::manifest::{Document, ManifestError, SourceLocation, json_type};
 
 /// The annotations that mark a StorageClass as the default (current and beta).
-pub const DEFAULT_CLASS_ANNOTATIONS: [&str; 2] = [
+pub(crate) const DEFAULT_CLASS_ANNOTATIONS: [&str; 2] = [
     "storageclass.kubernetes.io/is-default-class",
     "storageclass.beta.kubernetes.io/is-default-class",
 ];
@@ -46,17 +46,14 @@ pub struct Claim {
 /// A pod template with claims of the class (or of unresolved class).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
-    /// The workload's kind.
     pub kind: String,
     /// Its namespace (`default` when none is given).
     pub namespace: String,
-    /// Its name.
     pub name: String,
     /// Where its document starts.
     pub location: SourceLocation,
     /// The relevant claims.
     pub claims: Vec<Claim>,
-    /// Its placement rules.
     pub rules: PlacementRules,
 }
 

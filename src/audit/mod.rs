@@ -27,7 +27,6 @@ use crate::manifest::{self, Document, ManifestError};
 /// The node label every consumer must require.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequiredLabel {
-    /// The label key.
     pub key: String,
     /// The value it must have.
     pub value: String,
@@ -72,7 +71,6 @@ pub struct Request {
     pub storage_class: String,
     /// The node label each consumer must require.
     pub required_label: RequiredLabel,
-    /// The output format.
     pub format: Format,
     /// The manifest files; `-` is standard input.
     pub files: Vec<PathBuf>,
@@ -103,17 +101,14 @@ impl Verdict {
 /// One pod template that mounts (or may mount) a claim of the class.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Consumer {
-    /// The workload's kind.
     pub kind: String,
     /// Its namespace; `default` when the manifest names none.
     pub namespace: String,
-    /// Its name.
     pub name: String,
     /// Its claims of the class (or of unresolved class), as
     /// `volumeClaimTemplate/NAME`, `persistentVolumeClaim/NAME` or
     /// `ephemeral/VOLUME`.
     pub claims: Vec<String>,
-    /// The verdict.
     pub verdict: Verdict,
     /// Why it is not a pass; empty for a pass.
     pub reasons: Vec<String>,
@@ -130,11 +125,8 @@ pub struct Summary {
     pub required_label: String,
     /// How many consumers were found.
     pub consumers: usize,
-    /// How many pass.
     pub pass: usize,
-    /// How many fail.
     pub fail: usize,
-    /// How many are unknown.
     pub unknown: usize,
     /// `pass` only when at least one consumer was found and all pass.
     pub verdict: Verdict,
@@ -145,7 +137,6 @@ pub struct Summary {
 pub struct Report {
     /// Every consumer, sorted by namespace, kind and name.
     pub consumers: Vec<Consumer>,
-    /// The counts.
     pub summary: Summary,
 }
 
@@ -159,14 +150,13 @@ impl Report {
         }
     }
 
-    /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         // Serializing plain structs of strings and numbers cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
     /// The report as an aligned table, reasons indented under their row.
-    pub fn to_text(&self) -> String {
+    fn to_text(&self) -> String {
         let header = ["VERDICT", "KIND", "NAMESPACE", "NAME", "CLAIMS"];
         let rows: Vec<[String; 5]> = self
             .consumers

@@ -21,7 +21,6 @@ pub struct Requirement {
     pub key: String,
     /// The operator: In, NotIn, Exists, DoesNotExist, Gt or Lt.
     pub operator: Operator,
-    /// The values, as written.
     pub values: Vec<String>,
 }
 

@@ -81,11 +81,8 @@ pub struct HolderChange {
     /// When, measured from [`Proxy::started_at`] on tokio's clock, so paused
     /// test time and real time read the same way.
     pub after_start: Duration,
-    /// The previous holder.
     pub from: SocketAddr,
-    /// The new holder.
     pub to: SocketAddr,
-    /// Why it moved.
     pub cause: ChangeCause,
 }
 
@@ -98,9 +95,7 @@ pub enum EndpointError {
     /// The listening socket could not be bound.
     #[error("cannot listen on {addr}")]
     Bind {
-        /// The address asked for.
         addr: SocketAddr,
-        /// Why.
         #[source]
         source: std::io::Error,
     },

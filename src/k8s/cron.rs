@@ -27,11 +27,8 @@ pub enum CronError {
     /// A field that does not parse or is out of range.
     #[error("schedule `{schedule}`: the {field} field `{value}` is not valid")]
     Field {
-        /// The schedule.
         schedule: String,
-        /// Which field.
         field: &'static str,
-        /// Its text.
         value: String,
     },
 }

@@ -32,7 +32,6 @@ pub enum RolloutError {
     Negative {
         /// `maxSurge` or `maxUnavailable`.
         field: &'static str,
-        /// The value.
         value: i32,
     },
     /// A string that is not `<digits>%`, or `maxUnavailable` above 100 %.
@@ -42,7 +41,6 @@ pub enum RolloutError {
     InvalidPercent {
         /// `maxSurge` or `maxUnavailable`.
         field: &'static str,
-        /// The value.
         value: String,
     },
     /// A strategy type other than `RollingUpdate` and `Recreate`.

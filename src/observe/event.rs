@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 pub struct Event {
     /// When, in milliseconds of drill time.
     pub at_ms: u64,
-    /// What kind of change.
     pub kind: EventKind,
     /// The object it happened to.
     pub object: ObjectRef,
@@ -40,7 +39,6 @@ pub enum EventKind {
     NodeNotReady,
     /// A node was cordoned (unschedulable).
     NodeCordoned,
-    /// A node was uncordoned.
     NodeUncordoned,
     /// A taint was added to a node (`message` names it).
     NodeTainted,
@@ -53,7 +51,6 @@ pub enum EventKind {
     PodScheduled,
     /// The scheduler found no node for a pod (`message` says why).
     PodUnschedulable,
-    /// A pod became Ready.
     PodReady,
     /// A pod stopped being Ready.
     PodNotReady,
@@ -61,7 +58,6 @@ pub enum EventKind {
     PodBlocked,
     /// A pod was evicted through the eviction API.
     PodEvicted,
-    /// A pod was deleted.
     PodDeleted,
     // Volumes.
     /// A volume was attached to `node`.
@@ -81,7 +77,6 @@ pub enum EventKind {
     /// A workload's pod template changed: a rollout started.
     WorkloadRolledOut,
     // Control plane.
-    /// An etcd member was removed.
     EtcdMemberRemoved,
     /// An etcd member joined as a learner.
     EtcdLearnerAdded,
@@ -105,7 +100,6 @@ pub enum EventKind {
     /// The autoscaler gave up removing a node (an eviction was refused).
     ScaleDownAborted,
     // Backups.
-    /// A backup started.
     BackupStarted,
     /// A backup finished (`message` gives its phase).
     BackupFinished,
@@ -114,7 +108,6 @@ pub enum EventKind {
     // The drill itself.
     /// A drill step started (`object` is the drill).
     StepStarted,
-    /// A fault was injected.
     FaultInjected,
     /// A preflight said go.
     PreflightPassed,
@@ -137,7 +130,6 @@ pub struct ObjectRef {
     /// Namespace; empty for cluster-scoped objects.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub namespace: String,
-    /// Name.
     pub name: String,
 }
 

@@ -21,15 +21,11 @@ pub struct Placement {
     pub at: Time,
     /// `namespace/name` of the pod.
     pub pod: String,
-    /// Its namespace.
     pub namespace: String,
-    /// The pod's labels.
     pub pod_labels: Rc<BTreeMap<String, String>>,
     /// `namespace/Kind/name` of its workload, if any.
     pub workload: Option<String>,
-    /// The node.
     pub node: String,
-    /// The node's pool.
     pub pool: String,
     /// Whether the node's pool is autoscaled.
     pub autoscaled: bool,
@@ -76,7 +72,7 @@ pub struct WorkloadSeries {
 
 impl WorkloadSeries {
     /// Whether every desired replica was ready at the last point at or before `t`.
-    pub fn whole_at(&self, t: Time) -> bool {
+    pub(crate) fn whole_at(&self, t: Time) -> bool {
         self.points
             .iter()
             .rev()
@@ -119,7 +115,7 @@ impl WorkloadSeries {
 
     /// The fraction of `[from, to]` during which every desired replica was
     /// ready; 1 for an empty window.
-    pub fn whole_fraction(&self, from: Time, to: Time) -> f64 {
+    pub(crate) fn whole_fraction(&self, from: Time, to: Time) -> f64 {
         if to <= from {
             return 1.0;
         }
@@ -158,11 +154,9 @@ pub struct Stranding {
 /// An eviction that took a budget below what it protects (must never happen).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BudgetBreach {
-    /// When.
     pub at: Time,
     /// `namespace/name` of the budget.
     pub pdb: String,
-    /// The pod evicted.
     pub pod: String,
     /// Healthy pods after the eviction.
     pub healthy: i32,
@@ -173,15 +167,12 @@ pub struct BudgetBreach {
 /// A guard's decision about a pod template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdmissionDecision {
-    /// When.
     pub at: Time,
-    /// The guard.
     pub guard: String,
     /// `namespace/Kind/name` of the object.
     pub object: String,
     /// Whether it was refused (Enforce) or only recorded (Audit).
     pub refused: bool,
-    /// Why.
     pub reason: String,
 }
 
@@ -241,7 +232,7 @@ pub struct Observation {
 }
 
 /// The value of a step series at time `t` (the last change at or before it).
-pub fn value_at<T: Copy>(series: &[(Time, T)], t: Time, before_first: T) -> T {
+pub(crate) fn value_at<T: Copy>(series: &[(Time, T)], t: Time, before_first: T) -> T {
     series
         .iter()
         .rev()
@@ -250,7 +241,7 @@ pub fn value_at<T: Copy>(series: &[(Time, T)], t: Time, before_first: T) -> T {
 }
 
 /// Total time in `[from, to)` during which a boolean series was false.
-pub fn time_false(series: &[(Time, bool)], from: Time, to: Time) -> Time {
+pub(crate) fn time_false(series: &[(Time, bool)], from: Time, to: Time) -> Time {
     let mut down = 0;
     let mut state = value_at(series, from, true);
     let mut cursor = from;

@@ -18,7 +18,6 @@ pub enum MembersError {
     Row {
         /// 1-based line number in the output.
         line: usize,
-        /// The row as printed.
         row: String,
     },
 }

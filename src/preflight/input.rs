@@ -15,13 +15,13 @@ use crate::labels::{CONTROL_PLANE_LABEL, VELERO_SCHEDULE_LABEL};
 use crate::manifest::json_type;
 
 /// Reads `kubectl get nodes -o json` from `path`.
-pub fn read_nodes_file(path: &Path) -> Result<Vec<NodeFacts>, InputError> {
+pub(crate) fn read_nodes_file(path: &Path) -> Result<Vec<NodeFacts>, InputError> {
     let value = read_json(path)?;
     nodes_from_list(&path.display().to_string(), &value)
 }
 
 /// Reads `kubectl get backups.velero.io -n velero -o json` from `path`.
-pub fn read_backups_file(path: &Path) -> Result<Vec<BackupFacts>, InputError> {
+pub(crate) fn read_backups_file(path: &Path) -> Result<Vec<BackupFacts>, InputError> {
     let value = read_json(path)?;
     backups_from_list(&path.display().to_string(), &value)
 }
@@ -68,7 +68,7 @@ fn list_items<'a>(
 }
 
 /// Nodes from a `List` or `NodeList`.
-pub fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, InputError> {
+fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, InputError> {
     list_items(origin, value, &["List", "NodeList"])?
         .iter()
         .enumerate()
@@ -77,7 +77,10 @@ pub fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, In
 }
 
 /// Backups from a `List` or `BackupList`.
-pub fn backups_from_list(origin: &str, value: &Value) -> Result<Vec<BackupFacts>, InputError> {
+pub(crate) fn backups_from_list(
+    origin: &str,
+    value: &Value,
+) -> Result<Vec<BackupFacts>, InputError> {
     list_items(origin, value, &["List", "BackupList"])?
         .iter()
         .enumerate()
@@ -192,7 +195,7 @@ fn timestamp(origin: &str, path: &str, text: &str) -> Result<Timestamp, InputErr
 }
 
 /// One node object, from a dump or from the API.
-pub fn node_from_item(origin: &str, item: &Value) -> Result<NodeFacts, InputError> {
+pub(crate) fn node_from_item(origin: &str, item: &Value) -> Result<NodeFacts, InputError> {
     let item = object(origin, item)?;
     check_kind(origin, item, "Node")?;
     let metadata = metadata(origin, item)?;
@@ -234,7 +237,7 @@ pub fn node_from_item(origin: &str, item: &Value) -> Result<NodeFacts, InputErro
 }
 
 /// One Velero backup object, from a dump or from the API.
-pub fn backup_from_item(origin: &str, item: &Value) -> Result<BackupFacts, InputError> {
+pub(crate) fn backup_from_item(origin: &str, item: &Value) -> Result<BackupFacts, InputError> {
     let item = object(origin, item)?;
     check_kind(origin, item, "Backup")?;
     let metadata = metadata(origin, item)?;

@@ -18,7 +18,7 @@ use super::input::{backup_from_item, node_from_item};
 use super::{BackupFacts, EtcdCounts, Facts, InputError, NodeFacts};
 
 /// The namespace Velero keeps its backups in.
-pub const VELERO_NAMESPACE: &str = "velero";
+const VELERO_NAMESPACE: &str = "velero";
 
 /// How long one API request or `talosctl` call may take. A preflight that
 /// hangs is worse than one that says "cannot tell": the operator is waiting
@@ -28,12 +28,10 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Where and how the live mode reads a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveSource {
-    /// The kubeconfig context.
     pub context: String,
     /// The Talos node to ask for the etcd membership (`talosctl --nodes`);
     /// `None` leaves the choice to the talosconfig.
     pub talos_node: Option<String>,
-    /// The `talosctl` executable.
     pub talosctl: PathBuf,
     /// How long `talosctl` may run before it is killed.
     pub talosctl_timeout: Duration,
@@ -45,9 +43,7 @@ pub enum LiveError {
     /// The kubeconfig or its context could not be loaded.
     #[error("cannot load kubeconfig context {context}")]
     Kubeconfig {
-        /// The context asked for.
         context: String,
-        /// Why.
         #[source]
         source: KubeconfigError,
     },
@@ -57,18 +53,14 @@ pub enum LiveError {
     /// An API request failed.
     #[error("cannot list {what}")]
     List {
-        /// What was being listed.
         what: &'static str,
-        /// Why.
         #[source]
         source: kube::Error,
     },
     /// An object from the API could not be re-encoded for the item readers.
     #[error("cannot re-encode {what} from the API")]
     Encode {
-        /// What was being read.
         what: &'static str,
-        /// Why.
         #[source]
         source: serde_json::Error,
     },
@@ -78,18 +70,14 @@ pub enum LiveError {
     /// `talosctl` could not be started.
     #[error("cannot run {program}")]
     TalosctlSpawn {
-        /// The executable.
         program: String,
-        /// Why.
         #[source]
         source: std::io::Error,
     },
     /// `talosctl` ran and failed.
     #[error("`{program} etcd members` failed ({status}): {stderr}")]
     TalosctlFailed {
-        /// The executable.
         program: String,
-        /// Its exit status.
         status: String,
         /// What it printed on stderr, trimmed.
         stderr: String,
@@ -97,7 +85,6 @@ pub enum LiveError {
     /// `talosctl` did not finish in time and was killed.
     #[error("`{program} etcd members` did not finish within {seconds} s")]
     TalosctlTimeout {
-        /// The executable.
         program: String,
         /// The limit.
         seconds: u64,
@@ -112,7 +99,7 @@ pub enum LiveError {
 
 /// Reads nodes and backups through kube-rs, then etcd through `talosctl`,
 /// on a runtime of its own so callers stay synchronous.
-pub fn gather_blocking(source: &LiveSource) -> Result<Facts, LiveError> {
+pub(crate) fn gather_blocking(source: &LiveSource) -> Result<Facts, LiveError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -153,7 +140,9 @@ fn velero_backups() -> ApiResource {
 
 /// Lists every node and every Velero backup and reads them as the file
 /// mode reads `kubectl ... -o json` items.
-pub async fn read_objects(client: Client) -> Result<(Vec<NodeFacts>, Vec<BackupFacts>), LiveError> {
+pub(crate) async fn read_objects(
+    client: Client,
+) -> Result<(Vec<NodeFacts>, Vec<BackupFacts>), LiveError> {
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await

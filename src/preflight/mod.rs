@@ -29,7 +29,7 @@ pub const DEFAULT_SCHEDULE: &str = "velero-daily-full";
 /// The age limit of that backup unless `--max-backup-age-hours` says otherwise.
 pub const DEFAULT_MAX_BACKUP_AGE_HOURS: u64 = 26;
 /// How many control-plane nodes and voting etcd members a healthy cluster has.
-pub const EXPECTED_CONTROL_PLANES: usize = 3;
+const EXPECTED_CONTROL_PLANES: usize = 3;
 
 /// The state of a node's `Ready` condition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +60,6 @@ pub struct NodeFacts {
     pub name: String,
     /// Whether it carries [`CONTROL_PLANE_LABEL`](crate::labels::CONTROL_PLANE_LABEL) (any value).
     pub control_plane: bool,
-    /// Its `Ready` condition.
     pub ready: Readiness,
 }
 
@@ -95,7 +94,6 @@ pub struct Facts {
     pub nodes: Vec<NodeFacts>,
     /// Every backup, in the order read.
     pub backups: Vec<BackupFacts>,
-    /// The etcd membership.
     pub etcd: EtcdCounts,
 }
 
@@ -139,7 +137,6 @@ impl Guard {
 /// One failing guard and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reason {
-    /// Which guard failed.
     pub guard: Guard,
     /// What a person needs to know, without the guard prefix.
     pub detail: String,
@@ -348,7 +345,6 @@ pub enum InputError {
     Read {
         /// The file as named.
         path: PathBuf,
-        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },
@@ -357,7 +353,6 @@ pub enum InputError {
     Json {
         /// The file as named.
         path: PathBuf,
-        /// The parse failure.
         #[source]
         source: serde_json::Error,
     },
@@ -400,7 +395,6 @@ pub enum Source {
         backups: PathBuf,
         /// Voting etcd members.
         etcd_members: u64,
-        /// etcd learners.
         etcd_learners: u64,
     },
     /// A live cluster: kube-rs for nodes and backups, `talosctl` for etcd.
@@ -415,13 +409,11 @@ pub struct Request {
     /// The floating endpoint's holder; empty means unknown, as the runbook
     /// passes an empty string when no node holds the floating IP.
     pub vip_holder: Option<String>,
-    /// The Velero schedule.
     pub schedule: String,
     /// The backup age limit in hours.
     pub max_backup_age_hours: u64,
     /// The decision time in seconds since the epoch; `None` reads the clock.
     pub now: Option<u64>,
-    /// Where the facts come from.
     pub source: Source,
 }
 

@@ -14,7 +14,6 @@ pub struct Finding {
     pub object: String,
     /// `file:line:column` of its document.
     pub at: String,
-    /// What is wrong.
     pub problem: String,
 }
 

@@ -25,7 +25,7 @@ use std::fmt::Write;
 use super::{DrillReport, Verdict, format_ms};
 
 /// The assertion kind whose `pass` means "the guard bit".
-pub const NEGATIVE_CONTROL: &str = "negativeControl";
+const NEGATIVE_CONTROL: &str = "negativeControl";
 
 /// How much a duration figure may grow before it counts as worse.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,9 +59,7 @@ impl Noise {
 pub enum Regression {
     /// An assertion fails in NEW that passed in (or was absent from) OLD.
     NewFailure {
-        /// The assertion.
         assertion: String,
-        /// Its kind.
         kind: String,
         /// NEW's one-sentence reason.
         summary: String,
@@ -70,14 +68,12 @@ pub enum Regression {
     },
     /// A negative control passed in OLD and fails in NEW.
     NegativeControlStoppedBiting {
-        /// The assertion.
         assertion: String,
         /// NEW's one-sentence reason.
         summary: String,
     },
     /// A duration figure grew beyond noise.
     FigureWorse {
-        /// The figure's name.
         figure: String,
         /// OLD value, milliseconds.
         old_ms: f64,
@@ -89,9 +85,7 @@ pub enum Regression {
 /// The result of comparing two runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
-    /// OLD's seed.
     pub old_seed: u64,
-    /// NEW's seed.
     pub new_seed: u64,
     /// The drill both runs are of.
     pub drill: String,
@@ -126,7 +120,6 @@ pub enum CompareError {
         "refusing to compare `{drill}` across different contents: OLD is {old}, NEW is {new}; the drill file or its manifests changed (pass --force to compare anyway)"
     )]
     DifferentContent {
-        /// The drill.
         drill: String,
         /// OLD's content hash.
         old: String,
@@ -299,7 +292,7 @@ fn noise_text(noise: Noise) -> String {
 }
 
 /// The comparison as plain text, one line per finding.
-pub fn render_text(c: &Comparison, noise: Noise) -> String {
+pub(crate) fn render_text(c: &Comparison, noise: Noise) -> String {
     let mut t = String::new();
     let verdict = if c.regressed() {
         format!("{} regression(s)", c.regressions.len())
@@ -322,7 +315,7 @@ pub fn render_text(c: &Comparison, noise: Noise) -> String {
 }
 
 /// The comparison as Markdown for a CI job summary.
-pub fn render_markdown(c: &Comparison, noise: Noise) -> String {
+pub(crate) fn render_markdown(c: &Comparison, noise: Noise) -> String {
     let mut md = String::new();
     let (mark, verdict) = if c.regressed() {
         ("❌", format!("{} regression(s)", c.regressions.len()))

@@ -5,7 +5,6 @@ use std::fmt::Write;
 
 use super::{DrillReport, Outcome, Verdict, format_ms};
 
-/// Renders a report as Markdown.
 pub fn render(report: &DrillReport) -> String {
     let mut md = String::new();
     let failed = report

@@ -28,7 +28,6 @@ use crate::topology::Topology;
 /// than misread them; bump it on any incompatible change.
 pub const REPORT_FORMAT: &str = "drillbench.dev/report/v1";
 
-/// One drill run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DrillReport {
@@ -36,7 +35,6 @@ pub struct DrillReport {
     pub format: String,
     /// The version of the bench that ran the drill.
     pub bench_version: String,
-    /// Which drill ran.
     pub drill: DrillIdentity,
     /// Where it ran: `sim`, `kind`, `talos` or `kubeconfig`.
     pub backend: String,
@@ -44,7 +42,6 @@ pub struct DrillReport {
     pub seed: u64,
     /// The cluster the drill built.
     pub topology: Topology,
-    /// The overall verdict.
     pub outcome: Outcome,
     /// How long the drill lasted, in milliseconds of drill time.
     pub duration_ms: u64,
@@ -83,9 +80,7 @@ pub struct WorkloadAvailability {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DrillIdentity {
-    /// The drill's name.
     pub name: String,
-    /// Its description.
     pub description: String,
     /// The drill file, as given.
     pub file: String,
@@ -110,11 +105,9 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AssertionResult {
-    /// The assertion's name in the drill.
     pub name: String,
     /// Its kind (`rto`, `placement`, ...).
     pub kind: String,
-    /// Pass or fail.
     pub verdict: Verdict,
     /// The bound, as written (`<= 15m`, `>= 0.99`).
     pub bound: String,
@@ -126,13 +119,10 @@ pub struct AssertionResult {
     pub evidence: Vec<Evidence>,
 }
 
-/// Pass or fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Verdict {
-    /// The assertion held.
     Pass,
-    /// The assertion did not hold.
     Fail,
 }
 
@@ -148,7 +138,6 @@ pub struct Evidence {
     /// The node, when one is involved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    /// The rule that was applied.
     pub rule: String,
     /// What was seen.
     pub detail: String,
@@ -161,7 +150,6 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Figure {
-    /// The value.
     pub value: f64,
     /// Its unit: `ms`, `ratio`, `count`.
     pub unit: String,
@@ -170,35 +158,25 @@ pub struct Figure {
 /// Why a stored report could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// The file could not be read.
     #[error("cannot read report {path}")]
     Read {
-        /// The file.
         path: PathBuf,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
     /// The file is not a report of this format.
     #[error("{path}:{line}:{column}: not a drill report: {message}")]
     Parse {
-        /// The file.
         path: PathBuf,
         /// 1-based line.
         line: usize,
         /// 1-based column.
         column: usize,
-        /// What was wrong.
         message: String,
     },
     /// A report of another format version.
     #[error("{path}: report format `{found}` is not supported; expected `{REPORT_FORMAT}`")]
-    Version {
-        /// The file.
-        path: PathBuf,
-        /// The version found.
-        found: String,
-    },
+    Version { path: PathBuf, found: String },
 }
 
 impl DrillReport {
@@ -235,7 +213,6 @@ impl DrillReport {
         })
     }
 
-    /// Reads a stored report.
     pub fn read(path: &Path) -> Result<DrillReport, ReportError> {
         let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
             path: path.to_path_buf(),
@@ -258,6 +235,6 @@ pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBu
 }
 
 /// Formats milliseconds of drill time as `1h02m03.456s`-style text.
-pub fn format_ms(ms: u64) -> String {
+pub(crate) fn format_ms(ms: u64) -> String {
     crate::duration::Duration::from_millis(ms).to_string()
 }

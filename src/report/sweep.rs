@@ -36,9 +36,7 @@ pub struct SweepReport {
     pub format: String,
     /// The version of the bench that ran the drills.
     pub bench_version: String,
-    /// Which drill ran.
     pub drill: DrillIdentity,
-    /// Where it ran.
     pub backend: String,
     /// The lowest seed of the sweep.
     pub first_seed: u64,
@@ -54,11 +52,9 @@ pub struct SweepReport {
     pub figures: BTreeMap<String, Distribution>,
 }
 
-/// One failing run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FailingSeed {
-    /// Its seed.
     pub seed: u64,
     /// `failed` or `aborted`.
     pub outcome: Outcome,
@@ -70,9 +66,7 @@ pub struct FailingSeed {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AssertionTally {
-    /// The assertion's name.
     pub name: String,
-    /// Its kind.
     pub kind: String,
     /// Runs in which it held.
     pub passed: u64,
@@ -84,11 +78,9 @@ pub struct AssertionTally {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Distribution {
-    /// The figure's unit.
     pub unit: String,
     /// Runs that measured it.
     pub count: u64,
-    /// Smallest value.
     pub min: f64,
     /// Median (nearest rank).
     pub p50: f64,
@@ -96,7 +88,6 @@ pub struct Distribution {
     pub p95: f64,
     /// 99th percentile (nearest rank).
     pub p99: f64,
-    /// Largest value.
     pub max: f64,
     /// Counts of [`HISTOGRAM_BINS`] equal-width bins from `min` to `max`
     /// (the last bin includes `max`); one bin when every value is equal.
@@ -124,7 +115,6 @@ pub enum SweepError {
     /// A figure recorded in two units.
     #[error("figure `{figure}` is in `{expected}` in one run and `{found}` in seed {seed}")]
     Unit {
-        /// The figure.
         figure: String,
         /// Its unit in the first run.
         expected: String,
@@ -133,33 +123,23 @@ pub enum SweepError {
         /// The odd run's seed.
         seed: u64,
     },
-    /// The file could not be read.
     #[error("cannot read sweep {path}")]
     Read {
-        /// The file.
         path: PathBuf,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
     /// A sweep of another format version.
     #[error("{path}: sweep format `{found}` is not supported; expected `{SWEEP_FORMAT}`")]
-    Version {
-        /// The file.
-        path: PathBuf,
-        /// The version found.
-        found: String,
-    },
+    Version { path: PathBuf, found: String },
     /// The file is not a sweep of this format.
     #[error("{path}:{line}:{column}: not a sweep report: {message}")]
     Parse {
-        /// The file.
         path: PathBuf,
         /// 1-based line.
         line: usize,
         /// 1-based column.
         column: usize,
-        /// What was wrong.
         message: String,
     },
 }
@@ -339,7 +319,6 @@ impl SweepReport {
         })
     }
 
-    /// Reads a stored sweep.
     pub fn read(path: &Path) -> Result<SweepReport, SweepError> {
         let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
             path: path.to_path_buf(),

@@ -20,11 +20,8 @@ pub struct Assertion {
 }
 
 /// What an assertion judges; the payloads are the file's own typed parts.
+/// Each variant is the file key of the same name, documented there.
 #[derive(Debug, Clone)]
-#[expect(
-    missing_docs,
-    reason = "each variant is the file key of the same name, documented there"
-)]
 pub enum AssertionKind {
     Rto(RtoAssertion),
     Rpo(RpoAssertion),
@@ -74,7 +71,7 @@ impl AssertionSpec {
     /// The kinds the written assertion sets, as the language spells them,
     /// in the language's order. The destructuring is exhaustive, so a new
     /// kind in the file format cannot be left out here.
-    pub fn kind_names(&self) -> Vec<&'static str> {
+    pub(crate) fn kind_names(&self) -> Vec<&'static str> {
         let AssertionSpec {
             name: _,
             rto,

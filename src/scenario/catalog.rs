@@ -6,12 +6,12 @@ use super::diagnostic::Diagnostic;
 use super::parse::{MAX_DRILL_BYTES, parse, read_source};
 
 /// The environment variable that points the bench at another drill folder.
-pub const SCENARIO_DIR_ENV: &str = "BENCH_SCENARIO_DIR";
+const SCENARIO_DIR_ENV: &str = "BENCH_SCENARIO_DIR";
 
 /// The folder of built-in drills: `$BENCH_SCENARIO_DIR` if set, else the
 /// repository's `scenarios/` (drills refer to `harness/` files by relative
 /// path, so they are read in place rather than embedded in the binary).
-pub fn scenario_dir() -> PathBuf {
+fn scenario_dir() -> PathBuf {
     match std::env::var_os(SCENARIO_DIR_ENV) {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"),
@@ -23,7 +23,6 @@ pub fn scenario_dir() -> PathBuf {
 pub struct Entry {
     /// The drill's name (`bench run NAME`).
     pub name: String,
-    /// Its file.
     pub path: PathBuf,
     /// The first sentence of its description.
     pub summary: String,
@@ -69,7 +68,6 @@ pub enum ResolveError {
     /// Neither a file nor a built-in name.
     #[error("no drill named `{name}`; expected a drill file or one of: {known}")]
     Unknown {
-        /// What was asked for.
         name: String,
         /// The built-in names, comma-separated.
         known: String,

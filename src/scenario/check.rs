@@ -16,12 +16,10 @@ use crate::name_pattern::{NamePattern, is_dns_label};
 /// person fixes a drill in one pass.
 pub struct Checker<'a> {
     source: &'a SourceFile,
-    /// The problems found so far.
     pub diagnostics: Diagnostics,
 }
 
 impl<'a> Checker<'a> {
-    /// A checker reporting into `source`.
     pub fn new(source: &'a SourceFile) -> Self {
         Checker {
             source,
@@ -29,14 +27,12 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Records a problem at a position.
     pub fn error(&mut self, at: Position, message: impl Into<String>) {
         self.diagnostics
             .push(Diagnostic::at(self.source, at, message));
     }
 
-    /// Records a problem with a hint.
-    pub fn error_with_help(
+    pub(crate) fn error_with_help(
         &mut self,
         at: Position,
         message: impl Into<String>,
@@ -440,7 +436,7 @@ fn check_assertions(
 }
 
 /// The assertion kinds, as the language spells them.
-pub const ASSERTION_KINDS: [&str; 12] = [
+pub(crate) const ASSERTION_KINDS: [&str; 12] = [
     "rto",
     "rpo",
     "availability",

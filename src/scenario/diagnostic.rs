@@ -14,12 +14,10 @@ use super::located::Position;
 pub struct SourceFile {
     /// The path as the user named it (or as resolved from a built-in name).
     pub path: PathBuf,
-    /// The file's text.
     pub text: Arc<str>,
 }
 
 impl SourceFile {
-    /// A source read from `path` with the given text.
     pub fn new(path: impl Into<PathBuf>, text: impl Into<Arc<str>>) -> Self {
         SourceFile {
             path: path.into(),
@@ -28,7 +26,7 @@ impl SourceFile {
     }
 
     /// The 1-based line and column of a byte offset, counting characters.
-    pub fn line_column(&self, offset: usize) -> (u32, u32) {
+    fn line_column(&self, offset: usize) -> (u32, u32) {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
         let before = &self.text[..offset];
         let line = before.matches('\n').count() + 1;
@@ -41,7 +39,7 @@ impl SourceFile {
     }
 
     /// The byte offset of a 1-based line and column (clamped to the text).
-    pub fn offset_of(&self, line: u32, column: u32) -> usize {
+    fn offset_of(&self, line: u32, column: u32) -> usize {
         let mut offset = 0;
         for _ in 1..line {
             match self.text[offset..].find('\n') {
@@ -69,7 +67,6 @@ fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
 /// One problem in a drill file (or a file it refers to), with where it is.
 #[derive(Debug, Clone)]
 pub struct Diagnostic {
-    /// The file the problem is in.
     pub file: PathBuf,
     /// 1-based line (0 when the problem has no position, such as an unreadable file).
     pub line: u32,
@@ -112,7 +109,11 @@ impl Diagnostic {
     }
 
     /// A problem at a byte offset of a source file.
-    pub fn at_offset(source: &SourceFile, offset: usize, message: impl Into<String>) -> Self {
+    pub(crate) fn at_offset(
+        source: &SourceFile,
+        offset: usize,
+        message: impl Into<String>,
+    ) -> Self {
         let (line, column) = source.line_column(offset);
         let at = Position {
             line,
@@ -137,8 +138,7 @@ impl Diagnostic {
         }
     }
 
-    /// Adds a hint on how to fix the problem.
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
@@ -247,12 +247,10 @@ impl miette::SourceCode for Snippet<'_> {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
-    /// Adds one problem.
     pub fn push(&mut self, diagnostic: Diagnostic) {
         self.0.push(diagnostic);
     }
 
-    /// Whether there is no problem.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

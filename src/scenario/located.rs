@@ -29,7 +29,7 @@ impl Position {
     };
 
     /// Whether this position came from a real source file.
-    pub fn is_known(&self) -> bool {
+    pub(crate) fn is_known(&self) -> bool {
         self.line > 0
     }
 
@@ -56,7 +56,6 @@ impl Position {
 /// Schema is the value's, so wrapping a field changes nothing for users.
 #[derive(Debug, Clone)]
 pub struct Located<T> {
-    /// The value as parsed.
     pub value: T,
     /// Where the value was written.
     pub at: Position,
@@ -71,7 +70,6 @@ impl<T> Located<T> {
         }
     }
 
-    /// A value at a known position.
     pub fn at(value: T, at: Position) -> Self {
         Located { value, at }
     }

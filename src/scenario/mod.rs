@@ -15,7 +15,7 @@ pub use located::{Located, Position};
 pub use spec::DrillSpec;
 
 /// The JSON Schema of the drill language, for editors (`bench schema`).
-pub fn json_schema() -> serde_json::Value {
+pub(crate) fn json_schema() -> serde_json::Value {
     let schema = schemars::schema_for!(DrillSpec);
     serde_json::to_value(schema).unwrap_or_default()
 }

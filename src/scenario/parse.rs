@@ -15,10 +15,10 @@ use super::spec::DrillSpec;
 
 /// The largest drill file the bench reads. Drills are short; a bigger file
 /// is a mistake (or an attack), and refusing it early bounds memory.
-pub const MAX_DRILL_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_DRILL_BYTES: u64 = 1024 * 1024;
 
 /// Reads a text file of at most `limit` bytes, as a diagnostic on failure.
-pub fn read_source(path: &Path, limit: u64) -> Result<SourceFile, Diagnostic> {
+pub(crate) fn read_source(path: &Path, limit: u64) -> Result<SourceFile, Diagnostic> {
     let file = std::fs::File::open(path)
         .map_err(|e| Diagnostic::file(path, format!("cannot read the file: {e}")))?;
     let mut bytes = Vec::new();
@@ -127,7 +127,6 @@ fn breach_name(breach: &serde_saphyr::budget::BudgetBreach) -> String {
         .to_owned()
 }
 
-/// Where a YAML error is.
 pub(crate) fn yaml_position(error: &serde_saphyr::Error) -> Position {
     error
         .location()
@@ -135,7 +134,6 @@ pub(crate) fn yaml_position(error: &serde_saphyr::Error) -> Position {
         .unwrap_or(Position::UNKNOWN)
 }
 
-/// Parses a drill file's text.
 pub fn parse(source: &SourceFile) -> Result<DrillSpec, Diagnostics> {
     if is_blank(&source.text) {
         let diagnostic = Diagnostic::at(

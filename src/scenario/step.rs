@@ -13,11 +13,9 @@ use crate::duration::Duration;
 pub struct Step {
     /// As the report names it: the step's `name`, else `step N`.
     pub label: String,
-    /// What it does.
     pub action: Action,
 }
 
-/// What a step does.
 #[derive(Debug, Clone)]
 pub enum Action {
     /// Go/no-go guards before a destructive fault; a no-go stops the drill.
@@ -32,16 +30,14 @@ pub enum Action {
     Sleep(Duration),
     /// Wait for a condition, and stop the drill if it does not hold in time.
     WaitUntil {
-        /// What must hold.
         condition: Condition,
-        /// How long it may take.
         timeout: Duration,
     },
 }
 
 impl Action {
     /// Whether the step changes the cluster (a read-only cluster refuses it).
-    pub fn changes_the_cluster(&self) -> bool {
+    pub(crate) fn changes_the_cluster(&self) -> bool {
         matches!(self, Action::Fault(_) | Action::Scale(_))
     }
 }
@@ -49,7 +45,7 @@ impl Action {
 impl StepSpec {
     /// How many actions the written step sets. The destructuring is
     /// exhaustive, so a new action cannot be left out of the count.
-    pub fn actions_set(&self) -> usize {
+    pub(crate) fn actions_set(&self) -> usize {
         let StepSpec {
             name: _,
             preflight,

@@ -3,9 +3,7 @@
 
 #![allow(dead_code)] // Each test crate that includes this uses a subset.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -75,27 +73,12 @@ pub fn replace_once(text: &str, from: &str, to: &str) -> String {
 
 /// Runs `bench audit placement` with `args`, feeding `stdin` when given.
 pub fn run(args: &[&str], stdin: Option<&str>) -> Outcome {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(["audit", "placement"])
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the bench binary runs");
+    let mut cmd = crate::common::bench_bin();
+    cmd.args(["audit", "placement"]).args(args);
     if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
+        cmd.write_stdin(text);
     }
-    let output = child.wait_with_output().unwrap();
+    let output = cmd.output().expect("the bench binary runs");
     Outcome {
         code: output.status.code().expect("exited, not killed"),
         stdout: String::from_utf8(output.stdout).unwrap(),

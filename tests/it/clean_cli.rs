@@ -4,6 +4,7 @@
 //! container stay, whatever their names. Never against the real engine:
 //! other people's test containers carry the label too.
 
+use crate::common::bench_bin;
 use crate::fake_support;
 
 use std::path::Path;
@@ -12,6 +13,7 @@ use std::process::Command;
 use drillbench::backend::clean::{RecordedBackend, Registry, RunRecord};
 use drillbench::backend::docker::RunId;
 use fake_support::{calls, wrapped};
+use predicates::str::contains;
 
 struct Out {
     code: i32,
@@ -25,7 +27,7 @@ fn bench_clean(dir: &Path, args: &[&str]) -> Out {
         dir.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let output = bench_bin()
         .arg("clean")
         .args(args)
         .env("PATH", path)
@@ -170,13 +172,11 @@ postgres - 172.17.0.2 running com.example.app=db
 fn clean_without_docker_is_an_infrastructure_error_naming_what_to_install() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("bin")).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_bench"))
+    bench_bin()
         .arg("clean")
         .env("PATH", dir.path().join("bin"))
         .env("DRILLBENCH_RUNS_DIR", dir.path().join("runs"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("install Docker"), "{stderr}");
+        .assert()
+        .code(3)
+        .stderr(contains("install Docker"));
 }

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 /// The repository root, where relative paths in tests resolve.
 pub fn root() -> PathBuf {
@@ -23,19 +23,37 @@ pub fn bench(args: &[&str]) -> Run {
     bench_in(&root(), args)
 }
 
+/// The `bench` binary this test run built, with nothing of its own set.
+pub fn bench_bin() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("bench").expect("the bench binary is built")
+}
+
+/// `bench` as a person runs it in `dir`: no colour, no input, and no
+/// scenario directory inherited from the environment.
+pub fn bench_cmd(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = bench_bin();
+    cmd.current_dir(dir)
+        .env_remove("BENCH_SCENARIO_DIR")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
 /// Runs `bench` with `args` in `dir`.
 pub fn bench_in(dir: &Path, args: &[&str]) -> Run {
-    let output: Output = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("BENCH_SCENARIO_DIR")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("the bench binary runs");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    Run::from(
+        bench_cmd(dir)
+            .args(args)
+            .output()
+            .expect("the bench binary runs"),
+    )
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
     }
 }

@@ -295,7 +295,7 @@ assertions:
     )
     .unwrap();
     let out = dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let run = crate::common::bench_bin()
         .arg("run")
         .arg(&drill)
         .args(["--backend", "kind", "--out"])

@@ -9,7 +9,6 @@ use crate::fake_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use drillbench::drill::Drill;
 use drillbench::serve::{Clock, ServeOptions, Server};
@@ -72,7 +71,7 @@ fn bench(dir: &Path, server: Option<&Server>, args: &[&str]) -> Outcome {
         wrapped(dir, program, &env);
     }
     let out = dir.join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let output = crate::common::bench_bin()
         .args(["run", DRILL, "--out"])
         .arg(&out)
         .args(args)
@@ -83,7 +82,6 @@ fn bench(dir: &Path, server: Option<&Server>, args: &[&str]) -> Outcome {
         )
         .env("DRILLBENCH_RUNS_DIR", dir.join("runs"))
         .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
         .output()
         .expect("bench runs");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();

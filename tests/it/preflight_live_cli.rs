@@ -5,7 +5,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/harness/fixtures/preflight");
@@ -120,7 +119,7 @@ fn run_live(server: &str, table: &str) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = kubeconfig(dir.path(), server);
     let talosctl = talosctl(dir.path(), table);
-    let output = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let output = crate::common::bench_bin()
         .args([
             "preflight",
             "cp-recreate",

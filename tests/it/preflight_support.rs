@@ -3,8 +3,6 @@
 
 #![allow(dead_code)] // Each test crate that includes this uses a subset.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 /// `kubectl get nodes -o json` of the healthy production-shaped cluster.
@@ -114,7 +112,7 @@ impl Case {
 
 /// Runs `bench` with `args` and extra environment variables.
 pub fn run_raw(args: &[&str], env: &[(&str, &str)]) -> Outcome {
-    let output = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let output = crate::common::bench_bin()
         .args(args)
         .envs(env.iter().copied())
         .output()

@@ -3,8 +3,6 @@
 //! (The drivers themselves are tested against stand-ins in
 //! `kind_driver.rs` and `talos_driver.rs`; real clusters in `e2e_real.rs`.)
 
-use std::process::{Command, Stdio};
-
 use crate::common;
 
 struct Run {
@@ -16,13 +14,12 @@ struct Run {
 /// run registry of its own, so nothing real can be created.
 fn bench_without_tools(args: &[&str], registry: &std::path::Path) -> Run {
     let empty = tempfile::tempdir().expect("tempdir");
-    let output = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let output = crate::common::bench_bin()
         .args(args)
         .current_dir(common::root())
         .env("PATH", format!("{}:/usr/bin:/bin", empty.path().display()))
         .env("DRILLBENCH_RUNS_DIR", registry)
         .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
         .output()
         .expect("bench runs");
     Run {
@@ -109,7 +106,7 @@ fn real_clusters_run_one_seed_at_a_time() {
 fn list_for_a_backend_leaves_out_what_it_cannot_run_and_says_why() {
     let registry = tempfile::tempdir().expect("tempdir");
     let all = common::bench(&["list"]);
-    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let run = crate::common::bench_bin()
         .args(["list", "--backend", "kind"])
         .current_dir(common::root())
         .env("DRILLBENCH_RUNS_DIR", registry.path())

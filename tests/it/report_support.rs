@@ -211,16 +211,6 @@ pub fn look(name: &str, text: &str) {
 
 /// Runs the `bench` binary from the repository root: (exit code, stdout, stderr).
 pub fn bench(args: &[&str]) -> (i32, String, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("the bench binary runs");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let run = crate::common::bench(args);
+    (run.code, run.stdout, run.stderr)
 }

@@ -16,9 +16,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use assert_cmd::prelude::*;
 use drillbench::drill::Drill;
 use drillbench::report::{DrillReport, Outcome, Verdict};
 use drillbench::serve::{Clock, ServeOptions, Server};
+use predicates::str::contains;
 use serde_json::Value;
 
 /// The marker interval of the procedure (`backend::kube::restore`).
@@ -149,7 +151,7 @@ fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
     let (dir, drill_path, kubeconfig, server) = served();
 
     let out = dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let run = crate::common::bench_bin()
         .arg("run")
         .arg(&drill_path)
         .args(["--backend", "kubeconfig", "--kubeconfig"])
@@ -264,7 +266,7 @@ fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
 fn a_missing_velero_is_an_infrastructure_failure_naming_what_to_install() {
     let (dir, drill_path, kubeconfig, server) = served();
     // A PATH with curl and sh but no velero.
-    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+    let run = crate::common::bench_bin()
         .arg("run")
         .arg(&drill_path)
         .args(["--backend", "kubeconfig", "--kubeconfig"])
@@ -277,15 +279,15 @@ fn a_missing_velero_is_an_infrastructure_failure_naming_what_to_install() {
         .output()
         .expect("bench runs");
     server.stop();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("install the velero CLI v1.16"), "{stderr}");
+    run.assert()
+        .code(3)
+        .stderr(contains("install the velero CLI v1.16"));
 }
 
 #[test]
 fn a_failed_backup_is_an_infrastructure_failure_and_nothing_is_deleted() {
     let (dir, drill_path, kubeconfig, server) = served();
-    let run = Command::new(env!("CARGO_BIN_EXE_bench"))
+    crate::common::bench_bin()
         .arg("run")
         .arg(&drill_path)
         .args(["--backend", "kubeconfig", "--kubeconfig"])
@@ -301,14 +303,9 @@ fn a_failed_backup_is_an_infrastructure_failure_and_nothing_is_deleted() {
         .env("DRILLBENCH_FAKE_CLI_FAIL_ON", "backup create")
         .env("DRILLBENCH_S3_URL", "http://s3.drillbench.invalid:9000")
         .env("DRILLBENCH_RUNS_DIR", dir.path().join("runs"))
-        .output()
-        .expect("bench runs");
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(3), "{stderr}");
-    assert!(
-        stderr.contains("backup storage location not available"),
-        "{stderr}"
-    );
+        .assert()
+        .code(3)
+        .stderr(contains("backup storage location not available"));
     // The namespace was not deleted: without a backup there is nothing to
     // restore it from.
     assert_eq!(

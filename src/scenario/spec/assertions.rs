@@ -1,0 +1,232 @@
+//! The verdicts a drill asks for, judged over its timeline, and the negative
+//! controls that prove a passing verdict could have failed.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::workloads::{NodeRequirement, PodMatch};
+use crate::duration::Duration;
+use crate::scenario::located::Located;
+
+/// A verdict judged over the drill's timeline. Exactly one kind is set.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AssertionSpec {
+    /// Assertion name, as reports and negative controls refer to it.
+    pub name: Located<String>,
+    /// Recovery time: how long after the fault the subject was whole again.
+    #[serde(default)]
+    pub rto: Option<RtoAssertion>,
+    /// Recovery point: the data-loss window after a restore.
+    #[serde(default)]
+    pub rpo: Option<RpoAssertion>,
+    /// Share of probes that found the subject available.
+    #[serde(default)]
+    pub availability: Option<AvailabilityAssertion>,
+    /// Selected pods only ever ran on nodes matching a requirement,
+    /// judged at every event, not only at the end.
+    #[serde(default)]
+    pub placement: Option<PlacementAssertion>,
+    /// etcd never lost quorum.
+    #[serde(default)]
+    pub quorum: Option<QuorumAssertion>,
+    /// No eviction took a PodDisruptionBudget below its budget.
+    #[serde(default)]
+    pub pdb_respected: Option<Empty>,
+    /// Pods outside a guard still burst onto autoscaler pools when the
+    /// baseline is full.
+    #[serde(default)]
+    pub burst_unchanged: Option<BurstAssertion>,
+    /// No single-attach volume stayed attached to a departed node.
+    #[serde(default)]
+    pub no_stranded_volumes: Option<Empty>,
+    /// The stable endpoint's address never changed (no credential refresh).
+    #[serde(default)]
+    pub endpoint_unchanged: Option<Empty>,
+    /// A recreated control plane joined as a learner and was promoted.
+    #[serde(default)]
+    pub member_promoted: Option<Empty>,
+    /// Every node belongs to a pool the autoscaler manages or a static pool.
+    #[serde(default)]
+    pub no_stranded_nodes: Option<Empty>,
+    /// A negative control: proof that a guard or an assertion bites.
+    #[serde(default)]
+    pub negative_control: Option<NegativeControl>,
+}
+
+/// A marker for assertions that take no parameters: write `{}`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+/// What an RTO is measured on.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Subject {
+    /// The API through the stable endpoint.
+    Api,
+    /// The control plane whole: quorum, every member voting, every control
+    /// plane Ready, the API up through the endpoint.
+    ControlPlane,
+    /// Every workload with all replicas ready.
+    AllWorkloads,
+    /// One workload, as `namespace/Kind/name`.
+    Workload(String),
+    /// The pods a selection matches.
+    Pods(PodMatch),
+}
+
+/// An RTO bound.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RtoAssertion {
+    /// What must recover.
+    pub of: Located<Subject>,
+    /// The bound.
+    pub within: Duration,
+    /// A bound on the automated part of the recovery runbook alone.
+    #[serde(default)]
+    pub automated_within: Option<Duration>,
+}
+
+/// An RPO bound.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RpoAssertion {
+    /// The backup schedule restored from.
+    pub schedule: Located<String>,
+    /// The bound on the data-loss window.
+    pub within: Duration,
+}
+
+/// An availability bound.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AvailabilityAssertion {
+    /// What is probed.
+    pub of: Located<Subject>,
+    /// Lowest acceptable share of successful probes, between 0 and 1.
+    pub at_least: Located<f64>,
+}
+
+/// A placement rule.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PlacementAssertion {
+    /// Which pods.
+    pub pods: PodMatch,
+    /// Every node they ever run on must satisfy all of these.
+    pub nodes: Vec<Located<NodeRequirement>>,
+}
+
+/// A quorum rule.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct QuorumAssertion {
+    /// Longest acceptable stretch without quorum (zero by default: never lost).
+    #[serde(default)]
+    pub max_loss: Option<Duration>,
+}
+
+/// Burst must stay possible for pods outside a guard.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BurstAssertion {
+    /// The pods that must still burst.
+    pub pods: PodMatch,
+    /// The pools they must reach.
+    pub pools: Vec<Located<String>>,
+}
+
+/// A negative control. Exactly one form is set.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NegativeControl {
+    /// Admission: a planted object that breaks a guard must be refused.
+    #[serde(default)]
+    pub admission: Option<AdmissionControl>,
+    /// Ablation: the same drill and seed with a guard removed or weakened
+    /// must fail the named assertions.
+    #[serde(default)]
+    pub ablation: Option<AblationControl>,
+}
+
+/// An admission negative control.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AdmissionControl {
+    /// The guard that must refuse the object.
+    pub guard: Located<String>,
+    /// The object submitted (a Pod or a pod-template workload).
+    pub object: Located<serde_json::Value>,
+}
+
+/// An ablation negative control.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AblationControl {
+    /// The guard that is weakened.
+    pub guard: Located<String>,
+    /// How it is weakened.
+    pub change: Located<GuardChange>,
+    /// Assertions that must fail once the guard is weakened.
+    pub must_fail: Vec<Located<String>>,
+}
+
+/// A way to weaken a guard.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum GuardChange {
+    /// Remove the guard.
+    Remove,
+    /// Replace its requirement (e.g. with `ksail.io/autoscaled DoesNotExist`).
+    ReplaceRequirement(NodeRequirement),
+    /// Require the same key with other values (e.g. `["false"]`).
+    SetValues(Vec<String>),
+    /// Add a second, unlabelled node-selector term next to the guarded one,
+    /// which ORs the requirement away.
+    AddUnlabelledTerm,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::spec::from_yaml;
+
+    #[test]
+    fn an_rto_reads_its_subject_and_bounds() {
+        let a: AssertionSpec =
+            from_yaml("name: api back\nrto: {of: api, within: 15m, automatedWithin: 5m}\n")
+                .unwrap();
+        let rto = a.rto.unwrap();
+        assert_eq!(*rto.of, Subject::Api);
+        assert_eq!(rto.within, Duration::from_mins(15));
+        assert_eq!(rto.automated_within, Some(Duration::from_mins(5)));
+        assert!(a.rpo.is_none() && a.placement.is_none());
+    }
+
+    #[test]
+    fn a_parameterless_assertion_is_written_as_an_empty_map() {
+        let a: AssertionSpec = from_yaml("name: budgets\npdbRespected: {}\n").unwrap();
+        assert_eq!(a.pdb_respected, Some(Empty {}));
+        assert!(
+            from_yaml::<AssertionSpec>("name: budgets\npdbRespected: {strict: true}\n").is_err()
+        );
+    }
+
+    #[test]
+    fn an_ablation_names_the_change_and_what_must_fail() {
+        let control: NegativeControl = from_yaml(
+            "ablation:\n  guard: hcloud-off-autoscalers\n  change: {setValues: [\"false\"]}\n  mustFail: [placement]\n",
+        )
+        .unwrap();
+        let ablation = control.ablation.unwrap();
+        assert_eq!(
+            *ablation.change,
+            GuardChange::SetValues(vec!["false".to_owned()])
+        );
+        assert_eq!(ablation.must_fail.len(), 1);
+        assert_eq!(*ablation.must_fail[0], "placement");
+        assert!(control.admission.is_none());
+    }
+}

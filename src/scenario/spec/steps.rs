@@ -1,0 +1,259 @@
+//! What happens during a drill: the steps, the faults they inject, and the
+//! conditions a wait holds out for.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::cluster::DurationRange;
+use crate::duration::Duration;
+use crate::scenario::located::Located;
+
+/// One step of a drill. Exactly one of the action fields is set.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StepSpec {
+    /// What this step is for, as the report names it.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Go/no-go guards before a destructive fault; a no-go stops the drill.
+    #[serde(default)]
+    pub preflight: Option<PreflightStep>,
+    /// Inject a fault.
+    #[serde(default)]
+    pub fault: Option<Located<Fault>>,
+    /// Change a workload's replica count (load arriving or leaving).
+    #[serde(default)]
+    pub scale: Option<ScaleStep>,
+    /// Change a Deployment's pod template (a new image): its pods are
+    /// replaced as its strategy (`maxSurge`, `maxUnavailable`) allows.
+    #[serde(default)]
+    pub rollout: Option<RolloutStep>,
+    /// Let time pass, or wait for a condition.
+    #[serde(default)]
+    pub wait: Option<WaitStep>,
+}
+
+/// The control-plane recreate preflight, judged on the simulated cluster.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PreflightStep {
+    /// The control plane about to be recreated (the endpoint holder by default).
+    #[serde(default)]
+    pub target: Option<Located<Target>>,
+    /// The backup schedule whose newest backup must be recent and complete.
+    #[serde(default)]
+    pub schedule: Option<Located<String>>,
+    /// The newest backup must have finished less than this long ago (26h).
+    #[serde(default)]
+    pub max_backup_age: Option<Duration>,
+}
+
+/// A fault to inject.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Fault {
+    /// The server is deleted at the cloud; the Node object goes with it.
+    DeleteNode(NodeFault),
+    /// The node stops heartbeating; its server and Node object stay.
+    CrashNode(NodeFault),
+    /// A lost static node is provisioned again under its name (`ksail
+    /// cluster update` re-running provisioning for missing members): the
+    /// node is Ready again and the pods stuck on it terminate.
+    ReplaceNode(NodeFault),
+    /// A control plane is removed from etcd, deleted and replaced by a fresh
+    /// node that joins as a learner and is promoted.
+    RecreateControlPlane(NodeFault),
+    /// A pool disappears from the autoscaler's configuration while its
+    /// nodes keep running.
+    RemovePool(PoolFault),
+    /// A rolling upgrade: static workers one at a time, then control planes,
+    /// autoscaler nodes cordoned, drained and deleted.
+    RollingUpgrade(UpgradeFault),
+    /// Every node and every volume is lost; recovery follows `recovery`.
+    FullRebuild(RebuildFault),
+    /// One namespace's objects are lost and restored from a backup of it
+    /// taken at the fault: what writers in it acknowledged after the
+    /// backup captured them is lost, the window the `rpo:` assertion of
+    /// the schedule judges.
+    RestoreNamespace(RestoreNamespaceFault),
+}
+
+/// A fault aimed at one node.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeFault {
+    /// Which node.
+    pub target: Located<Target>,
+    /// Drain the node through the eviction API first.
+    #[serde(default)]
+    pub drain: bool,
+    /// For a recreate: how long the replacement takes to boot.
+    #[serde(default)]
+    pub boot_delay: Option<Located<DurationRange>>,
+}
+
+/// How a fault picks its node.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Target {
+    /// A node by name.
+    Node(String),
+    /// A random node of the pool (`control-plane` for the control planes),
+    /// chosen by the drill's seed.
+    RandomNodeOf(String),
+    /// The node the cluster autoscaler would remove next from the pool.
+    AutoscalerPick(String),
+    /// The control plane holding the stable endpoint.
+    EndpointHolder,
+    /// A control plane other than the endpoint holder.
+    OtherControlPlane,
+}
+
+/// A fault aimed at a pool.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PoolFault {
+    /// The pool's name.
+    pub pool: Located<String>,
+}
+
+/// A rolling upgrade.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpgradeFault {
+    /// How long a node takes to reboot into the new version (90s).
+    #[serde(default)]
+    pub reboot: Option<Duration>,
+    /// A drain that has not finished after this long fails the upgrade (10m).
+    #[serde(default)]
+    pub drain_timeout: Option<Duration>,
+}
+
+/// A full rebuild.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RebuildFault {
+    /// The backup schedule restored from.
+    #[serde(default)]
+    pub restore_from: Option<Located<String>>,
+}
+
+/// A namespace lost and restored from a backup of it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RestoreNamespaceFault {
+    /// The namespace: one the drill's manifests put objects into.
+    pub namespace: Located<String>,
+    /// The backup schedule the backup is taken under (one of
+    /// `cluster.backups`; its `duration` is how long the backup runs while
+    /// the writers keep writing).
+    pub schedule: Located<String>,
+}
+
+/// A change of a workload's replica count.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScaleStep {
+    /// The workload, as `namespace/Kind/name` (e.g. `load/Deployment/burst`).
+    pub workload: Located<String>,
+    /// The new replica count.
+    pub replicas: u32,
+}
+
+/// A change of a Deployment's pod template, as `kubectl set image` makes it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RolloutStep {
+    /// The Deployment, as `namespace/Deployment/name` (e.g. `apps/Deployment/web`).
+    pub workload: Located<String>,
+    /// The new image.
+    pub image: String,
+    /// The container whose image changes (every container when unset).
+    #[serde(default)]
+    pub container: Option<String>,
+}
+
+/// Time passing, or a wait for a condition.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WaitStep {
+    /// Let exactly this much time pass.
+    #[serde(default, rename = "for")]
+    pub duration: Option<Duration>,
+    /// Wait until this holds.
+    #[serde(default)]
+    pub until: Option<Located<Condition>>,
+    /// Give up waiting after this long; the drill fails (required with `until`).
+    #[serde(default)]
+    pub timeout: Option<Duration>,
+}
+
+/// A condition on the cluster's state.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Condition {
+    /// Every workload has all its replicas ready.
+    AllWorkloadsReady,
+    /// One workload (`namespace/Kind/name`) has all its replicas ready.
+    WorkloadReady(String),
+    /// The pool has exactly this many Ready nodes.
+    PoolSize(PoolSize),
+    /// etcd has this many voting members and no learners.
+    EtcdVoters(u32),
+}
+
+/// A pool's size.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PoolSize {
+    /// The pool's name.
+    pub pool: String,
+    /// Ready nodes.
+    pub nodes: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::spec::from_yaml;
+
+    #[test]
+    fn a_fault_names_its_kind_and_its_target() {
+        let step: StepSpec = from_yaml(
+            "name: lose a worker\nfault:\n  deleteNode: {target: {randomNodeOf: baseline}, drain: true}\n",
+        )
+        .unwrap();
+        let fault = step.fault.unwrap();
+        assert_eq!(fault.at.line, 3);
+        let Fault::DeleteNode(node) = &*fault else {
+            panic!("{fault:?}")
+        };
+        assert_eq!(*node.target, Target::RandomNodeOf("baseline".to_owned()));
+        assert!(node.drain);
+        let holder: Target = from_yaml("endpointHolder").unwrap();
+        assert_eq!(holder, Target::EndpointHolder);
+    }
+
+    #[test]
+    fn a_wait_is_for_a_time_or_until_a_condition() {
+        let wait: WaitStep = from_yaml("for: 90s").unwrap();
+        assert_eq!(wait.duration, Some(Duration::from_secs(90)));
+        let wait: WaitStep =
+            from_yaml("until: {poolSize: {pool: burst, nodes: 2}}\ntimeout: 10m\n").unwrap();
+        assert_eq!(
+            *wait.until.unwrap(),
+            Condition::PoolSize(PoolSize {
+                pool: "burst".to_owned(),
+                nodes: 2
+            })
+        );
+        assert_eq!(wait.timeout, Some(Duration::from_mins(10)));
+        assert!(from_yaml::<WaitStep>("duration: 90s").is_err());
+    }
+
+    #[test]
+    fn an_unknown_fault_is_refused() {
+        assert!(from_yaml::<Fault>("unplugNode: {target: {node: a}}").is_err());
+        assert!(from_yaml::<NodeFault>("target: {node: a}\ndrian: true\n").is_err());
+    }
+}
