@@ -12,11 +12,23 @@
 //! changes it only through the simulator's primitives
 //! ([`crate::sim::api_ops`]); no Kubernetes rule is written here.
 
+mod admit;
+mod api;
+mod cluster;
+mod commit;
+mod control;
+mod history;
+mod namespaces;
+mod objects;
 pub mod patch;
+mod read;
 pub mod resources;
 pub mod select;
 pub mod state;
 pub mod table;
+mod watch;
+mod write;
+mod written;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -35,8 +47,10 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, oneshot};
 
-pub use self::state::{Clock, DEFAULT_HISTORY_WINDOW};
-use self::state::{Command, Facade, Reply, Request};
+use self::api::{Command, Reply, Request};
+pub use self::control::Clock;
+pub use self::state::DEFAULT_HISTORY_WINDOW;
+use self::state::Facade;
 use crate::drill::Drill;
 
 /// What `bench sim serve` needs.
@@ -140,8 +154,7 @@ impl Server {
             .name("bench-sim".to_owned())
             .spawn(move || match state::provision(&drill_copy, seed, standby) {
                 Ok(sim) => {
-                    let mut facade = Facade::new(&drill_copy, sim, clock, window);
-                    facade.standby_nodes = standby;
+                    let facade = Facade::new(&drill_copy, sim, clock, window, standby);
                     let _ = ready_tx.send(Ok(()));
                     simulator_loop(facade, inbox);
                 }
@@ -354,8 +367,7 @@ async fn answer(
     let body = match request.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
-            let status =
-                state::status_body(400, "BadRequest", &format!("cannot read the body: {e}"));
+            let status = api::status_body(400, "BadRequest", &format!("cannot read the body: {e}"));
             return Ok(json_response(400, &status));
         }
     };
@@ -371,7 +383,7 @@ async fn answer(
     let unavailable = || {
         json_response(
             503,
-            &state::status_body(503, "ServiceUnavailable", "the simulator stopped"),
+            &api::status_body(503, "ServiceUnavailable", "the simulator stopped"),
         )
     };
     if to_sim.send(Command::Api(request, reply_tx)).is_err() {

@@ -1,0 +1,99 @@
+//! The guards' mutation replayed over a server-side apply, so that applying
+//! a manifest as written does not read as removing what admission added.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::policy::admission::{add_unlabelled_term, guard_matches, inject_requirement};
+use crate::scenario::spec::GuardSpec;
+use crate::sim::Simulation;
+
+/// Runs the mutating guards over an applied workload's pod template, as
+/// admission does on every write.
+pub(super) fn readmit(sim: &Simulation, guards: &[GuardSpec], namespace: &str, object: &mut Value) {
+    let Some(spec_value) = object.pointer_mut("/spec/template/spec") else {
+        return;
+    };
+    // A quantity written as a YAML number (`cpu: 1`) is the string
+    // "1" once admitted, as the API server reads it.
+    for list in ["containers", "initContainers"] {
+        for container in spec_value
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            for part in ["requests", "limits"] {
+                if let Some(map) = container
+                    .pointer_mut(&format!("/resources/{part}"))
+                    .and_then(Value::as_object_mut)
+                {
+                    for value in map.values_mut() {
+                        if value.is_number() {
+                            *value = Value::String(value.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let Ok(mut spec) =
+        serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(spec_value.clone())
+    else {
+        return;
+    };
+    let labels: BTreeMap<String, String> = object
+        .pointer("/spec/template/metadata/labels")
+        .and_then(|l| serde_json::from_value(l.clone()).ok())
+        .unwrap_or_default();
+    let classes = mounted_classes(sim, namespace, object, &spec);
+    for guard in guards {
+        if guard.mutate && guard_matches(&guard.matches, namespace, &labels, &classes) {
+            inject_requirement(&mut spec, &guard.require.node_affinity);
+            if guard.unlabelled_term {
+                add_unlabelled_term(&mut spec);
+            }
+        }
+    }
+    if let Ok(value) = serde_json::to_value(&spec) {
+        object["spec"]["template"]["spec"] = value;
+    }
+}
+
+/// The storage classes a guard matches the applied object by: each claim
+/// template's class as written, then the class of each existing claim a
+/// `persistentVolumeClaim` volume names. Unlike
+/// [`crate::policy::admission::claim_classes`], an ephemeral volume's
+/// template is not counted, a claim that does not exist is skipped, and a
+/// template without a class stays without one (the default class is not
+/// filled in).
+fn mounted_classes(
+    sim: &Simulation,
+    namespace: &str,
+    object: &Value,
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+) -> Vec<Option<String>> {
+    let mut classes: Vec<Option<String>> = object
+        .pointer("/spec/volumeClaimTemplates")
+        .and_then(Value::as_array)
+        .map(|templates| {
+            templates
+                .iter()
+                .map(|t| {
+                    t.pointer("/spec/storageClassName")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for volume in spec.volumes.iter().flatten() {
+        if let Some(claim) = &volume.persistent_volume_claim
+            && let Some(id) = sim.claim_id(namespace, &claim.claim_name)
+        {
+            classes.push(sim.claims[id].class.clone());
+        }
+    }
+    classes
+}

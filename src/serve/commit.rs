@@ -1,0 +1,177 @@
+//! An update's effect on the simulator: what changed between the object
+//! as it stands and as the client wants it, made through the simulator's
+//! primitives. A change the simulator cannot make is a 422 naming the
+//! field, so a client never believes it changed what it did not.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::api::ApiError;
+use super::cluster::Cluster;
+use super::history::strip_rv_mut;
+use super::resources::Resource;
+
+/// Applies what changed between `current` and `wanted`, then keeps the
+/// labels and annotations as written.
+pub(super) fn commit(
+    cluster: &mut Cluster,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+    current: &Value,
+    wanted: &Value,
+) -> Result<(), ApiError> {
+    let kind = resource.kind;
+    let changed = |pointer: &str| current.pointer(pointer) != wanted.pointer(pointer);
+    match kind {
+        "Node" => {
+            let node = cluster
+                .sim
+                .node_id(name)
+                .map_err(|_| ApiError::not_found(resource, name))?;
+            let map = |pointer: &str| -> Result<BTreeMap<String, String>, ApiError> {
+                match wanted.pointer(pointer) {
+                    None | Some(Value::Null) => Ok(BTreeMap::new()),
+                    Some(v) => serde_json::from_value(v.clone())
+                        .map_err(|e| ApiError::invalid(format!("metadata: {e}"))),
+                }
+            };
+            let (l, a) = (map("/metadata/labels")?, map("/metadata/annotations")?);
+            let taints: Vec<k8s_openapi::api::core::v1::Taint> =
+                match wanted.pointer("/spec/taints") {
+                    Some(t) if !t.is_null() => serde_json::from_value(t.clone())
+                        .map_err(|e| ApiError::invalid(format!("spec.taints: {e}")))?,
+                    _ => Vec::new(),
+                };
+            let unschedulable = wanted
+                .pointer("/spec/unschedulable")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if changed("/metadata/labels") || changed("/metadata/annotations") {
+                cluster.sim.set_node_metadata(node, l, a);
+            }
+            if changed("/spec/taints") {
+                cluster.sim.set_node_taints(node, taints);
+            }
+            if changed("/spec/unschedulable") {
+                cluster.sim.set_unschedulable(node, unschedulable);
+            }
+            // A node's metadata is the simulator's own.
+            return Ok(());
+        }
+        "Deployment" | "StatefulSet" | "DaemonSet" | "Job" => {
+            if changed("/spec/selector") {
+                return Err(ApiError::invalid(format!(
+                    "{kind}.spec.selector: a workload's selector cannot change"
+                )));
+            }
+            if changed("/spec/template") {
+                let images = image_changes(current, wanted)
+                    .filter(|_| kind == "Deployment")
+                    .ok_or_else(|| {
+                        ApiError::invalid(format!(
+                            "{kind}.spec.template: the simulator models a rollout as a Deployment's new container image; other template changes are not modelled"
+                        ))
+                    })?;
+                let key = format!("{namespace}/{kind}/{name}");
+                for (container, image) in images {
+                    cluster
+                        .sim
+                        .rollout_workload(&key, &image, Some(&container))
+                        .map_err(|e| ApiError::invalid(e.to_string()))?;
+                }
+            }
+            if changed("/spec/replicas") {
+                let replicas = replicas_of(wanted)?;
+                set_replicas(cluster, namespace, kind, name, replicas)?;
+            }
+        }
+        "PodDisruptionBudget" => {
+            if changed("/spec") {
+                let index = cluster
+                    .sim
+                    .pdb_index(namespace, name)
+                    .ok_or_else(|| ApiError::not_found(resource, name))?;
+                let mut object: k8s_openapi::api::policy::v1::PodDisruptionBudget =
+                    serde_json::from_value(wanted.clone())
+                        .map_err(|e| ApiError::invalid(e.to_string()))?;
+                object.metadata.namespace = Some(namespace.to_owned());
+                cluster.sim.set_pdb(index, object)?;
+            }
+        }
+        "Namespace" => {}
+        "ConfigMap" => {
+            let mut object = wanted.clone();
+            strip_rv_mut(&mut object);
+            cluster.written.put_config_map(namespace, name, object);
+        }
+        _ => {
+            if changed("/spec") {
+                return Err(ApiError::invalid(format!(
+                    "{kind}: only labels and annotations can change here; the simulator derives the rest"
+                )));
+            }
+        }
+    }
+    cluster.written.remember_metadata(
+        (resource.kind, namespace.to_owned(), name.to_owned()),
+        wanted,
+    );
+    Ok(())
+}
+
+/// Scales a workload.
+pub(super) fn set_replicas(
+    cluster: &mut Cluster,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+    replicas: u32,
+) -> Result<(), ApiError> {
+    let w = cluster
+        .sim
+        .workload_id(&format!("{namespace}/{kind}/{name}"))
+        .ok_or_else(|| ApiError::new(404, "NotFound", format!("no {kind} {namespace}/{name}")))?;
+    cluster
+        .sim
+        .set_replicas(w, replicas)
+        .map_err(ApiError::from)
+}
+
+/// `spec.replicas` of an object or a Scale.
+pub(super) fn replicas_of(object: &Value) -> Result<u32, ApiError> {
+    object
+        .pointer("/spec/replicas")
+        .and_then(Value::as_u64)
+        .and_then(|r| u32::try_from(r).ok())
+        .ok_or_else(|| {
+            ApiError::invalid("spec.replicas: Invalid value: must be a non-negative integer")
+        })
+}
+
+/// The containers whose image differs between two workloads whose pod
+/// templates differ in nothing else, as (container, new image); `None`
+/// when anything but images changed.
+fn image_changes(current: &Value, wanted: &Value) -> Option<Vec<(String, String)>> {
+    let containers = "/spec/template/spec/containers";
+    let mut patched = current.pointer("/spec/template")?.clone();
+    let mut changes = Vec::new();
+    for (have, want) in patched
+        .pointer_mut("/spec/containers")?
+        .as_array_mut()?
+        .iter_mut()
+        .zip(wanted.pointer(containers)?.as_array()?)
+    {
+        if have.get("name") != want.get("name") {
+            return None;
+        }
+        if have.get("image") != want.get("image") {
+            let name = want.get("name")?.as_str()?.to_owned();
+            let image = want.get("image")?.as_str()?.to_owned();
+            have["image"] = Value::String(image.clone());
+            changes.push((name, image));
+        }
+    }
+    (Some(&patched) == wanted.pointer("/spec/template")).then_some(changes)
+}
