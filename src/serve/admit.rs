@@ -97,3 +97,85 @@ fn mounted_classes(
     }
     classes
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::serve::testing::{cluster, drill_at};
+
+    const BASELINE: &str = "platform.devantler.tech/baseline-worker";
+
+    /// `hcloud-on-baseline`, which mutates, and a checking guard.
+    fn guards() -> Vec<GuardSpec> {
+        let drill = drill_at("scenarios/node-loss.yaml");
+        drill.spec.guards.iter().map(|g| g.value.clone()).collect()
+    }
+
+    fn stateful_set(class: &str, cpu: Value) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "apps"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": {"labels": {"app": "db"}},
+                             "spec": {"containers": [{"name": "c", "image": "i",
+                                                      "resources": {"requests": {"cpu": cpu}}}]}},
+                "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                          "spec": {"storageClassName": class}}]
+            }
+        })
+    }
+
+    fn required_keys(object: &Value) -> Vec<String> {
+        object
+            .pointer("/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["matchExpressions"].as_array().cloned().unwrap_or_default())
+            .filter_map(|e| e["key"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    #[test]
+    fn a_mutating_guard_that_matches_adds_its_requirement_again() {
+        let cluster = cluster();
+        let mut object = stateful_set("hcloud", json!("100m"));
+        readmit(&cluster.sim, &guards(), "apps", &mut object);
+        assert_eq!(required_keys(&object), [BASELINE]);
+        // Applied once more, the requirement is not added twice.
+        readmit(&cluster.sim, &guards(), "apps", &mut object);
+        assert_eq!(required_keys(&object), [BASELINE]);
+    }
+
+    #[test]
+    fn a_guard_that_does_not_match_leaves_the_template_alone() {
+        let cluster = cluster();
+        let mut object = stateful_set("longhorn", json!("100m"));
+        let before = object.clone();
+        readmit(&cluster.sim, &guards(), "apps", &mut object);
+        assert!(required_keys(&object).is_empty());
+        assert_eq!(object, before);
+    }
+
+    #[test]
+    fn numeric_quantities_read_as_the_strings_the_api_server_stores() {
+        let cluster = cluster();
+        let mut object = stateful_set("longhorn", json!(1));
+        readmit(&cluster.sim, &[], "apps", &mut object);
+        assert_eq!(
+            object.pointer("/spec/template/spec/containers/0/resources/requests/cpu"),
+            Some(&json!("1"))
+        );
+    }
+
+    #[test]
+    fn an_object_without_a_pod_template_is_untouched() {
+        let cluster = cluster();
+        let mut object = json!({"kind": "ConfigMap", "data": {"cpu": 1}});
+        readmit(&cluster.sim, &guards(), "apps", &mut object);
+        assert_eq!(object, json!({"kind": "ConfigMap", "data": {"cpu": 1}}));
+    }
+}

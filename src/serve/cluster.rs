@@ -252,3 +252,125 @@ impl Cluster {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::testing::{cluster, lines, rv_of};
+    use crate::serve::watch::WatchFilter;
+
+    fn watcher(
+        cluster: &mut Cluster,
+        kind: &str,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes> {
+        let (watcher, rx) = Watcher::new(WatchFilter {
+            resource: resources::by_kind(kind).expect("a served kind"),
+            namespace: None,
+            labels: crate::serve::select::parse_labels("").expect("empty"),
+            fields: Vec::new(),
+            table: false,
+            bookmarks: false,
+        });
+        cluster.add_watcher(watcher);
+        rx
+    }
+
+    #[test]
+    fn the_drills_objects_are_announced_once_at_the_start() {
+        let mut cluster = cluster();
+        let first = cluster.history().rv();
+        assert!(first > 0);
+        let added: Vec<&str> = cluster
+            .history()
+            .since(0)
+            .filter(|c| c.kind == "Deployment")
+            .map(|c| c.kind_type)
+            .collect();
+        assert_eq!(added, ["ADDED", "ADDED"], "apps/api and apps/cache");
+        cluster.sync();
+        cluster.sync();
+        assert_eq!(
+            cluster.history().rv(),
+            first,
+            "nothing changed, nothing announced"
+        );
+    }
+
+    #[test]
+    fn a_crash_is_announced_to_watchers_under_versions_after_the_last() {
+        let mut cluster = cluster();
+        let before = cluster.history().rv();
+        let mut nodes = watcher(&mut cluster, "Node");
+        let node = cluster.sim.node_id("prod-worker-1").expect("a worker");
+        cluster.sim.crash_node_api(node);
+        cluster.sync();
+        let seen = lines(&mut nodes);
+        assert!(!seen.is_empty());
+        assert!(
+            seen.iter()
+                .all(|l| l["type"] == "MODIFIED" && rv_of(&l["object"]) > before),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter()
+                .any(|l| l["object"]["metadata"]["name"] == "prod-worker-1")
+        );
+        let versions: Vec<u64> = cluster.history().since(before).map(|c| c.rv).collect();
+        let expected: Vec<u64> = (before + 1..=cluster.history().rv()).collect();
+        assert_eq!(versions, expected, "one version per change, none skipped");
+    }
+
+    #[test]
+    fn advancing_time_moves_the_clock_and_syncs_every_instant() {
+        let mut cluster = cluster();
+        cluster.advance_to(90_000);
+        assert_eq!(cluster.sim.now, 90_000);
+        // Whatever happened on the way has been announced: a sync now
+        // finds nothing new.
+        let rv = cluster.history().rv();
+        cluster.sync();
+        assert_eq!(cluster.history().rv(), rv);
+    }
+
+    #[test]
+    fn an_api_edit_is_announced_once_and_its_removal_as_deleted() {
+        let mut cluster = cluster();
+        let mut maps = watcher(&mut cluster, "ConfigMap");
+        let key: Key = ("ConfigMap", "apps".to_owned(), "settings".to_owned());
+        cluster.written.put_config_map(
+            "apps",
+            "settings",
+            json!({"kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "apps"}}),
+        );
+        cluster.api_change(key.clone(), None);
+        cluster.api_change(key.clone(), None);
+        let added = lines(&mut maps);
+        assert_eq!(added.len(), 1, "{added:?}");
+        assert_eq!(added[0]["type"], "ADDED");
+        let rv = rv_of(&added[0]["object"]);
+        assert_eq!(cluster.history().rv(), rv);
+        let before = cluster.view("ConfigMap", "apps", "settings", false);
+        cluster.written.remove_config_map("apps", "settings");
+        cluster.api_change(key.clone(), before.as_ref());
+        let deleted = lines(&mut maps);
+        assert_eq!(deleted.len(), 1);
+        assert_eq!(deleted[0]["type"], "DELETED");
+        assert_eq!(deleted[0]["object"]["metadata"]["name"], "settings");
+        assert_eq!(rv_of(&deleted[0]["object"]), rv + 1);
+        // Removing what was never announced announces nothing.
+        cluster.api_change(
+            ("ConfigMap", "apps".to_owned(), "x".to_owned()),
+            before.as_ref(),
+        );
+        assert_eq!(cluster.history().rv(), rv + 1);
+    }
+
+    #[test]
+    fn the_drills_labels_are_kept_and_kube_system_names_the_served_drill() {
+        let cluster = cluster();
+        let system = cluster
+            .view("Namespace", "", "kube-system", false)
+            .expect("kube-system");
+        assert_eq!(system["metadata"]["labels"][RUN_LABEL], "served-serve");
+    }
+}

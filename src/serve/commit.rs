@@ -175,3 +175,124 @@ fn image_changes(current: &Value, wanted: &Value) -> Option<Vec<(String, String)
     }
     (Some(&patched) == wanted.pointer("/spec/template")).then_some(changes)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::serve::resources::by_kind;
+    use crate::serve::testing::cluster;
+
+    fn deployment(images: &[(&str, &str)], replicas: u32) -> Value {
+        let containers: Vec<Value> = images
+            .iter()
+            .map(|(name, image)| json!({"name": name, "image": image}))
+            .collect();
+        json!({"spec": {"replicas": replicas,
+                        "template": {"metadata": {"labels": {"app": "a"}},
+                                     "spec": {"containers": containers}}}})
+    }
+
+    #[test]
+    fn only_a_change_of_images_is_a_rollout() {
+        let current = deployment(&[("web", "nginx:1"), ("side", "envoy:1")], 2);
+        let wanted = deployment(&[("web", "nginx:2"), ("side", "envoy:1")], 2);
+        assert_eq!(
+            image_changes(&current, &wanted),
+            Some(vec![("web".to_owned(), "nginx:2".to_owned())])
+        );
+        assert_eq!(image_changes(&current, &current), Some(Vec::new()));
+        let renamed = deployment(&[("www", "nginx:2"), ("side", "envoy:1")], 2);
+        assert_eq!(image_changes(&current, &renamed), None);
+        let mut relabelled = wanted.clone();
+        relabelled["spec"]["template"]["metadata"]["labels"]["app"] = json!("b");
+        assert_eq!(image_changes(&current, &relabelled), None);
+    }
+
+    #[test]
+    fn replicas_must_be_a_non_negative_integer() {
+        assert_eq!(replicas_of(&json!({"spec": {"replicas": 4}})).ok(), Some(4));
+        assert!(replicas_of(&json!({"spec": {"replicas": -1}})).is_err());
+        assert!(replicas_of(&json!({"spec": {"replicas": "4"}})).is_err());
+        assert!(replicas_of(&json!({"spec": {}})).is_err());
+    }
+
+    #[test]
+    fn a_nodes_labels_and_cordon_reach_the_simulator() {
+        let mut cluster = cluster();
+        let nodes = by_kind("Node").expect("nodes");
+        let current = cluster
+            .view("Node", "", "prod-worker-2", false)
+            .expect("a worker");
+        let mut wanted = current.clone();
+        wanted["metadata"]["labels"]["drill"] = json!("yes");
+        wanted["spec"]["unschedulable"] = json!(true);
+        commit(&mut cluster, nodes, "", "prod-worker-2", &current, &wanted).expect("committed");
+        let after = cluster
+            .view("Node", "", "prod-worker-2", false)
+            .expect("a worker");
+        assert_eq!(after["metadata"]["labels"]["drill"], "yes");
+        assert_eq!(after["spec"]["unschedulable"], true);
+    }
+
+    #[test]
+    fn a_change_the_simulator_cannot_make_is_refused_naming_the_field() {
+        let mut cluster = cluster();
+        let deployments = by_kind("Deployment").expect("deployments");
+        let current = cluster
+            .view("Deployment", "apps", "cache", false)
+            .expect("cache");
+        let mut wanted = current.clone();
+        wanted["spec"]["selector"] = json!({"matchLabels": {"app": "other"}});
+        let error = commit(
+            &mut cluster,
+            deployments,
+            "apps",
+            "cache",
+            &current,
+            &wanted,
+        )
+        .expect_err("a selector is immutable");
+        let body = match error.reply() {
+            super::super::api::Reply::Json(422, body) => body,
+            _ => panic!("a 422"),
+        };
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("Deployment.spec.selector")),
+            "{body}"
+        );
+        let classes = by_kind("StorageClass").expect("classes");
+        let current = cluster
+            .view("StorageClass", "", "longhorn", false)
+            .expect("longhorn");
+        let mut wanted = current.clone();
+        wanted["metadata"]["labels"] = json!({"a": "b"});
+        commit(&mut cluster, classes, "", "longhorn", &current, &wanted)
+            .expect("labels can change on anything");
+        assert_eq!(
+            cluster
+                .view("StorageClass", "", "longhorn", false)
+                .expect("longhorn")["metadata"]["labels"],
+            json!({"a": "b"})
+        );
+    }
+
+    #[test]
+    fn scaling_a_workload_that_does_not_exist_is_not_found() {
+        let mut cluster = cluster();
+        let error = set_replicas(&mut cluster, "apps", "Deployment", "nope", 1)
+            .expect_err("no such workload");
+        assert!(matches!(
+            error.reply(),
+            super::super::api::Reply::Json(404, _)
+        ));
+        set_replicas(&mut cluster, "apps", "Deployment", "cache", 0).expect("scaled");
+        let cache = cluster
+            .view("Deployment", "apps", "cache", false)
+            .expect("cache");
+        assert_eq!(cache["spec"]["replicas"], 0);
+    }
+}

@@ -207,3 +207,141 @@ pub(super) fn reset_drill(drill: &Drill, request: &Request) -> Result<(Drill, u6
     }
     Ok((drill, seed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::testing::{self, cluster, drill, request};
+
+    fn call(cluster: &mut Cluster, clock: Clock, method: &str, path: &str) -> (u16, Value) {
+        let request = request(method, path, "");
+        let rest: Vec<&str> = request.path.split('/').filter(|s| !s.is_empty()).collect();
+        let reply = bench(cluster, clock, &drill(), &request, &rest);
+        testing::json(reply.unwrap_or_else(ApiError::reply))
+    }
+
+    #[test]
+    fn advancing_moves_virtual_time_by_or_to_a_duration() {
+        let mut cluster = cluster();
+        let (code, body) = call(&mut cluster, Clock::Step, "POST", "advance?by=90s");
+        assert_eq!(code, 200);
+        assert_eq!(body["nowMs"], 90_000);
+        assert_eq!(cluster.sim.now, 90_000);
+        assert_eq!(body["resourceVersion"], cluster.history().rv().to_string());
+        let (_, body) = call(&mut cluster, Clock::Step, "POST", "advance?to=5m");
+        assert_eq!(body["nowMs"], 300_000);
+        let (_, body) = call(&mut cluster, Clock::Step, "POST", "advance?to=1m");
+        assert_eq!(body["nowMs"], 300_000, "time never runs backwards");
+        let (code, _) = call(&mut cluster, Clock::Step, "POST", "advance?by=1m&to=9m");
+        assert_eq!(code, 400);
+        let (code, _) = call(&mut cluster, Clock::Step, "POST", "advance?by=soon");
+        assert_eq!(code, 400);
+    }
+
+    #[test]
+    fn advancing_needs_a_stepped_clock() {
+        let mut cluster = cluster();
+        let (code, body) = call(&mut cluster, Clock::Speed(1.0), "POST", "advance?by=1m");
+        assert_eq!((code, body["reason"].as_str()), (409, Some("Conflict")));
+        assert_eq!(cluster.sim.now, 0);
+    }
+
+    #[test]
+    fn now_reports_the_clock_and_the_newest_version_of_each_kind() {
+        let mut cluster = cluster();
+        let (code, body) = call(&mut cluster, Clock::Step, "GET", "now");
+        assert_eq!(code, 200);
+        let now: protocol::Now = serde_json::from_value(body).expect("a Now");
+        assert_eq!(now.now_ms, 0);
+        assert_eq!(now.drill, "serve");
+        assert!(now.step);
+        assert_eq!(now.resource_version, cluster.history().rv().to_string());
+        let newest = now
+            .latest
+            .values()
+            .filter_map(|v| v.parse::<u64>().ok())
+            .max();
+        assert_eq!(newest, Some(cluster.history().rv()));
+        assert!(now.latest.contains_key("Pod"));
+    }
+
+    #[test]
+    fn a_node_operation_names_the_node_it_acted_on() {
+        let mut cluster = cluster();
+        let (code, body) = call(
+            &mut cluster,
+            Clock::Step,
+            "POST",
+            "crash?node=prod-worker-3",
+        );
+        assert_eq!(code, 200);
+        assert_eq!(body, json!({"crashed": "prod-worker-3", "nowMs": 0}));
+        let timeline = cluster.sim.obs.events.len();
+        assert!(timeline > 0);
+        let (code, _) = call(
+            &mut cluster,
+            Clock::Step,
+            "POST",
+            "crash?node=prod-worker-9",
+        );
+        assert_eq!(code, 404);
+        let (code, _) = call(&mut cluster, Clock::Step, "POST", "crash");
+        assert_eq!(code, 400, "the node is required");
+    }
+
+    #[test]
+    fn etcd_members_and_the_timeline_are_read_only_views() {
+        let mut cluster = cluster();
+        let (code, body) = call(&mut cluster, Clock::Step, "GET", "etcd");
+        assert_eq!(code, 200);
+        assert_eq!(body["voters"], 3);
+        let (code, body) = call(&mut cluster, Clock::Step, "GET", "timeline");
+        assert_eq!(code, 200);
+        assert_eq!(
+            body.as_array().map(Vec::len),
+            Some(cluster.sim.obs.events.len())
+        );
+        let (code, body) = call(&mut cluster, Clock::Step, "GET", "backups");
+        assert_eq!(code, 200);
+        assert_eq!(body["kind"], "BackupList");
+        let (code, _) = call(&mut cluster, Clock::Step, "GET", "advance");
+        assert_eq!(code, 404, "advance is a POST");
+    }
+
+    #[test]
+    fn a_reset_reads_its_seed_and_what_to_keep() {
+        let drill = drill();
+        let with = |path: &str, body: &str| reset_drill(&drill, &request("POST", path, body));
+        assert!(with("reset", "").is_err(), "a seed is required");
+        assert!(with("reset?seed=x", "").is_err());
+        let (same, seed) = with("reset?seed=9", "").expect("a reset");
+        assert_eq!(seed, 9);
+        assert_eq!(same.workloads.len(), drill.workloads.len());
+        let (empty, _) = with("reset?seed=1", r#"{"workloads": false}"#).expect("a reset");
+        assert!(empty.workloads.is_empty());
+        assert_eq!(empty.topology.pools.len(), drill.topology.pools.len());
+        assert!(with("reset?seed=1", r#"{"workloads": 3}"#).is_err());
+    }
+
+    #[test]
+    fn a_reset_replaces_the_guards_and_marks_the_ablated_ones() {
+        let drill = drill();
+        let guard = |name: &str| {
+            format!(
+                "- name: {name}\n  action: Enforce\n  match: {{mountsClaimOfClass: hcloud}}\n  require:\n    nodeAffinity: {{key: k, operator: In, values: [\"true\"]}}\n"
+            )
+        };
+        let body = json!({"guards": guard("a") + &guard("b"), "unlabelledTerms": ["b"]});
+        let (reset, _) = reset_drill(&drill, &request("POST", "reset?seed=1", &body.to_string()))
+            .expect("a reset");
+        let guards: Vec<(&str, bool)> = reset
+            .spec
+            .guards
+            .iter()
+            .map(|g| (g.value.name.as_str(), g.value.unlabelled_term))
+            .collect();
+        assert_eq!(guards, [("a", false), ("b", true)]);
+        let bad = json!({"guards": "- name: [unclosed"});
+        assert!(reset_drill(&drill, &request("POST", "reset?seed=1", &bad.to_string())).is_err());
+    }
+}

@@ -185,3 +185,141 @@ pub(super) fn strip_rv(object: &Value) -> Value {
     strip_rv_mut(&mut copy);
     copy
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(kind: &'static str, name: &str) -> Key {
+        (kind, "apps".to_owned(), name.to_owned())
+    }
+
+    fn object(name: &str, phase: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "apps"}, "status": {"phase": phase}})
+    }
+
+    /// Records a change of the right type, as the cluster does.
+    fn change(history: &mut History, kind: &'static str, name: &str, phase: &str) -> u64 {
+        let key = key(kind, name);
+        let kind_type = history.change_type(&key);
+        history.record(key, kind_type, object(name, phase)).rv
+    }
+
+    #[test]
+    fn every_change_takes_the_next_version_and_writes_it_into_the_object() {
+        let mut history = History::new(100, 41);
+        let change = history.record(key("Pod", "a"), "ADDED", object("a", "Pending"));
+        assert_eq!(change.rv, 42);
+        assert_eq!(change.object["metadata"]["resourceVersion"], "42");
+        assert_eq!((change.kind, change.namespace.as_str()), ("Pod", "apps"));
+        let change = history.record(key("Node", "n"), "ADDED", object("n", "Ready"));
+        assert_eq!(change.rv, 43, "one counter for every kind");
+        assert_eq!(history.rv(), 43);
+        assert_eq!(history.object_rv(&key("Pod", "a")), Some(42));
+        assert_eq!(history.object_rv(&key("Pod", "b")), None);
+    }
+
+    #[test]
+    fn since_a_version_are_exactly_the_changes_after_it() {
+        let mut history = History::new(100, 0);
+        for (name, phase) in [("a", "Pending"), ("b", "Pending"), ("a", "Running")] {
+            change(&mut history, "Pod", name, phase);
+        }
+        let after = |rv| history.since(rv).map(|c| c.rv).collect::<Vec<_>>();
+        assert_eq!(after(0), [1, 2, 3]);
+        assert_eq!(after(1), [2, 3]);
+        assert_eq!(after(3), Vec::<u64>::new());
+        let last = history.since(2).next().expect("a change after 2");
+        assert_eq!(last.kind_type, "MODIFIED");
+        assert_eq!(last.object["status"]["phase"], "Running");
+    }
+
+    #[test]
+    fn the_window_forgets_the_oldest_changes_and_says_how_far_back_it_reaches() {
+        let mut history = History::new(2, 0);
+        assert_eq!(history.oldest_rv(), 0, "an empty log resumes from anything");
+        for phase in ["Pending", "Running", "Succeeded"] {
+            change(&mut history, "Pod", "a", phase);
+        }
+        assert_eq!(history.since(0).map(|c| c.rv).collect::<Vec<_>>(), [2, 3]);
+        // A watch from 1 still sees every change after it; from 0 it
+        // would miss version 1.
+        assert_eq!(history.oldest_rv(), 1);
+        // What was announced outlives the window.
+        assert_eq!(history.object_rv(&key("Pod", "a")), Some(3));
+    }
+
+    #[test]
+    fn a_deleted_object_is_forgotten_so_it_comes_back_as_added() {
+        let mut history = History::new(10, 0);
+        let pod = key("Pod", "a");
+        assert_eq!(history.change_type(&pod), "ADDED");
+        change(&mut history, "Pod", "a", "Pending");
+        assert_eq!(history.change_type(&pod), "MODIFIED");
+        assert!(history.is_announced(&pod));
+        history.record(pod.clone(), "DELETED", object("a", "Running"));
+        assert!(!history.is_announced(&pod));
+        assert_eq!(history.object_rv(&pod), None);
+        assert_eq!(history.change_type(&pod), "ADDED");
+        assert_eq!(
+            history.since(1).next().map(|c| c.kind_type),
+            Some("DELETED"),
+            "the deletion itself is in the log"
+        );
+    }
+
+    #[test]
+    fn an_unchanged_object_is_recognised_whatever_its_version_says() {
+        let mut history = History::new(10, 0);
+        let pod = key("Pod", "a");
+        assert!(!history.is_unchanged(&pod, &object("a", "Pending")));
+        change(&mut history, "Pod", "a", "Pending");
+        let mut seen = object("a", "Pending");
+        set_rv(&mut seen, 99);
+        assert!(history.is_unchanged(&pod, &seen));
+        assert!(history.is_unchanged(&pod, &object("a", "Pending")));
+        assert!(!history.is_unchanged(&pod, &object("a", "Running")));
+    }
+
+    #[test]
+    fn announced_objects_are_listed_by_kind_and_the_newest_version_of_each_kind_kept() {
+        let mut history = History::new(10, 0);
+        change(&mut history, "PersistentVolume", "pv-b", "Bound");
+        change(&mut history, "Pod", "a", "Pending");
+        change(&mut history, "PersistentVolume", "pv-a", "Bound");
+        change(&mut history, "PersistentVolumeClaim", "c", "Bound");
+        let volumes: Vec<&str> = history
+            .announced_of_kind("PersistentVolume")
+            .map(|(k, _)| k.2.as_str())
+            .collect();
+        assert_eq!(volumes, ["pv-a", "pv-b"]);
+        let (_, last) = history.announced_of_kind("Pod").next().expect("the pod");
+        assert!(last["metadata"].get("resourceVersion").is_none());
+        let latest: Vec<_> = history.latest().collect();
+        assert_eq!(
+            latest,
+            [
+                ("PersistentVolume", 3),
+                ("PersistentVolumeClaim", 4),
+                ("Pod", 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn objects_are_keyed_by_kind_namespace_and_name() {
+        let node = json!({"metadata": {"name": "n1"}});
+        assert_eq!(
+            key_of("Node", &node),
+            ("Node", String::new(), "n1".to_owned())
+        );
+        assert_eq!(key_of("Pod", &object("a", "x")), key("Pod", "a"));
+        let mut with_rv = object("a", "x");
+        set_rv(&mut with_rv, 5);
+        assert_eq!(with_rv["metadata"]["resourceVersion"], "5");
+        assert_eq!(strip_rv(&with_rv), object("a", "x"));
+        let mut no_metadata = json!({"kind": "Status"});
+        set_rv(&mut no_metadata, 5);
+        assert_eq!(no_metadata, json!({"kind": "Status"}));
+    }
+}

@@ -26,6 +26,8 @@ pub mod resources;
 pub mod select;
 pub mod state;
 pub mod table;
+#[cfg(test)]
+mod testing;
 mod watch;
 mod write;
 mod written;

@@ -213,3 +213,175 @@ pub(super) fn scale_of(object: &Value) -> Value {
         "status": {"replicas": object.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": selector},
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::testing::{cluster, names, rv_of};
+
+    fn kind(kind: &str) -> &'static Resource {
+        resources::by_kind(kind).expect("a served kind")
+    }
+
+    #[test]
+    fn a_list_is_every_object_of_the_kind_by_namespace_then_name() {
+        let cluster = cluster();
+        let objects = cluster.objects();
+        let pods = objects.list(kind("Pod"));
+        assert_eq!(
+            names(&pods),
+            [
+                "apps/api-00000",
+                "apps/api-00001",
+                "apps/cache-00000",
+                "apps/cache-00001",
+                "kube-system/node-agent-00000",
+                "kube-system/node-agent-00001",
+                "kube-system/node-agent-00002",
+            ]
+        );
+        assert!(pods.iter().all(|p| p["kind"] == "Pod"));
+        assert_eq!(
+            names(&objects.list(kind("Deployment"))),
+            ["apps/api", "apps/cache"]
+        );
+        assert_eq!(
+            names(&objects.list(kind("DaemonSet"))),
+            ["kube-system/node-agent"]
+        );
+        assert_eq!(objects.list(kind("Node")).len(), 6);
+    }
+
+    #[test]
+    fn each_object_carries_the_version_of_its_last_change() {
+        let cluster = cluster();
+        let objects = cluster.objects();
+        for object in objects.list(kind("Pod")) {
+            let key = key_of("Pod", &object);
+            assert_eq!(
+                Some(rv_of(&object)),
+                cluster.history().object_rv(&key),
+                "{key:?}"
+            );
+        }
+        // A kind that never changes reads as version 1.
+        let class = objects
+            .view("StorageClass", "", "longhorn", false)
+            .expect("the drill's class");
+        assert_eq!(rv_of(&class), 1);
+    }
+
+    #[test]
+    fn metadata_written_beside_the_simulator_decorates_its_objects() {
+        let mut cluster = cluster();
+        let api = cluster
+            .view("Deployment", "apps", "api", false)
+            .expect("apps/api");
+        assert_eq!(api["metadata"]["labels"], json!({"team": "platform"}));
+        cluster.written.set_metadata(
+            ("Deployment", "apps".to_owned(), "api".to_owned()),
+            json!({"team": "data"}),
+            json!({"note": "x"}),
+        );
+        let api = cluster
+            .view("Deployment", "apps", "api", false)
+            .expect("apps/api");
+        assert_eq!(api["metadata"]["labels"], json!({"team": "data"}));
+        assert_eq!(api["metadata"]["annotations"], json!({"note": "x"}));
+        // The simulator keeps no labels of a workload: without written
+        // ones it has none.
+        cluster
+            .written
+            .forget_metadata(&("Deployment", "apps".to_owned(), "api".to_owned()));
+        let api = cluster
+            .view("Deployment", "apps", "api", false)
+            .expect("apps/api");
+        assert!(api["metadata"].get("labels").is_none(), "{api}");
+    }
+
+    #[test]
+    fn a_view_finds_one_object_or_none() {
+        let cluster = cluster();
+        let objects = cluster.objects();
+        let node = objects
+            .view("Node", "", "prod-worker-1", false)
+            .expect("a worker");
+        assert_eq!(node["metadata"]["name"], "prod-worker-1");
+        assert!(
+            objects.view("Node", "", "prod-worker-1", true).is_none(),
+            "a node that exists has no last state as gone"
+        );
+        assert!(objects.view("Node", "", "prod-worker-9", false).is_none());
+        assert!(
+            objects
+                .view("Pod", "kube-system", "api-00000", false)
+                .is_none()
+        );
+        assert!(objects.view("Deployment", "apps", "api", true).is_none());
+        let lease = objects.view("Lease", "kube-node-lease", "prod-worker-1", false);
+        assert!(lease.is_some());
+        assert!(
+            objects
+                .view("Lease", "default", "prod-worker-1", false)
+                .is_none()
+        );
+        assert!(objects.view_known("Deployment", "apps", "cache").is_some());
+        assert!(objects.view_known("Widget", "apps", "cache").is_none());
+    }
+
+    #[test]
+    fn namespaces_and_config_maps_written_through_the_api_are_listed() {
+        let mut cluster = cluster();
+        cluster.written.create_namespace("team");
+        cluster.written.put_config_map(
+            "team",
+            "settings",
+            json!({"kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team"}}),
+        );
+        let objects = cluster.objects();
+        assert!(names(&objects.list(kind("Namespace"))).contains(&"team".to_owned()));
+        let map = objects
+            .view("ConfigMap", "team", "settings", false)
+            .expect("the ConfigMap");
+        assert_eq!(rv_of(&map), 1);
+        assert_eq!(names(&objects.list(kind("ConfigMap"))), ["team/settings"]);
+    }
+
+    #[test]
+    fn a_deleted_namespace_is_terminating_while_its_pods_are_and_then_gone() {
+        let mut cluster = cluster();
+        cluster.written.delete_namespace("apps");
+        let apps = cluster
+            .view("Namespace", "", "apps", false)
+            .expect("pods still live in apps");
+        assert_eq!(apps["status"]["phase"], "Terminating");
+        cluster.written.delete_namespace("team");
+        assert!(
+            cluster.view("Namespace", "", "team", false).is_none(),
+            "a deleted namespace without pods is gone"
+        );
+    }
+
+    #[test]
+    fn a_scale_shows_the_replicas_and_the_selector_as_text() {
+        let object = json!({
+            "metadata": {"name": "api", "namespace": "apps", "resourceVersion": "9", "uid": "u"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "api", "tier": "web"}}},
+            "status": {"replicas": 2},
+        });
+        let scale = scale_of(&object);
+        assert_eq!(scale["kind"], "Scale");
+        assert_eq!(scale["spec"]["replicas"], 3);
+        assert_eq!(scale["status"]["replicas"], 2);
+        assert_eq!(scale["status"]["selector"], "app=api,tier=web");
+        assert_eq!(scale["metadata"]["resourceVersion"], "9");
+        assert_eq!(scale_of(&json!({}))["spec"]["replicas"], 0);
+    }
+
+    #[test]
+    fn instants_read_as_rfc3339_from_the_drills_epoch() {
+        assert_eq!(stamp(0), "2026-01-01T00:00:00Z");
+        assert_eq!(stamp(61_500), "2026-01-01T00:01:01Z");
+        assert_eq!(stamp(-1), "2025-12-31T23:59:59Z");
+    }
+}

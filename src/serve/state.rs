@@ -263,3 +263,119 @@ impl Facade {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::serve::testing::{facade, get, json, request, rv_of, watch};
+
+    fn answer(facade: &mut Facade, request: Request) -> (u16, Value) {
+        json(facade.handle(request))
+    }
+
+    #[test]
+    fn discovery_and_health_answer_without_touching_the_cluster() {
+        let mut facade = facade(Clock::Step);
+        let (code, body) = answer(&mut facade, get("/version"));
+        assert_eq!(code, 200);
+        assert!(body["gitVersion"].is_string());
+        assert_eq!(answer(&mut facade, get("/readyz")), (200, json!("ok")));
+        assert_eq!(answer(&mut facade, get("/apis/apps")).0, 200);
+        assert_eq!(
+            answer(&mut facade, get("/apis/apps/v1/")).0,
+            200,
+            "a trailing slash is fine"
+        );
+        let (code, body) = answer(&mut facade, get("/apis/widgets.example.com"));
+        assert_eq!((code, body["reason"].as_str()), (404, Some("NotFound")));
+        assert_eq!(answer(&mut facade, get("/nothing/here")).0, 404);
+    }
+
+    #[test]
+    fn a_resource_path_is_read_as_namespace_plural_name_and_subresource() {
+        let mut facade = facade(Clock::Step);
+        let (code, pod) = answer(&mut facade, get("/api/v1/namespaces/apps/pods/api-00000"));
+        assert_eq!(code, 200);
+        assert_eq!(pod["metadata"]["name"], "api-00000");
+        let (code, _) = answer(&mut facade, get("/api/v1/pods/api-00000"));
+        assert_eq!(code, 404, "a namespaced object needs its namespace");
+        let (code, body) = answer(&mut facade, get("/api/v1/namespaces/apps/nodes"));
+        assert_eq!(code, 404);
+        assert_eq!(body["message"], "nodes is not namespaced");
+        let (code, body) = answer(
+            &mut facade,
+            get("/api/v1/namespaces/apps/pods/api-00000/exec"),
+        );
+        assert_eq!(code, 404);
+        assert_eq!(body["message"], "pods/exec is not served");
+        let (code, scale) = answer(
+            &mut facade,
+            get("/apis/apps/v1/namespaces/apps/deployments/api/scale"),
+        );
+        assert_eq!((code, scale["spec"]["replicas"].as_u64()), (200, Some(2)));
+        let (code, _) = answer(&mut facade, request("PATCH", "/api/v1/pods", "{}"));
+        assert_eq!(code, 405);
+        let (code, list) = answer(&mut facade, get("/api/v1/namespaces/kube-system/pods"));
+        assert_eq!(
+            (code, list["items"].as_array().map(Vec::len)),
+            (200, Some(3))
+        );
+    }
+
+    #[test]
+    fn a_list_with_watch_set_is_a_watch() {
+        let mut facade = facade(Clock::Step);
+        let (mut events, _) = watch(facade.handle(get("/api/v1/nodes?watch=1")));
+        let mut nodes = 0;
+        while let Ok(line) = events.try_recv() {
+            let line: Value = serde_json::from_slice(&line).expect("json");
+            assert_eq!(line["type"], "ADDED");
+            nodes += 1;
+        }
+        assert_eq!(nodes, 6);
+    }
+
+    #[test]
+    fn a_reset_provisions_again_and_never_reuses_a_version() {
+        let mut facade = facade(Clock::Step);
+        let (_, before) = answer(&mut facade, get("/api/v1/namespaces/apps/pods/api-00000"));
+        let (code, done) = answer(
+            &mut facade,
+            request("POST", "/bench/v1/reset?seed=3", r#"{"workloads": false}"#),
+        );
+        assert_eq!(code, 200);
+        assert_eq!(done["reset"], "serve");
+        let rv: u64 = done["resourceVersion"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .expect("a version");
+        assert!(rv > rv_of(&before), "{rv} after {}", rv_of(&before));
+        let (_, pods) = answer(&mut facade, get("/api/v1/pods"));
+        assert_eq!(pods["items"].as_array().map(Vec::len), Some(0));
+        let (_, nodes) = answer(&mut facade, get("/api/v1/nodes"));
+        assert!(nodes["items"].as_array().is_some_and(|n| !n.is_empty()));
+        assert!(
+            nodes["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|n| rv_of(n) > rv_of(&before))
+        );
+        // The clock and window survive the reset.
+        assert_eq!(facade.clock(), Clock::Step);
+        let (code, _) = answer(&mut facade, request("POST", "/bench/v1/advance?by=1s", ""));
+        assert_eq!(code, 200);
+        assert_eq!(facade.simulation().now, 1000);
+    }
+
+    #[test]
+    fn advancing_through_the_facade_moves_the_simulation() {
+        let mut facade = facade(Clock::Speed(2.0));
+        facade.advance_to(30_000);
+        assert_eq!(facade.simulation().now, 30_000);
+        let (code, _) = answer(&mut facade, request("POST", "/bench/v1/advance?by=1s", ""));
+        assert_eq!(code, 409, "time follows the wall clock");
+    }
+}

@@ -376,3 +376,303 @@ pub(super) fn delete(
         .unwrap_or(current);
     Ok(Reply::Json(200, after))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::resources::by_kind;
+    use crate::serve::testing::{self, cluster, lines, request, rv_of};
+    use crate::serve::watch::{WatchFilter, Watcher};
+
+    fn kind(kind: &str) -> &'static Resource {
+        by_kind(kind).expect("a served kind")
+    }
+
+    fn answer(result: ApiResult) -> (u16, Value) {
+        testing::json(result.unwrap_or_else(ApiError::reply))
+    }
+
+    fn config_map(namespace: &str, name: &str) -> String {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": namespace, "labels": {"k": "v"}},
+               "data": {"key": "value"}})
+        .to_string()
+    }
+
+    #[test]
+    fn an_eviction_a_budget_forbids_answers_429_and_the_pod_stays() {
+        let mut cluster = cluster();
+        let eviction = request("POST", "/", "");
+        let (code, body) = answer(evict(
+            &mut cluster,
+            &eviction,
+            kind("Pod"),
+            "apps",
+            "api-00000",
+        ));
+        assert_eq!(code, 429);
+        assert_eq!(body["reason"], "TooManyRequests");
+        assert_eq!(body["details"]["causes"][0]["reason"], "DisruptionBudget");
+        assert!(cluster.sim.pod_id("apps", "api-00000", false).is_some());
+    }
+
+    #[test]
+    fn an_eviction_without_a_budget_answers_201() {
+        let mut cluster = cluster();
+        let eviction = request(
+            "POST",
+            "/",
+            r#"{"deleteOptions": {"gracePeriodSeconds": 0}}"#,
+        );
+        let (code, body) = answer(evict(
+            &mut cluster,
+            &eviction,
+            kind("Pod"),
+            "apps",
+            "cache-00000",
+        ));
+        assert_eq!((code, body["status"].as_str()), (201, Some("Success")));
+        let (code, _) = answer(evict(&mut cluster, &eviction, kind("Pod"), "apps", "nope"));
+        assert_eq!(code, 404);
+    }
+
+    #[test]
+    fn a_deleted_pod_is_seen_by_watchers_as_deleted() {
+        let mut cluster = cluster();
+        let (watcher, mut events) = Watcher::new(WatchFilter {
+            resource: kind("Pod"),
+            namespace: Some("apps".to_owned()),
+            labels: crate::serve::select::parse_labels("app=cache").expect("labels"),
+            fields: Vec::new(),
+            table: false,
+            bookmarks: false,
+        });
+        cluster.add_watcher(watcher);
+        let rv = cluster.history().rv();
+        let deletion = request("DELETE", "/?gracePeriodSeconds=0", "");
+        let (code, _) = answer(delete(
+            &mut cluster,
+            &deletion,
+            kind("Pod"),
+            "apps",
+            "cache-00000",
+        ));
+        assert_eq!(code, 200);
+        let seen = lines(&mut events);
+        let deleted: Vec<&Value> = seen.iter().filter(|l| l["type"] == "DELETED").collect();
+        assert_eq!(deleted.len(), 1, "{seen:?}");
+        assert_eq!(deleted[0]["object"]["metadata"]["name"], "cache-00000");
+        assert!(rv_of(&deleted[0]["object"]) > rv);
+        assert!(cluster.view("Pod", "apps", "cache-00000", false).is_none());
+    }
+
+    #[test]
+    fn a_deletion_refuses_an_unknown_propagation_policy() {
+        let mut cluster = cluster();
+        let deletion = request("DELETE", "/", r#"{"propagationPolicy": "Sideways"}"#);
+        let (code, body) = answer(delete(
+            &mut cluster,
+            &deletion,
+            kind("Deployment"),
+            "apps",
+            "api",
+        ));
+        assert_eq!(code, 422);
+        assert_eq!(
+            body["message"],
+            "propagationPolicy: Unsupported value: \"Sideways\""
+        );
+        assert!(cluster.view("Deployment", "apps", "api", false).is_some());
+    }
+
+    #[test]
+    fn a_config_map_is_created_once_and_only_in_a_namespace_that_exists() {
+        let mut cluster = cluster();
+        let maps = kind("ConfigMap");
+        let create_in = |ns: &str| request("POST", "/", &config_map(ns, "settings"));
+        let (code, body) = answer(create(
+            &mut cluster,
+            &create_in("apps"),
+            maps,
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 201);
+        assert_eq!(body["metadata"]["labels"]["k"], "v");
+        assert_eq!(
+            body["metadata"]["creationTimestamp"],
+            "2026-01-01T00:00:00Z"
+        );
+        assert_eq!(rv_of(&body), cluster.history().rv());
+        let (code, body) = answer(create(
+            &mut cluster,
+            &create_in("apps"),
+            maps,
+            "apps".to_owned(),
+        ));
+        assert_eq!(
+            (code, body["reason"].as_str()),
+            (409, Some("AlreadyExists"))
+        );
+        let (code, body) = answer(create(
+            &mut cluster,
+            &create_in("nowhere"),
+            maps,
+            "nowhere".to_owned(),
+        ));
+        assert_eq!(code, 404);
+        assert_eq!(body["message"], "namespaces \"nowhere\" not found");
+        let (code, _) = answer(create(
+            &mut cluster,
+            &create_in("other"),
+            maps,
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 400, "the body's namespace must match the path's");
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_terminating_namespace() {
+        let mut cluster = cluster();
+        let deletion = request("DELETE", "/", "");
+        let (code, body) = answer(delete(
+            &mut cluster,
+            &deletion,
+            kind("Namespace"),
+            "",
+            "apps",
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(body["status"]["phase"], "Terminating");
+        let creation = request("POST", "/", &config_map("apps", "late"));
+        let (code, _) = answer(create(
+            &mut cluster,
+            &creation,
+            kind("ConfigMap"),
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 403);
+    }
+
+    #[test]
+    fn nodes_and_volumes_are_not_created_through_the_api() {
+        let mut cluster = cluster();
+        let node = request(
+            "POST",
+            "/",
+            r#"{"kind": "Node", "metadata": {"name": "extra"}}"#,
+        );
+        let (code, _) = answer(create(&mut cluster, &node, kind("Node"), String::new()));
+        assert_eq!(code, 405);
+        let nameless = request("POST", "/", r#"{"kind": "ConfigMap", "metadata": {}}"#);
+        let (code, _) = answer(create(
+            &mut cluster,
+            &nameless,
+            kind("ConfigMap"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 422);
+        let wrong = request("POST", "/", r#"{"kind": "Pod", "metadata": {"name": "p"}}"#);
+        let (code, _) = answer(create(
+            &mut cluster,
+            &wrong,
+            kind("ConfigMap"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 400);
+    }
+
+    #[test]
+    fn an_update_from_a_stale_version_is_a_conflict() {
+        let mut cluster = cluster();
+        let current = cluster
+            .view("Deployment", "apps", "cache", false)
+            .expect("cache");
+        let mut stale = current.clone();
+        stale["metadata"]["resourceVersion"] = json!("1");
+        let put = request("PUT", "/", &stale.to_string());
+        let (code, _) = answer(update(
+            &mut cluster,
+            &put,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 409);
+        let mut wanted = current;
+        wanted["metadata"]["labels"] = json!({"tier": "cache"});
+        let put = request("PUT", "/", &wanted.to_string());
+        let (code, body) = answer(update(
+            &mut cluster,
+            &put,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(body["metadata"]["labels"], json!({"tier": "cache"}));
+        assert_eq!(rv_of(&body), cluster.history().rv(), "the edit is a change");
+    }
+
+    #[test]
+    fn a_patch_of_the_scale_subresource_scales_the_workload() {
+        let mut cluster = cluster();
+        let patch = request("PATCH", "/", r#"{"spec": {"replicas": 3}}"#);
+        let (code, scale) = answer(update(
+            &mut cluster,
+            &patch,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            Some("scale"),
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(scale["kind"], "Scale");
+        assert_eq!(scale["spec"]["replicas"], 3);
+        let cache = cluster
+            .view("Deployment", "apps", "cache", false)
+            .expect("cache");
+        assert_eq!(cache["spec"]["replicas"], 3);
+        let negative = request("PATCH", "/", r#"{"spec": {"replicas": -1}}"#);
+        let (code, _) = answer(update(
+            &mut cluster,
+            &negative,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            Some("scale"),
+        ));
+        assert_eq!(code, 422);
+    }
+
+    #[test]
+    fn status_is_the_simulators_and_cannot_be_written() {
+        let mut cluster = cluster();
+        let patch = request("PATCH", "/", r#"{"status": {"replicas": 9}}"#);
+        let (code, body) = answer(update(
+            &mut cluster,
+            &patch,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            Some("status"),
+        ));
+        assert_eq!(code, 422);
+        assert_eq!(
+            body["message"],
+            "status is computed by the simulator and cannot be written"
+        );
+        let mut unsupported = request("PATCH", "/", "{}");
+        unsupported.content_type = "text/plain".to_owned();
+        let (code, _) = answer(update(
+            &mut cluster,
+            &unsupported,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 415);
+    }
+}

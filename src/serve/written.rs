@@ -107,3 +107,71 @@ impl Written {
         self.deleted_namespaces.insert(namespace.to_owned());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn key(name: &str) -> Key {
+        ("Deployment", "apps".to_owned(), name.to_owned())
+    }
+
+    #[test]
+    fn metadata_is_kept_as_written_with_null_for_what_is_missing() {
+        let mut written = Written::default();
+        assert!(written.metadata(&key("api")).is_none());
+        written.remember_metadata(
+            key("api"),
+            &json!({"metadata": {"name": "api", "labels": {"team": "platform"}}}),
+        );
+        assert_eq!(
+            written.metadata(&key("api")),
+            Some(&(json!({"team": "platform"}), Value::Null))
+        );
+        written.remember_metadata(
+            key("api"),
+            &json!({"metadata": {"annotations": {"a": "b"}}}),
+        );
+        assert_eq!(
+            written.metadata(&key("api")),
+            Some(&(Value::Null, json!({"a": "b"}))),
+            "a later write replaces both"
+        );
+        written.forget_metadata(&key("api"));
+        assert!(written.metadata(&key("api")).is_none());
+    }
+
+    #[test]
+    fn config_maps_are_found_by_namespace_and_name() {
+        let mut written = Written::default();
+        written.put_config_map("apps", "b", json!({"data": {"k": "2"}}));
+        written.put_config_map("apps", "a", json!({"data": {"k": "1"}}));
+        written.put_config_map("other", "a", json!({"data": {"k": "3"}}));
+        assert_eq!(
+            written.config_map("apps", "a").map(|c| &c["data"]["k"]),
+            Some(&json!("1"))
+        );
+        assert!(written.config_map("apps", "c").is_none());
+        assert_eq!(written.config_maps_in("apps"), ["a", "b"]);
+        assert_eq!(written.config_maps().count(), 3);
+        let removed = written.remove_config_map("apps", "a");
+        assert_eq!(removed.map(|c| c["data"]["k"].clone()), Some(json!("1")));
+        assert_eq!(written.remove_config_map("apps", "a"), None);
+        assert_eq!(written.config_maps_in("apps"), ["b"]);
+    }
+
+    #[test]
+    fn creating_a_namespace_again_ends_its_deletion() {
+        let mut written = Written::default();
+        written.create_namespace("team");
+        assert!(written.was_created("team") && !written.was_deleted("team"));
+        written.delete_namespace("team");
+        assert!(!written.was_created("team") && written.was_deleted("team"));
+        assert_eq!(written.created_namespaces().count(), 0);
+        written.create_namespace("team");
+        assert!(written.was_created("team") && !written.was_deleted("team"));
+        assert_eq!(written.created_namespaces().collect::<Vec<_>>(), ["team"]);
+    }
+}
