@@ -125,7 +125,6 @@ impl From<ApiOpError> for ApiError {
 
 pub(super) type ApiResult = Result<Reply, ApiError>;
 
-/// A `Status` body.
 pub(super) fn status_body(code: u16, reason: &str, message: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
            "status": "Failure", "message": message, "reason": reason, "code": code})

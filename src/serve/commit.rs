@@ -121,7 +121,6 @@ pub(super) fn commit(
     Ok(())
 }
 
-/// Scales a workload.
 pub(super) fn set_replicas(
     cluster: &mut Cluster,
     namespace: &str,

@@ -82,7 +82,6 @@ impl Watcher {
     }
 }
 
-/// The open watches.
 #[derive(Default)]
 pub(super) struct Watchers {
     open: Vec<Watcher>,
