@@ -63,11 +63,14 @@ pub(super) fn readmit(sim: &Simulation, guards: &[GuardSpec], namespace: &str, o
 
 /// The storage classes a guard matches the applied object by: each claim
 /// template's class as written, then the class of each existing claim a
-/// `persistentVolumeClaim` volume names. Unlike
-/// [`crate::policy::admission::claim_classes`], an ephemeral volume's
-/// template is not counted, a claim that does not exist is skipped, and a
-/// template without a class stays without one (the default class is not
-/// filled in).
+/// `persistentVolumeClaim` volume names (the simulator gave it the default
+/// class when it made it without one).
+///
+/// This is not [`crate::policy::admission::claim_classes`], which the
+/// simulator's admission uses: that one also counts an ephemeral volume's
+/// claim template, pushes a class (or the default) for a claim that does
+/// not exist, and gives a template without a class the default class.
+/// Calling it here would change which guards match in those cases.
 fn mounted_classes(
     sim: &Simulation,
     namespace: &str,
