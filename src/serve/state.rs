@@ -269,7 +269,13 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::serve::testing::{facade, get, json, request, rv_of, watch};
+    use crate::serve::testing::{drill, get, json, request, rv_of, watch};
+
+    fn facade(clock: Clock) -> Facade {
+        let drill = drill();
+        let sim = provision(&drill, 7, None).expect("the serve drill provisions");
+        Facade::new(&drill, sim, clock, DEFAULT_HISTORY_WINDOW, None)
+    }
 
     fn answer(facade: &mut Facade, request: Request) -> (u16, Value) {
         json(facade.handle(request))

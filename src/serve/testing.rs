@@ -12,9 +12,8 @@ use tokio::sync::mpsc;
 
 use super::api::{Reply, Request};
 use super::cluster::Cluster;
-use super::control::Clock;
-use super::state::{Facade, provision};
 use crate::drill::Drill;
+use crate::sim::Simulation;
 
 pub(super) fn drill() -> Drill {
     drill_at("harness/serve/serve.yaml")
@@ -29,24 +28,12 @@ pub(super) fn drill_at(path: &str) -> Drill {
 /// The served cluster at time zero, keeping `window` changes.
 pub(super) fn cluster_with_window(window: usize) -> Cluster {
     let drill = drill();
-    let sim = provision(&drill, 7, None).expect("the serve drill provisions");
+    let sim = Simulation::new(&drill, 7).expect("the serve drill provisions");
     Cluster::new(&drill, sim, window, 0)
 }
 
 pub(super) fn cluster() -> Cluster {
-    cluster_with_window(super::state::DEFAULT_HISTORY_WINDOW)
-}
-
-pub(super) fn facade(clock: Clock) -> Facade {
-    let drill = drill();
-    let sim = provision(&drill, 7, None).expect("the serve drill provisions");
-    Facade::new(
-        &drill,
-        sim,
-        clock,
-        super::state::DEFAULT_HISTORY_WINDOW,
-        None,
-    )
+    cluster_with_window(1_000)
 }
 
 /// A request for `path?query` (the query given as `key=value&...`,
