@@ -12,11 +12,25 @@
 //! changes it only through the simulator's primitives
 //! ([`crate::sim::api_ops`]); no Kubernetes rule is written here.
 
+mod admit;
+mod api;
+mod cluster;
+mod commit;
+mod control;
+mod history;
+mod namespaces;
+mod objects;
 pub mod patch;
+mod read;
 pub mod resources;
 pub mod select;
 pub mod state;
 pub mod table;
+#[cfg(test)]
+mod testing;
+mod watch;
+mod write;
+mod written;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -35,20 +49,18 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, oneshot};
 
-pub use self::state::{Clock, DEFAULT_HISTORY_WINDOW};
-use self::state::{Command, Facade, Reply, Request};
+use self::api::{Command, Reply, Request};
+pub use self::control::Clock;
+pub use self::state::DEFAULT_HISTORY_WINDOW;
+use self::state::Facade;
 use crate::drill::Drill;
 
-/// What `bench sim serve` needs.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Where to listen; must be a loopback address (port 0 picks one).
     pub listen: SocketAddr,
-    /// Where to write a kubeconfig for the server, if anywhere.
     pub kubeconfig_out: Option<PathBuf>,
-    /// How time passes.
     pub clock: Clock,
-    /// The seed of the simulation.
     pub seed: u64,
     /// How many changes a watch can resume from
     /// ([`state::DEFAULT_HISTORY_WINDOW`] unless a test wants a small one).
@@ -62,34 +74,24 @@ pub struct ServeOptions {
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// The address is not loopback.
     #[error("refusing to listen on {0}: the façade serves loopback only")]
     NotLoopback(SocketAddr),
-    /// `--speed` is not a positive number.
     #[error("--speed must be a positive number, not {0}")]
     Speed(f64),
-    /// The simulation could not be built.
     #[error("cannot start the simulation")]
     Simulation(#[source] crate::sim::SimError),
-    /// The socket could not be bound.
     #[error("cannot listen on {addr}")]
     Bind {
-        /// The address.
         addr: SocketAddr,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
-    /// The kubeconfig could not be written.
     #[error("cannot write the kubeconfig {path}")]
     Kubeconfig {
-        /// The file.
         path: PathBuf,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
-    /// A thread could not be started.
     #[error("cannot start the server's threads")]
     Thread(#[source] std::io::Error),
 }
@@ -140,8 +142,7 @@ impl Server {
             .name("bench-sim".to_owned())
             .spawn(move || match state::provision(&drill_copy, seed, standby) {
                 Ok(sim) => {
-                    let mut facade = Facade::new(&drill_copy, sim, clock, window);
-                    facade.standby_nodes = standby;
+                    let facade = Facade::new(&drill_copy, sim, clock, window, standby);
                     let _ = ready_tx.send(Ok(()));
                     simulator_loop(facade, inbox);
                 }
@@ -178,7 +179,6 @@ impl Server {
         })
     }
 
-    /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -278,9 +278,7 @@ fn http_loop(
 
 /// A response body: one JSON document, or a watch's lines as they come.
 pub enum ApiBody {
-    /// A whole body.
     Full(Option<Bytes>),
-    /// Watch events.
     Stream(mpsc::UnboundedReceiver<Bytes>),
 }
 
@@ -354,8 +352,7 @@ async fn answer(
     let body = match request.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
-            let status =
-                state::status_body(400, "BadRequest", &format!("cannot read the body: {e}"));
+            let status = api::status_body(400, "BadRequest", &format!("cannot read the body: {e}"));
             return Ok(json_response(400, &status));
         }
     };
@@ -371,7 +368,7 @@ async fn answer(
     let unavailable = || {
         json_response(
             503,
-            &state::status_body(503, "ServiceUnavailable", "the simulator stopped"),
+            &api::status_body(503, "ServiceUnavailable", "the simulator stopped"),
         )
     };
     if to_sim.send(Command::Api(request, reply_tx)).is_err() {
@@ -439,7 +436,6 @@ pub fn write_kubeconfig(path: &Path, addr: SocketAddr) -> Result<(), ServeError>
     })
 }
 
-/// The kubeconfig text for a server address.
 pub fn kubeconfig(addr: SocketAddr) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: drillbench-sim\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: drillbench-sim\n  context:\n    cluster: drillbench-sim\n    user: drillbench-sim\n    namespace: default\ncurrent-context: drillbench-sim\nusers:\n- name: drillbench-sim\n  user: {{}}\n"
@@ -451,13 +447,10 @@ pub fn kubeconfig(addr: SocketAddr) -> String {
 pub struct CliOptions {
     /// A built-in drill name or a drill file.
     pub drill: String,
-    /// Where to listen.
     pub listen: SocketAddr,
-    /// Where to write a kubeconfig.
     pub kubeconfig_out: Option<PathBuf>,
     /// `--speed`, or `None` for `--step`.
     pub speed: Option<f64>,
-    /// The seed.
     pub seed: u64,
     /// `--standby-nodes`: see [`ServeOptions::standby_nodes`].
     pub standby_nodes: Option<u32>,

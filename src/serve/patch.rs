@@ -7,16 +7,12 @@
 
 use serde_json::{Map, Value};
 
-/// A patch that could not be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum PatchError {
-    /// The body is not valid JSON of the expected shape.
     #[error("the patch is not valid JSON: {0}")]
     Json(String),
-    /// A JSON patch operation failed.
     #[error("the JSON patch could not be applied: {0}")]
     Apply(String),
-    /// An unknown `Content-Type`.
     #[error("unsupported patch type `{0}`")]
     Unsupported(String),
 }
@@ -56,7 +52,6 @@ pub fn apply(target: &mut Value, content_type: &str, body: &[u8]) -> Result<(), 
     }
 }
 
-/// Whether a `Content-Type` is server-side apply.
 pub fn is_apply(content_type: &str) -> bool {
     content_type.split(';').next().unwrap_or_default().trim() == "application/apply-patch+yaml"
 }

@@ -4,22 +4,16 @@
 
 use serde_json::{Value, json};
 
-/// One served resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resource {
     /// API group (`""` for the core group).
     pub group: &'static str,
-    /// Version.
     pub version: &'static str,
     /// Plural name, as in URLs.
     pub plural: &'static str,
-    /// Singular name.
     pub singular: &'static str,
-    /// Kind.
     pub kind: &'static str,
-    /// Whether objects live in namespaces.
     pub namespaced: bool,
-    /// Short names.
     pub short: &'static [&'static str],
     /// Subresources (`status`, `scale`, `eviction`).
     pub subresources: &'static [&'static str],
@@ -74,7 +68,6 @@ const fn res(
     }
 }
 
-/// Every served resource.
 pub const RESOURCES: &[Resource] = &[
     res(
         "",
@@ -222,14 +215,12 @@ pub const GROUPS: &[&str] = &[
     "coordination.k8s.io",
 ];
 
-/// The resource of a group and plural name.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
     RESOURCES
         .iter()
         .find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
-/// The resource of a kind.
 pub fn by_kind(kind: &str) -> Option<&'static Resource> {
     RESOURCES.iter().find(|r| r.kind == kind)
 }

@@ -6,12 +6,10 @@ use std::collections::BTreeMap;
 use kube::core::{Expression, Selector, SelectorExt};
 use serde_json::Value;
 
-/// A selector that does not parse.
 #[derive(Debug, thiserror::Error)]
 #[error("unable to parse requirement: {0}")]
 pub struct SelectorError(pub String);
 
-/// A parsed `labelSelector`.
 pub fn parse_labels(text: &str) -> Result<Selector, SelectorError> {
     let mut expressions = Vec::new();
     for part in split_top_level(text) {
@@ -98,7 +96,6 @@ fn parse_requirement(part: &str) -> Result<Expression, SelectorError> {
     Ok(Expression::Exists(check_key(part, part)?))
 }
 
-/// Whether an object's labels match.
 pub fn labels_match(selector: &Selector, object: &Value) -> bool {
     let labels: BTreeMap<String, String> = object
         .pointer("/metadata/labels")
@@ -143,7 +140,6 @@ pub fn parse_fields(text: &str) -> Result<Vec<FieldTerm>, SelectorError> {
     Ok(terms)
 }
 
-/// Whether an object matches every field term.
 pub fn fields_match(terms: &[FieldTerm], object: &Value) -> bool {
     terms.iter().all(|t| {
         let pointer = format!("/{}", t.path.replace('.', "/"));

@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use crate::labels::NODE_ROLE_PREFIX;
 use crate::sim::EPOCH_SECONDS;
 
-/// Whether the `Accept` header asks for a table.
 pub fn wants_table(accept: &str) -> bool {
     accept
         .split(',')
@@ -310,7 +309,6 @@ fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
     }
 }
 
-/// A table of objects of one kind.
 pub fn table(kind: &str, objects: &[Value], resource_version: &str, now_ms: u64) -> Value {
     let rows: Vec<Value> = objects
         .iter()

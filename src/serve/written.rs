@@ -1,0 +1,177 @@
+//! What the API wrote that the simulator does not keep: labels and
+//! annotations of objects whose metadata it does not model, ConfigMaps,
+//! and the namespaces created or deleted through the API. Metadata only,
+//! never behaviour: nothing here changes what the simulator does.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::history::Key;
+
+#[derive(Debug, Default)]
+pub(super) struct Written {
+    /// Labels and annotations (each `null` when not given) written for
+    /// objects whose metadata the simulator does not keep (workloads,
+    /// budgets, namespaces).
+    metadata: BTreeMap<Key, (Value, Value)>,
+    /// ConfigMaps by (namespace, name), stored as written: the simulator
+    /// models no behaviour for them.
+    config_maps: BTreeMap<(String, String), Value>,
+    created_namespaces: BTreeSet<String>,
+    /// Namespaces deleted through the API and not created again: each is
+    /// Terminating while its pods terminate, then gone (the simulator
+    /// itself keeps a namespace as long as anything ever lived in it).
+    deleted_namespaces: BTreeSet<String>,
+}
+
+impl Written {
+    /// The labels and annotations written for an object, if any were.
+    pub(super) fn metadata(&self, key: &Key) -> Option<&(Value, Value)> {
+        self.metadata.get(key)
+    }
+
+    /// Keeps the labels and annotations of `object` as written (`null`
+    /// where it has none).
+    pub(super) fn remember_metadata(&mut self, key: Key, object: &Value) {
+        let field = |name: &str| {
+            object
+                .pointer(&format!("/metadata/{name}"))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        self.metadata
+            .insert(key, (field("labels"), field("annotations")));
+    }
+
+    pub(super) fn set_metadata(&mut self, key: Key, labels: Value, annotations: Value) {
+        self.metadata.insert(key, (labels, annotations));
+    }
+
+    pub(super) fn forget_metadata(&mut self, key: &Key) {
+        self.metadata.remove(key);
+    }
+
+    pub(super) fn config_map(&self, namespace: &str, name: &str) -> Option<&Value> {
+        self.config_maps
+            .get(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// Every ConfigMap, by namespace then name.
+    pub(super) fn config_maps(&self) -> impl Iterator<Item = &Value> {
+        self.config_maps.values()
+    }
+
+    /// The names of a namespace's ConfigMaps, in order.
+    pub(super) fn config_maps_in(&self, namespace: &str) -> Vec<String> {
+        self.config_maps
+            .keys()
+            .filter(|(ns, _)| ns == namespace)
+            .map(|(_, name)| name.clone())
+            .collect()
+    }
+
+    pub(super) fn put_config_map(&mut self, namespace: &str, name: &str, object: Value) {
+        self.config_maps
+            .insert((namespace.to_owned(), name.to_owned()), object);
+    }
+
+    /// Removes a ConfigMap, returning what it was.
+    pub(super) fn remove_config_map(&mut self, namespace: &str, name: &str) -> Option<Value> {
+        self.config_maps
+            .remove(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    pub(super) fn created_namespaces(&self) -> impl Iterator<Item = &String> {
+        self.created_namespaces.iter()
+    }
+
+    pub(super) fn was_created(&self, namespace: &str) -> bool {
+        self.created_namespaces.contains(namespace)
+    }
+
+    pub(super) fn was_deleted(&self, namespace: &str) -> bool {
+        self.deleted_namespaces.contains(namespace)
+    }
+
+    /// A namespace created through the API, which ends a deletion of it.
+    pub(super) fn create_namespace(&mut self, namespace: &str) {
+        self.deleted_namespaces.remove(namespace);
+        self.created_namespaces.insert(namespace.to_owned());
+    }
+
+    /// A namespace deleted through the API, Terminating until its pods
+    /// are gone.
+    pub(super) fn delete_namespace(&mut self, namespace: &str) {
+        self.created_namespaces.remove(namespace);
+        self.deleted_namespaces.insert(namespace.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn key(name: &str) -> Key {
+        ("Deployment", "apps".to_owned(), name.to_owned())
+    }
+
+    #[test]
+    fn metadata_is_kept_as_written_with_null_for_what_is_missing() {
+        let mut written = Written::default();
+        assert!(written.metadata(&key("api")).is_none());
+        written.remember_metadata(
+            key("api"),
+            &json!({"metadata": {"name": "api", "labels": {"team": "platform"}}}),
+        );
+        assert_eq!(
+            written.metadata(&key("api")),
+            Some(&(json!({"team": "platform"}), Value::Null))
+        );
+        written.remember_metadata(
+            key("api"),
+            &json!({"metadata": {"annotations": {"a": "b"}}}),
+        );
+        assert_eq!(
+            written.metadata(&key("api")),
+            Some(&(Value::Null, json!({"a": "b"}))),
+            "a later write replaces both"
+        );
+        written.forget_metadata(&key("api"));
+        assert!(written.metadata(&key("api")).is_none());
+    }
+
+    #[test]
+    fn config_maps_are_found_by_namespace_and_name() {
+        let mut written = Written::default();
+        written.put_config_map("apps", "b", json!({"data": {"k": "2"}}));
+        written.put_config_map("apps", "a", json!({"data": {"k": "1"}}));
+        written.put_config_map("other", "a", json!({"data": {"k": "3"}}));
+        assert_eq!(
+            written.config_map("apps", "a").map(|c| &c["data"]["k"]),
+            Some(&json!("1"))
+        );
+        assert!(written.config_map("apps", "c").is_none());
+        assert_eq!(written.config_maps_in("apps"), ["a", "b"]);
+        assert_eq!(written.config_maps().count(), 3);
+        let removed = written.remove_config_map("apps", "a");
+        assert_eq!(removed.map(|c| c["data"]["k"].clone()), Some(json!("1")));
+        assert_eq!(written.remove_config_map("apps", "a"), None);
+        assert_eq!(written.config_maps_in("apps"), ["b"]);
+    }
+
+    #[test]
+    fn creating_a_namespace_again_ends_its_deletion() {
+        let mut written = Written::default();
+        written.create_namespace("team");
+        assert!(written.was_created("team") && !written.was_deleted("team"));
+        written.delete_namespace("team");
+        assert!(!written.was_created("team") && written.was_deleted("team"));
+        assert_eq!(written.created_namespaces().count(), 0);
+        written.create_namespace("team");
+        assert!(written.was_created("team") && !written.was_deleted("team"));
+        assert_eq!(written.created_namespaces().collect::<Vec<_>>(), ["team"]);
+    }
+}
