@@ -24,7 +24,7 @@ fn root() -> &'static Path {
 /// The served cluster listens where the stand-in `kind` says its first
 /// control plane is (`ip`, port 6443), so the bench reaches it through its
 /// own stable endpoint as on a real kind cluster. Each test takes its own
-/// loopback address.
+/// loopback address (see [`loopback`]).
 fn serve_with_standby(per_pool: u32, ip: &str) -> Server {
     let path = root().join("scenarios").join(format!("{DRILL}.yaml"));
     let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
@@ -40,6 +40,13 @@ fn serve_with_standby(per_pool: u32, ip: &str) -> Server {
         },
     )
     .expect("the server starts")
+}
+
+/// `127.<second>.x.y` with `x.y` this process's id: the port is kind's
+/// fixed 6443, so two checkouts testing at once need different addresses.
+fn loopback(second: u8) -> String {
+    let [.., x, y] = std::process::id().to_be_bytes();
+    format!("127.{second}.{x}.{y}")
 }
 
 struct Outcome {
@@ -132,7 +139,7 @@ fn the_bench_autoscales_a_kind_cluster_to_the_simulators_verdicts() {
     let sim = bench(sim_dir.path(), None, &["--backend", "sim"]);
     assert_eq!(sim.code, 0, "{}", sim.stderr);
 
-    let server = serve_with_standby(2, "127.13.0.1");
+    let server = serve_with_standby(2, &loopback(13));
     let dir = tempfile::tempdir().unwrap();
     let kind = bench(
         dir.path(),
@@ -177,7 +184,7 @@ fn without_standby_nodes_nothing_scales_up_and_the_drill_cannot_go_on() {
     // The control for the test above: with no standby node to release,
     // the burst never reaches the autoscaled pools, so the drill finds no
     // node there for the autoscaler to reclaim and stops.
-    let server = serve_with_standby(0, "127.13.0.2");
+    let server = serve_with_standby(0, &loopback(14));
     let dir = tempfile::tempdir().unwrap();
     let kind = bench(
         dir.path(),
