@@ -41,7 +41,21 @@ pub fn render(report: &DrillReport) -> String {
     }
     let mut junit = Report::new("drillbench");
     junit.add_test_suite(suite);
-    junit.to_string().unwrap_or_default()
+    xml_chars_only(junit.to_string().unwrap_or_default())
+}
+
+/// Drops the characters XML 1.0 forbids (most C0 controls, U+FFFE, U+FFFF,
+/// lone surrogates), even as character references. A drill's names and a
+/// cluster's messages may carry them, and one such character makes the
+/// whole file unreadable to every JUnit consumer. quick-junit escapes
+/// markup but passes these through; none can be part of markup, so
+/// dropping them from the rendered text is safe.
+pub(super) fn xml_chars_only(xml: String) -> String {
+    let allowed = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..);
+    if xml.chars().all(allowed) {
+        return xml;
+    }
+    xml.chars().filter(|&c| allowed(c)).collect()
 }
 
 fn evidence_text(assertion: &super::AssertionResult) -> String {
@@ -62,4 +76,19 @@ fn evidence_text(assertion: &super::AssertionResult) -> String {
         text.push('\n');
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::xml_chars_only;
+
+    /// XML 1.0 §2.2 `Char`: #x9 | #xA | #xD | [#x20-#xD7FF] |
+    /// [#xE000-#xFFFD] | [#x10000-#x10FFFF].
+    #[test]
+    fn only_what_xml_allows_is_kept() {
+        let text = "a\u{1}b\u{FFFF}c\u{FFFE}d\u{8}e\tf\ng\u{10000}h\u{E000}é".to_owned();
+        assert_eq!(xml_chars_only(text), "abcde\tf\ng\u{10000}h\u{E000}é");
+        let clean = "<a name=\"ok\"/>\n".to_owned();
+        assert_eq!(xml_chars_only(clean.clone()), clean);
+    }
 }

@@ -486,7 +486,7 @@ pub fn junit(sweep: &SweepReport) -> String {
     }
     let mut report = Report::new("drillbench");
     report.add_test_suite(suite);
-    report.to_string().unwrap_or_default()
+    super::junit::xml_chars_only(report.to_string().unwrap_or_default())
 }
 
 const HIST_W: f64 = 520.0;

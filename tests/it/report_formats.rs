@@ -315,3 +315,20 @@ fn write_all_writes_every_format() {
         sample(false)
     );
 }
+
+/// A name carrying characters XML forbids still gives a file every JUnit
+/// reader can parse (issue 19: U+FFFF made `report.junit.xml` unreadable).
+#[test]
+fn junit_stays_well_formed_whatever_the_names_carry() {
+    let mut report = sample(true);
+    report.assertions[0].name = "hcloud\u{FFFF}-off\u{1}-autoscalers".to_owned();
+    report.assertions[0].summary = "ran\u{1b}[31m where it must not".to_owned();
+    let xml = junit::render(&report);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let names: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .filter_map(|c| c.attribute("name"))
+        .collect();
+    assert_eq!(names, ["hcloud-off-autoscalers", "rto"]);
+}
