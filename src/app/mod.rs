@@ -93,11 +93,6 @@ pub fn run(options: &RunOptions, io: &mut Io<'_>) -> Exit {
     finish(result, io)
 }
 
-/// The ten-second summary of a run.
-pub fn summary(report: &DrillReport) -> String {
-    run::summary(report)
-}
-
 /// The folder a run writes to when `--out` is not given.
 pub fn default_out_dir(drill: &str, seed: u64) -> PathBuf {
     Path::new("reports").join(format!("{drill}-seed{seed}"))

@@ -10,7 +10,7 @@ use super::error::{CommandError, Ending};
 use crate::backend::BackendKind;
 use crate::backend::factory::{Existing, Factory};
 use crate::drill::Drill;
-use crate::io::Io;
+use crate::io::{Io, printable};
 use crate::out_dir::{self, OutDir};
 use crate::progress::Progress;
 use crate::report::sweep::{self, SweepReport};
@@ -108,7 +108,7 @@ fn run_and_report(
         path: out.to_path_buf(),
         source,
     })?;
-    let _ = write!(io.out, "{}", summary(&report));
+    let _ = write!(io.out, "{}", printable(&summary(&report)));
     let _ = writeln!(
         io.out,
         "reports: {}",
@@ -330,7 +330,8 @@ fn sweep(
         };
         let _ = writeln!(
             io.out,
-            "  {name}: p50 {} p95 {} p99 {} max {}",
+            "  {}: p50 {} p95 {} p99 {} max {}",
+            printable(name),
             show(d.p50),
             show(d.p95),
             show(d.p99),
@@ -344,7 +345,7 @@ fn sweep(
             failing.seed,
             crate::run::display_path(&drill.source.path),
             failing.seed,
-            failing.assertions.join(", ")
+            printable(&failing.assertions.join(", "))
         );
     }
     let _ = writeln!(
