@@ -6,6 +6,7 @@ mod audit_support;
 mod common;
 #[cfg(unix)]
 mod fake_support;
+mod kubectl_support;
 mod preflight_support;
 mod report_support;
 
@@ -41,6 +42,7 @@ mod run_inputs;
 mod serve_cli;
 mod serve_kube_rs;
 mod serve_kubectl;
+mod serve_kubectl_storage;
 mod sim_cron;
 mod sim_drills;
 mod sim_incident;
