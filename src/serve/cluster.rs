@@ -256,24 +256,7 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::testing::{cluster, lines, rv_of};
-    use crate::serve::watch::WatchFilter;
-
-    fn watcher(
-        cluster: &mut Cluster,
-        kind: &str,
-    ) -> tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes> {
-        let (watcher, rx) = Watcher::new(WatchFilter {
-            resource: resources::by_kind(kind).expect("a served kind"),
-            namespace: None,
-            labels: crate::serve::select::parse_labels("").expect("empty"),
-            fields: Vec::new(),
-            table: false,
-            bookmarks: false,
-        });
-        cluster.add_watcher(watcher);
-        rx
-    }
+    use crate::serve::testing::{cluster, lines, rv_of, watch_kind};
 
     #[test]
     fn the_drills_objects_are_announced_once_at_the_start() {
@@ -300,7 +283,7 @@ mod tests {
     fn a_crash_is_announced_to_watchers_under_versions_after_the_last() {
         let mut cluster = cluster();
         let before = cluster.history().rv();
-        let mut nodes = watcher(&mut cluster, "Node");
+        let mut nodes = watch_kind(&mut cluster, "Node");
         let node = cluster.sim.node_id("prod-worker-1").expect("a worker");
         cluster.sim.crash_node_api(node);
         cluster.sync();
@@ -335,7 +318,7 @@ mod tests {
     #[test]
     fn an_api_edit_is_announced_once_and_its_removal_as_deleted() {
         let mut cluster = cluster();
-        let mut maps = watcher(&mut cluster, "ConfigMap");
+        let mut maps = watch_kind(&mut cluster, "ConfigMap");
         let key: Key = ("ConfigMap", "apps".to_owned(), "settings".to_owned());
         cluster.written.put_config_map(
             "apps",

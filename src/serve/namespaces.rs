@@ -73,24 +73,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::serve::testing::{cluster, lines, names};
-    use crate::serve::watch::{WatchFilter, Watcher};
+    use crate::serve::testing::{cluster, lines, names, watch_kind};
 
     fn watch_all(cluster: &mut Cluster) -> Vec<tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>> {
         ["ConfigMap", "Deployment", "PodDisruptionBudget"]
             .into_iter()
-            .map(|kind| {
-                let (watcher, rx) = Watcher::new(WatchFilter {
-                    resource: resources::by_kind(kind).expect("a served kind"),
-                    namespace: None,
-                    labels: crate::serve::select::parse_labels("").expect("empty"),
-                    fields: Vec::new(),
-                    table: false,
-                    bookmarks: false,
-                });
-                cluster.add_watcher(watcher);
-                rx
-            })
+            .map(|kind| watch_kind(cluster, kind))
             .collect()
     }
 

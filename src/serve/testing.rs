@@ -117,3 +117,17 @@ pub(super) fn names(items: &[Value]) -> Vec<String> {
         })
         .collect()
 }
+
+/// A watcher of every `kind` object in every namespace, added to `cluster`.
+pub(super) fn watch_kind(cluster: &mut Cluster, kind: &str) -> mpsc::UnboundedReceiver<Bytes> {
+    let (watcher, rx) = super::watch::Watcher::new(super::watch::WatchFilter {
+        resource: super::resources::by_kind(kind).expect("a served kind"),
+        namespace: None,
+        labels: super::select::parse_labels("").expect("empty"),
+        fields: Vec::new(),
+        table: false,
+        bookmarks: false,
+    });
+    cluster.add_watcher(watcher);
+    rx
+}
