@@ -10,6 +10,7 @@
 
 pub mod api_ops;
 pub mod autoscaler;
+mod classes;
 pub mod clock;
 pub mod control_plane;
 pub mod faults;

@@ -28,6 +28,7 @@
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use super::Simulation;
+use super::classes::ClassView;
 use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
 use crate::k8s::taints::{cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker};
 use crate::observe::EventKind;
@@ -512,19 +513,6 @@ fn capacity_score(allocatable: Resources, after: Resources) -> i64 {
     let least =
         (free_share(allocatable.cpu, after.cpu) + free_share(allocatable.memory, after.memory)) / 2;
     least + balanced_allocation(allocatable, after)
-}
-
-/// What one pod template makes of one node class.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ClassView {
-    /// The class's labels pass nodeSelector and required node affinity.
-    fits: bool,
-    /// The class's own taints are tolerated (NoSchedule, NoExecute).
-    tolerated: bool,
-    /// Sum of the weights of the preferred terms the class matches.
-    preferred: i64,
-    /// Untolerated PreferNoSchedule taints of the class.
-    intolerable: usize,
 }
 
 /// LeastAllocated for one resource: the share left free, 0–100.

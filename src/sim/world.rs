@@ -182,7 +182,7 @@ pub struct Template {
     /// Per node class: what the class's labels and taints make of this
     /// template (filters and the static part of the score). Filled lazily
     /// by the scheduler; a class never changes, so an entry never goes stale.
-    pub(crate) class_views: std::cell::RefCell<Vec<Option<super::scheduler::ClassView>>>,
+    pub(crate) class_views: std::cell::RefCell<Vec<Option<super::classes::ClassView>>>,
 }
 
 impl Template {
