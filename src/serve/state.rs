@@ -364,8 +364,8 @@ impl Facade {
     /// Turns the timeline's new events (and objects that appeared without
     /// one) into changes, and sends them to the watchers.
     fn sync(&mut self) {
-        let events: Vec<_> = self.sim.obs.events[self.seen_events..].to_vec();
-        self.seen_events = self.sim.obs.events.len();
+        let events: Vec<_> = self.sim.observation().events[self.seen_events..].to_vec();
+        self.seen_events = self.sim.observation().events.len();
         for event in events {
             let Some(kind) = Self::served_kind(&event.object.kind) else {
                 continue;
@@ -465,7 +465,7 @@ impl Facade {
             kind_type,
             object,
         };
-        let now = self.sim.now;
+        let now = self.sim.now();
         self.watchers.retain(|w| match watch_line(w, &change, now) {
             Some(line) => w.tx.send(line).is_ok(),
             None => !w.tx.is_closed(),
@@ -524,7 +524,7 @@ impl Facade {
         let mut object = match kind {
             "Node" => {
                 let id = sim.node_id(name).ok()?;
-                if (sim.nodes[id].phase == NodePhase::Gone) != gone {
+                if (sim.nodes()[id].phase == NodePhase::Gone) != gone {
                     return None;
                 }
                 to_json(&sim.node_view(id))
@@ -587,7 +587,7 @@ impl Facade {
 
     fn workload_json(&self, w: usize) -> Option<Value> {
         let sim = &self.sim;
-        Some(match sim.workloads[w].kind {
+        Some(match sim.workloads()[w].kind {
             WorkloadKind::Deployment => to_json(&sim.deployment_view(w)),
             WorkloadKind::StatefulSet { .. } => to_json(&sim.statefulset_view(w)),
             WorkloadKind::DaemonSet => to_json(&sim.daemonset_view(w)),
@@ -618,12 +618,12 @@ impl Facade {
         let sim = &self.sim;
         let kind = resource.kind;
         let mut objects: Vec<Value> = match kind {
-            "Node" => (0..sim.nodes.len())
+            "Node" => (0..sim.nodes().len())
                 .filter(|&n| sim.node_exists(n))
                 .map(|n| to_json(&sim.node_view(n)))
                 .collect(),
-            "Pod" => (0..sim.pods.len())
-                .filter(|&p| sim.pods[p].phase != PodPhase::Gone)
+            "Pod" => (0..sim.pods().len())
+                .filter(|&p| sim.pods()[p].phase != PodPhase::Gone)
                 .map(|p| to_json(&sim.pod_view(p)))
                 .collect(),
             "Deployment" | "StatefulSet" | "DaemonSet" | "Job" => sim
@@ -632,10 +632,10 @@ impl Facade {
                 .filter_map(|w| self.workload_json(w))
                 .filter(|o| o["kind"] == kind)
                 .collect(),
-            "PersistentVolumeClaim" => (0..sim.claims.len())
+            "PersistentVolumeClaim" => (0..sim.claims().len())
                 .map(|c| to_json(&sim.claim_view(c)))
                 .collect(),
-            "PodDisruptionBudget" => (0..sim.pdbs.len())
+            "PodDisruptionBudget" => (0..sim.pdbs().len())
                 .map(|i| to_json(&sim.pdb_view(i)))
                 .collect(),
             "Namespace" => {
@@ -768,13 +768,13 @@ impl Facade {
                         .map_err(|e| ApiError::bad_request(format!("`{s}`: {e}")))
                 };
                 let target = match (request.query.get("by"), request.query.get("to")) {
-                    (Some(by), None) => self.sim.now + parse(by)?.as_millis(),
-                    (None, Some(to)) => parse(to)?.as_millis().max(self.sim.now),
+                    (Some(by), None) => self.sim.now() + parse(by)?.as_millis(),
+                    (None, Some(to)) => parse(to)?.as_millis().max(self.sim.now()),
                     _ => return Err(ApiError::bad_request("give exactly one of `by` and `to`")),
                 };
                 self.advance_to(target);
                 Ok(answer(&protocol::Advanced {
-                    now_ms: self.sim.now,
+                    now_ms: self.sim.now(),
                     resource_version: self.rv.to_string(),
                 }))
             }
@@ -785,7 +785,7 @@ impl Facade {
                 Ok(answer(&protocol::BackupFailed { failed: name }))
             }
             ("GET", ["now"]) => Ok(answer(&protocol::Now {
-                now_ms: self.sim.now,
+                now_ms: self.sim.now(),
                 resource_version: self.rv.to_string(),
                 next_ms: self.sim.next_event_time(),
                 epoch_seconds: crate::sim::EPOCH_SECONDS,
@@ -800,14 +800,14 @@ impl Facade {
                 other_control_plane: self.sim.other_control_plane(),
             })),
             // etcd's member list needs quorum, as `etcdctl member list` does.
-            ("GET", ["etcd"]) if !self.sim.cp.has_quorum() => Err(ApiError::new(
+            ("GET", ["etcd"]) if !self.sim.control_plane().has_quorum() => Err(ApiError::new(
                 503,
                 "ServiceUnavailable",
                 "etcd has no quorum: the member list cannot be read",
             )),
             ("GET", ["etcd"]) => Ok(answer(&protocol::EtcdMembers {
-                voters: self.sim.cp.voters(),
-                learners: self.sim.cp.learners(),
+                voters: self.sim.control_plane().voters(),
+                learners: self.sim.control_plane().learners(),
             })),
             ("GET", ["autoscaler-pick"]) => {
                 let pool = query("pool")?;
@@ -819,7 +819,7 @@ impl Facade {
             ("POST", ["reset"]) => self.reset(request),
             ("GET", ["timeline"]) => Ok(Reply::Json(
                 200,
-                serde_json::to_value(&self.sim.obs.events).unwrap_or_default(),
+                serde_json::to_value(&self.sim.observation().events).unwrap_or_default(),
             )),
             _ => Err(ApiError::new(
                 404,
@@ -845,7 +845,7 @@ impl Facade {
         Ok(answer(&protocol::NodeDone {
             operation,
             node: name.to_owned(),
-            now_ms: self.sim.now,
+            now_ms: self.sim.now(),
         }))
     }
 
@@ -865,7 +865,7 @@ impl Facade {
         };
         let items: Vec<Value> = self
             .sim
-            .backups
+            .backups()
             .iter()
             .map(|b| {
                 json!({
@@ -1035,7 +1035,12 @@ impl Facade {
         if table::wants_table(&request.accept) {
             Reply::Json(
                 200,
-                table::table(resource.kind, &[object], &self.rv.to_string(), self.sim.now),
+                table::table(
+                    resource.kind,
+                    &[object],
+                    &self.rv.to_string(),
+                    self.sim.now(),
+                ),
             )
         } else {
             Reply::Json(200, object)
@@ -1119,7 +1124,7 @@ impl Facade {
             metadata["remainingItemCount"] = json!(total - next);
         }
         if table::wants_table(&request.accept) {
-            let mut t = table::table(resource.kind, &items, &self.rv.to_string(), self.sim.now);
+            let mut t = table::table(resource.kind, &items, &self.rv.to_string(), self.sim.now());
             t["metadata"] = metadata;
             return Ok(Reply::Json(200, t));
         }
@@ -1188,7 +1193,7 @@ impl Facade {
                         timeout: Some(std::time::Duration::ZERO),
                     });
                 }
-                let now = self.sim.now;
+                let now = self.sim.now();
                 for change in self.history.iter().filter(|c| c.rv > rv) {
                     if let Some(l) = watch_line(&watcher, change, now) {
                         let _ = watcher.tx.send(l);
@@ -1198,7 +1203,7 @@ impl Facade {
             _ => {
                 // No resourceVersion: the current state as ADDED events.
                 for object in self.selected(request, resource, &namespace)? {
-                    let l = event_line(&watcher, "ADDED", &object, self.sim.now);
+                    let l = event_line(&watcher, "ADDED", &object, self.sim.now());
                     let _ = watcher.tx.send(l);
                 }
                 if send_initial {
@@ -1306,7 +1311,7 @@ impl Facade {
                 if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                     meta.insert(
                         "creationTimestamp".to_owned(),
-                        json!(stamp(self.sim.now as i64)),
+                        json!(stamp(self.sim.now() as i64)),
                     );
                 }
                 self.config_maps
@@ -1574,7 +1579,7 @@ impl Facade {
             if let Some(claim) = &volume.persistent_volume_claim
                 && let Some(id) = self.sim.claim_id(namespace, &claim.claim_name)
             {
-                classes.push(self.sim.claims[id].class.clone());
+                classes.push(self.sim.claims()[id].class.clone());
             }
         }
         for guard in &self.guards {
@@ -1842,17 +1847,17 @@ impl Facade {
             .sim
             .live_workloads()
             .into_iter()
-            .filter(|&w| self.sim.workloads[w].namespace == namespace)
+            .filter(|&w| self.sim.workloads()[w].namespace == namespace)
             .collect();
         for w in workloads {
-            let kind = match self.sim.workloads[w].kind {
+            let kind = match self.sim.workloads()[w].kind {
                 WorkloadKind::Deployment => "Deployment",
                 WorkloadKind::StatefulSet { .. } => "StatefulSet",
                 WorkloadKind::DaemonSet => "DaemonSet",
                 WorkloadKind::Job { .. } => "Job",
                 _ => "",
             };
-            let name = self.sim.workloads[w].name.clone();
+            let name = self.sim.workloads()[w].name.clone();
             let before = self.view_known(kind, namespace, &name);
             self.sim.delete_workload(w, Propagation::Cascade);
             if let Some(kind) = resources::by_kind(kind).map(|r| r.kind) {
@@ -1862,16 +1867,18 @@ impl Facade {
                 self.api_change((kind, namespace.to_owned(), name), before.as_ref());
             }
         }
-        let pods: Vec<usize> = (0..self.sim.pods.len())
-            .filter(|&p| self.sim.pods[p].namespace == namespace && self.sim.pods[p].is_active())
+        let pods: Vec<usize> = (0..self.sim.pods().len())
+            .filter(|&p| {
+                self.sim.pods()[p].namespace == namespace && self.sim.pods()[p].is_active()
+            })
             .collect();
         for pod in pods {
             self.sim.delete_pod_api(pod, None);
         }
-        while let Some(index) = (0..self.sim.pdbs.len())
-            .find(|&i| self.sim.pdbs[i].object.metadata.namespace.as_deref() == Some(namespace))
+        while let Some(index) = (0..self.sim.pdbs().len())
+            .find(|&i| self.sim.pdbs()[i].object.metadata.namespace.as_deref() == Some(namespace))
         {
-            let name = self.sim.pdbs[index]
+            let name = self.sim.pdbs()[index]
                 .object
                 .metadata
                 .name
@@ -1894,7 +1901,7 @@ impl Facade {
     /// Whether a pod of the namespace has not finished terminating.
     fn has_pods(&self, namespace: &str) -> bool {
         self.sim
-            .pods
+            .pods()
             .iter()
             .any(|p| p.namespace == namespace && p.phase != PodPhase::Gone)
     }
