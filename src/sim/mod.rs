@@ -17,6 +17,8 @@ pub mod control_plane;
 mod controllers;
 mod engine;
 pub mod faults;
+#[cfg(test)]
+mod fixtures;
 pub mod load;
 mod nodes;
 pub mod operations;

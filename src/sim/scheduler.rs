@@ -628,6 +628,8 @@ fn balanced_allocation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::fixtures::{node, pod, template, template_with};
+    use crate::sim::world::{NodePhase, Owner};
 
     #[test]
     fn the_sample_size_follows_kube_scheduler() {
@@ -640,6 +642,105 @@ mod tests {
         assert_eq!(feasible_nodes_to_find(10_000), 500);
         // 1000 nodes: 42 % = 420.
         assert_eq!(feasible_nodes_to_find(1000), 420);
+    }
+
+    fn cluster(nodes: usize) -> (World, Scheduler) {
+        let mut world = World::default();
+        let mut scheduler = Scheduler::default();
+        for i in 0..nodes {
+            let mut n = node(&format!("n-{i}"));
+            n.phase = NodePhase::Ready;
+            n.class = scheduler.class_for(&n);
+            world.add_node(n);
+        }
+        (world, scheduler)
+    }
+
+    fn pick(
+        world: &World,
+        scheduler: &mut Scheduler,
+        pod: PodId,
+        seed: u64,
+    ) -> Result<NodeId, String> {
+        scheduler.refresh(world);
+        let volumes = Volumes::new(Vec::new());
+        scheduler.pick(world, &volumes, &mut SeededRng::new(seed), pod)
+    }
+
+    #[test]
+    fn pending_pods_wait_in_creation_order() {
+        let mut s = Scheduler::default();
+        assert!(!s.has_pending());
+        s.enqueue(20, 1);
+        s.enqueue(10, 2);
+        s.enqueue(20, 0);
+        assert_eq!(s.pending(), [2, 0, 1]);
+        s.dequeue(10, 2);
+        s.dequeue(10, 1);
+        assert_eq!(s.pending(), [0, 1], "a pod leaves by its own creation time");
+    }
+
+    #[test]
+    fn the_least_allocated_node_wins_and_ties_go_by_seed() {
+        let (mut world, mut scheduler) = cluster(3);
+        let t = template("web");
+        for (i, on) in [0, 0, 1].into_iter().enumerate() {
+            let p = world.add_pod(pod(&format!("old-{i}"), Owner::None, t.clone(), Vec::new()));
+            world.bind(p, on);
+        }
+        let p = world.add_pod(pod("new", Owner::None, t.clone(), Vec::new()));
+        assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(2));
+        let tie = |seed| {
+            let (mut world, mut scheduler) = cluster(3);
+            let busy = world.add_pod(pod("busy", Owner::None, t.clone(), Vec::new()));
+            world.bind(busy, 0);
+            let p = world.add_pod(pod("new", Owner::None, t.clone(), Vec::new()));
+            pick(&world, &mut scheduler, p, seed).expect("fits")
+        };
+        let picks: BTreeSet<NodeId> = (0..16).map(tie).collect();
+        assert_eq!(
+            picks,
+            BTreeSet::from([1, 2]),
+            "either empty node, never the busy one"
+        );
+        assert_eq!(tie(5), tie(5));
+    }
+
+    #[test]
+    fn a_pod_that_fits_nowhere_says_why_per_node() {
+        let (mut world, mut scheduler) = cluster(3);
+        world.node_mut(1).phase = NodePhase::NotReady;
+        let t = template_with("fast", serde_json::json!({"nodeSelector": {"disk": "ssd"}}));
+        let p = world.add_pod(pod("fast", Owner::None, t, Vec::new()));
+        assert_eq!(
+            pick(&world, &mut scheduler, p, 1),
+            Err("0/3 nodes are available: 1 node(s) not ready, 2 node(s) didn't match Pod's node affinity/selector".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_relabelled_node_is_judged_in_its_new_class() {
+        let (mut world, mut scheduler) = cluster(3);
+        let t = template_with("fast", serde_json::json!({"nodeSelector": {"disk": "ssd"}}));
+        let p = world.add_pod(pod("fast", Owner::None, t.clone(), Vec::new()));
+        assert!(pick(&world, &mut scheduler, p, 1).is_err());
+        assert_eq!(
+            t.class_views.borrow().len(),
+            1,
+            "one class judged: it does not fit"
+        );
+        let mut labels = world.node(1).labels().clone();
+        labels.insert("disk".to_owned(), "ssd".to_owned());
+        assert!(world.set_node_labels(1, labels));
+        let class = scheduler.class_for(world.node(1));
+        world.node_mut(1).class = class;
+        assert_eq!(class, 1, "a new class");
+        assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(1));
+        assert_eq!(
+            t.class_views.borrow().len(),
+            2,
+            "the new class was judged too"
+        );
     }
 
     #[test]

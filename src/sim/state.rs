@@ -373,3 +373,164 @@ impl World {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::sim::fixtures::{loaded, node, pod, template, workload};
+
+    #[test]
+    fn nodes_are_found_by_name_the_newest_when_a_name_comes_back() {
+        let mut world = World::default();
+        let a = world.add_node(node("a"));
+        let b = world.add_node(node("b"));
+        assert_eq!((world.node_id("a"), world.node_id("b")), (Some(a), Some(b)));
+        assert_eq!(world.node_id("c"), None);
+        let again = world.add_node(node("a"));
+        assert_eq!(world.node_id("a"), Some(again));
+        assert_eq!(world.nodes().len(), 3, "the old slot stays");
+        assert_eq!(world.node(a).name, "a");
+    }
+
+    #[test]
+    fn a_deleted_workload_is_no_longer_found_but_keeps_its_slot() {
+        let mut world = World::default();
+        let t = template("web");
+        let web = world.add_workload(workload("web", WorkloadKind::Deployment, t.clone()));
+        let ds = world.add_workload(workload("agent", WorkloadKind::DaemonSet, t));
+        assert_eq!(world.workload_id("ns/Kind/web"), Some(web));
+        assert_eq!(world.daemonsets(), [ds]);
+        world.unindex_workload(web);
+        assert_eq!(world.workload_id("ns/Kind/web"), None);
+        assert_eq!(world.indexed_workloads().collect::<Vec<_>>(), [ds]);
+        assert_eq!(world.workloads().len(), 2);
+        assert_eq!(world.workload(web).name, "web");
+    }
+
+    #[test]
+    fn a_pod_counts_on_its_node_from_binding_until_release() {
+        let mut world = World::default();
+        let t = template("web");
+        let n = world.add_node(node("a"));
+        let w = world.add_workload(workload("web", WorkloadKind::Deployment, t.clone()));
+        let p = world.add_pod(pod("web-1", Owner::Workload(w, None), t.clone(), vec![7]));
+        let q = world.add_pod(pod("web-2", Owner::Workload(w, None), t, Vec::new()));
+        assert_eq!(world.workload(w).pods, [p, q], "a pod joins its owner");
+        world.bind(p, n);
+        world.bind(q, n);
+        assert_eq!(world.node(n).requested.cpu, 200);
+        assert_eq!(world.node(n).pods.len(), 2);
+        assert!(world.claim_in_use_on(7, n));
+        assert!(!world.claim_in_use_on(8, n));
+        world.release(p);
+        world.release(p);
+        assert_eq!(world.node(n).requested.cpu, 100, "released once");
+        assert_eq!(world.pod(p).node, Some(n), "still bound where it ran");
+        assert!(!world.claim_in_use_on(7, n), "the node no longer runs it");
+    }
+
+    #[test]
+    fn a_drain_moves_active_pods_but_daemons_and_waits_for_terminating_ones() {
+        let mut world = World::default();
+        let t = template("web");
+        let n = world.add_node(node("a"));
+        let web = world.add_workload(workload("web", WorkloadKind::Deployment, t.clone()));
+        let agent = world.add_workload(workload("agent", WorkloadKind::DaemonSet, t.clone()));
+        let running = world.add_pod(pod(
+            "web-1",
+            Owner::Workload(web, None),
+            t.clone(),
+            Vec::new(),
+        ));
+        let stopping = world.add_pod(pod(
+            "web-2",
+            Owner::Workload(web, None),
+            t.clone(),
+            Vec::new(),
+        ));
+        let daemon = world.add_pod(pod("agent-1", Owner::Workload(agent, None), t, Vec::new()));
+        for p in [running, stopping, daemon] {
+            world.bind(p, n);
+            world.pod_mut(p).phase = PodPhase::Ready;
+        }
+        world.pod_mut(stopping).phase = PodPhase::Terminating;
+        assert!(world.is_daemon(daemon) && !world.is_daemon(running));
+        assert_eq!(world.movable_pods(n), [running]);
+        assert_eq!(world.pods_left(n), 2);
+        assert_eq!(world.active_pods(web), [running]);
+        assert_eq!(world.ready_pods(web), 1);
+        assert_eq!(world.pod_ref(running).name, "web-1");
+    }
+
+    #[test]
+    fn shared_labels_are_reused_until_the_labels_change() {
+        let mut world = World::default();
+        let n = world.add_node(node("a"));
+        let first = world.shared_labels(n);
+        assert!(Rc::ptr_eq(&first, &world.shared_labels(n)));
+        let same = world.node(n).labels().clone();
+        assert!(!world.set_node_labels(n, same.clone()), "unchanged");
+        assert!(Rc::ptr_eq(&first, &world.shared_labels(n)));
+        let mut changed = same;
+        changed.insert("tier".to_owned(), "a".to_owned());
+        assert!(world.set_node_labels(n, changed));
+        let after = world.shared_labels(n);
+        assert!(!Rc::ptr_eq(&first, &after));
+        assert_eq!(after.get("tier").map(String::as_str), Some("a"));
+    }
+
+    #[test]
+    fn taints_and_cordons_are_set_once() {
+        let mut world = World::default();
+        let n = world.add_node(node("a"));
+        assert!(world.add_taint(n, "k", "NoSchedule"));
+        assert!(!world.add_taint(n, "k", "NoSchedule"), "already there");
+        assert!(world.add_taint(n, "k", "NoExecute"), "another effect");
+        assert_eq!(world.node(n).taints().len(), 2);
+        world.remove_taint(n, "k");
+        assert!(world.node(n).taints().is_empty());
+        assert!(world.cordon(n));
+        assert!(!world.cordon(n));
+        assert!(world.node(n).unschedulable());
+        world.uncordon(n);
+        assert!(!world.node(n).unschedulable());
+    }
+
+    #[test]
+    fn budgets_are_found_by_name_and_cover_pods_by_selector() {
+        let pdb = |name: &str, app: &str| {
+            json!({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}}
+            })
+        };
+        let mut world = World::default();
+        for (object, budget, selector) in loaded(vec![pdb("web", "web"), pdb("db", "db")]).pdbs {
+            world.add_pdb(Pdb {
+                object,
+                budget,
+                selector,
+                disrupted: BTreeMap::new(),
+            });
+        }
+        let p = world.add_pod(pod("web-1", Owner::None, template("web"), Vec::new()));
+        assert_eq!(world.pdb_index("ns", "db"), Some(1));
+        assert_eq!(world.pdb_index("other", "db"), None);
+        assert_eq!(world.covering_budgets(p), [0]);
+        world.pdb_mut(0).disrupted.insert(p, 5);
+        world.forget_disruption(p);
+        assert!(world.pdbs()[0].disrupted.is_empty());
+        world.remove_pdb(0);
+        assert_eq!(
+            world.pdb_index("ns", "db"),
+            Some(0),
+            "later budgets move down"
+        );
+        assert!(world.covering_budgets(p).is_empty());
+    }
+}
