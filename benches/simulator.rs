@@ -28,7 +28,7 @@ fn scheduling_at_scale(c: &mut Criterion) {
         b.iter(|| {
             let sim = Simulation::new(&drill, 1).expect("provisions");
             assert_eq!(
-                sim.pods.iter().filter(|p| p.node.is_some()).count(),
+                sim.pods().iter().filter(|p| p.node.is_some()).count(),
                 150_000
             );
             black_box(sim)

@@ -65,7 +65,7 @@ impl Backend for SimBackend {
     }
 
     fn now(&self) -> Time {
-        self.sim.now
+        self.sim.now()
     }
 
     fn advance_to(&mut self, until: Time) {
@@ -97,11 +97,11 @@ impl Backend for SimBackend {
     }
 
     fn note(&mut self, event: crate::observe::Event) {
-        self.sim.obs.events.push(event);
+        self.sim.record_event(event);
     }
 
     fn mark_start(&mut self) {
-        self.sim.obs.start = self.sim.now;
+        self.sim.mark_start();
     }
 
     fn mark_fault(&mut self, node: Option<&str>, description: &str) {
@@ -192,7 +192,7 @@ impl Backend for SimBackend {
     fn preflight_facts(&self) -> (Facts, i64) {
         let nodes = self
             .sim
-            .nodes
+            .nodes()
             .iter()
             .filter(|n| n.phase != NodePhase::Gone)
             .map(|n| NodeFacts {
@@ -207,7 +207,7 @@ impl Backend for SimBackend {
             .collect();
         let backups = self
             .sim
-            .backups
+            .backups()
             .iter()
             .map(|b| BackupFacts {
                 name: b.name.clone(),
@@ -229,11 +229,11 @@ impl Backend for SimBackend {
             nodes,
             backups,
             etcd: EtcdCounts {
-                voters: u64::from(self.sim.cp.voters()),
-                learners: u64::from(self.sim.cp.learners()),
+                voters: u64::from(self.sim.control_plane().voters()),
+                learners: u64::from(self.sim.control_plane().learners()),
             },
         };
-        (facts, EPOCH_SECONDS + (self.sim.now / 1000) as i64)
+        (facts, EPOCH_SECONDS + (self.sim.now() / 1000) as i64)
     }
 
     fn all_workloads_ready(&self) -> bool {
@@ -249,17 +249,18 @@ impl Backend for SimBackend {
     }
 
     fn etcd_members(&self) -> (u32, u32) {
-        (self.sim.cp.voters(), self.sim.cp.learners())
+        (
+            self.sim.control_plane().voters(),
+            self.sim.control_plane().learners(),
+        )
     }
 
     fn observation(&self) -> &Observation {
-        &self.sim.obs
+        self.sim.observation()
     }
 
     fn finish(mut self: Box<Self>) -> Observation {
         self.sim.prune_stranded_nodes();
-        let mut obs = self.sim.obs;
-        obs.end = self.sim.now;
-        obs
+        self.sim.into_observation()
     }
 }

@@ -95,7 +95,7 @@ fn mounted_classes(
         if let Some(claim) = &volume.persistent_volume_claim
             && let Some(id) = sim.claim_id(namespace, &claim.claim_name)
         {
-            classes.push(sim.claims[id].class.clone());
+            classes.push(sim.claims()[id].class.clone());
         }
     }
     classes

@@ -155,8 +155,8 @@ impl Cluster {
     /// Turns the timeline's new events (and objects that appeared without
     /// one) into changes, and sends them to the watchers.
     pub(super) fn sync(&mut self) {
-        let events: Vec<_> = self.sim.obs.events[self.seen_events..].to_vec();
-        self.seen_events = self.sim.obs.events.len();
+        let events: Vec<_> = self.sim.observation().events[self.seen_events..].to_vec();
+        self.seen_events = self.sim.observation().events.len();
         for event in events {
             let Some(kind) = Self::served_kind(&event.object.kind) else {
                 continue;
@@ -226,7 +226,7 @@ impl Cluster {
 
     fn push(&mut self, key: Key, kind_type: &'static str, object: Value) {
         let change = self.history.record(key, kind_type, object);
-        self.watchers.announce(change, self.sim.now);
+        self.watchers.announce(change, self.sim.now());
     }
 
     /// Records an API edit that changed an object without a timeline
@@ -307,7 +307,7 @@ mod tests {
     fn advancing_time_moves_the_clock_and_syncs_every_instant() {
         let mut cluster = cluster();
         cluster.advance_to(90_000);
-        assert_eq!(cluster.sim.now, 90_000);
+        assert_eq!(cluster.sim.now(), 90_000);
         // Whatever happened on the way has been announced: a sync now
         // finds nothing new.
         let rv = cluster.history().rv();

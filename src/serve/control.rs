@@ -63,13 +63,13 @@ pub(super) fn bench(
                     .map_err(|e| ApiError::bad_request(format!("`{s}`: {e}")))
             };
             let target = match (request.query.get("by"), request.query.get("to")) {
-                (Some(by), None) => cluster.sim.now + parse(by)?.as_millis(),
-                (None, Some(to)) => parse(to)?.as_millis().max(cluster.sim.now),
+                (Some(by), None) => cluster.sim.now() + parse(by)?.as_millis(),
+                (None, Some(to)) => parse(to)?.as_millis().max(cluster.sim.now()),
                 _ => return Err(ApiError::bad_request("give exactly one of `by` and `to`")),
             };
             cluster.advance_to(target);
             Ok(answer(&protocol::Advanced {
-                now_ms: cluster.sim.now,
+                now_ms: cluster.sim.now(),
                 resource_version: cluster.history().rv().to_string(),
             }))
         }
@@ -80,7 +80,7 @@ pub(super) fn bench(
             Ok(answer(&protocol::BackupFailed { failed: name }))
         }
         ("GET", ["now"]) => Ok(answer(&protocol::Now {
-            now_ms: cluster.sim.now,
+            now_ms: cluster.sim.now(),
             resource_version: cluster.history().rv().to_string(),
             next_ms: cluster.sim.next_event_time(),
             epoch_seconds: crate::sim::EPOCH_SECONDS,
@@ -95,14 +95,14 @@ pub(super) fn bench(
             other_control_plane: cluster.sim.other_control_plane(),
         })),
         // etcd's member list needs quorum, as `etcdctl member list` does.
-        ("GET", ["etcd"]) if !cluster.sim.cp.has_quorum() => Err(ApiError::new(
+        ("GET", ["etcd"]) if !cluster.sim.control_plane().has_quorum() => Err(ApiError::new(
             503,
             "ServiceUnavailable",
             "etcd has no quorum: the member list cannot be read",
         )),
         ("GET", ["etcd"]) => Ok(answer(&protocol::EtcdMembers {
-            voters: cluster.sim.cp.voters(),
-            learners: cluster.sim.cp.learners(),
+            voters: cluster.sim.control_plane().voters(),
+            learners: cluster.sim.control_plane().learners(),
         })),
         ("GET", ["autoscaler-pick"]) => {
             let pool = query("pool")?;
@@ -113,7 +113,7 @@ pub(super) fn bench(
         ("GET", ["backups"]) => Ok(Reply::Json(200, velero_backups(cluster))),
         ("GET", ["timeline"]) => Ok(Reply::Json(
             200,
-            serde_json::to_value(&cluster.sim.obs.events).unwrap_or_default(),
+            serde_json::to_value(&cluster.sim.observation().events).unwrap_or_default(),
         )),
         _ => Err(ApiError::new(
             404,
@@ -142,7 +142,7 @@ fn on_node(cluster: &mut Cluster, name: &str, operation: NodeOperation) -> ApiRe
     Ok(answer(&protocol::NodeDone {
         operation,
         node: name.to_owned(),
-        now_ms: cluster.sim.now,
+        now_ms: cluster.sim.now(),
     }))
 }
 
@@ -151,7 +151,7 @@ fn on_node(cluster: &mut Cluster, name: &str, operation: NodeOperation) -> ApiRe
 fn velero_backups(cluster: &Cluster) -> Value {
     let items: Vec<Value> = cluster
         .sim
-        .backups
+        .backups()
         .iter()
         .map(|b| {
             json!({
@@ -226,7 +226,7 @@ mod tests {
         let (code, body) = call(&mut cluster, Clock::Step, "POST", "advance?by=90s");
         assert_eq!(code, 200);
         assert_eq!(body["nowMs"], 90_000);
-        assert_eq!(cluster.sim.now, 90_000);
+        assert_eq!(cluster.sim.now(), 90_000);
         assert_eq!(body["resourceVersion"], cluster.history().rv().to_string());
         let (_, body) = call(&mut cluster, Clock::Step, "POST", "advance?to=5m");
         assert_eq!(body["nowMs"], 300_000);
@@ -243,7 +243,7 @@ mod tests {
         let mut cluster = cluster();
         let (code, body) = call(&mut cluster, Clock::Speed(1.0), "POST", "advance?by=1m");
         assert_eq!((code, body["reason"].as_str()), (409, Some("Conflict")));
-        assert_eq!(cluster.sim.now, 0);
+        assert_eq!(cluster.sim.now(), 0);
     }
 
     #[test]
@@ -276,7 +276,7 @@ mod tests {
         );
         assert_eq!(code, 200);
         assert_eq!(body, json!({"crashed": "prod-worker-3", "nowMs": 0}));
-        let timeline = cluster.sim.obs.events.len();
+        let timeline = cluster.sim.observation().events.len();
         assert!(timeline > 0);
         let (code, _) = call(
             &mut cluster,
@@ -299,7 +299,7 @@ mod tests {
         assert_eq!(code, 200);
         assert_eq!(
             body.as_array().map(Vec::len),
-            Some(cluster.sim.obs.events.len())
+            Some(cluster.sim.observation().events.len())
         );
         let (code, body) = call(&mut cluster, Clock::Step, "GET", "backups");
         assert_eq!(code, 200);

@@ -215,7 +215,7 @@ impl Drop for Server {
 
 fn simulator_loop(mut facade: Facade, inbox: std_mpsc::Receiver<Command>) {
     let started = Instant::now();
-    let virtual_start = facade.simulation().now;
+    let virtual_start = facade.simulation().now();
     let tick = std::time::Duration::from_millis(100);
     let mut last_bookmark = Instant::now();
     loop {

@@ -21,17 +21,17 @@ pub(super) fn delete_namespace(cluster: &mut Cluster, namespace: &str) {
         .sim
         .live_workloads()
         .into_iter()
-        .filter(|&w| cluster.sim.workloads[w].namespace == namespace)
+        .filter(|&w| cluster.sim.workloads()[w].namespace == namespace)
         .collect();
     for w in workloads {
-        let kind = match cluster.sim.workloads[w].kind {
+        let kind = match cluster.sim.workloads()[w].kind {
             WorkloadKind::Deployment => "Deployment",
             WorkloadKind::StatefulSet { .. } => "StatefulSet",
             WorkloadKind::DaemonSet => "DaemonSet",
             WorkloadKind::Job { .. } => "Job",
             _ => "",
         };
-        let name = cluster.sim.workloads[w].name.clone();
+        let name = cluster.sim.workloads()[w].name.clone();
         let before = cluster.objects().view_known(kind, namespace, &name);
         cluster.sim.delete_workload(w, Propagation::Cascade);
         if let Some(kind) = resources::by_kind(kind).map(|r| r.kind) {
@@ -41,16 +41,18 @@ pub(super) fn delete_namespace(cluster: &mut Cluster, namespace: &str) {
             cluster.api_change(key, before.as_ref());
         }
     }
-    let pods: Vec<usize> = (0..cluster.sim.pods.len())
-        .filter(|&p| cluster.sim.pods[p].namespace == namespace && cluster.sim.pods[p].is_active())
+    let pods: Vec<usize> = (0..cluster.sim.pods().len())
+        .filter(|&p| {
+            cluster.sim.pods()[p].namespace == namespace && cluster.sim.pods()[p].is_active()
+        })
         .collect();
     for pod in pods {
         cluster.sim.delete_pod_api(pod, None);
     }
-    while let Some(index) = (0..cluster.sim.pdbs.len())
-        .find(|&i| cluster.sim.pdbs[i].object.metadata.namespace.as_deref() == Some(namespace))
+    while let Some(index) = (0..cluster.sim.pdbs().len())
+        .find(|&i| cluster.sim.pdbs()[i].object.metadata.namespace.as_deref() == Some(namespace))
     {
-        let name = cluster.sim.pdbs[index]
+        let name = cluster.sim.pdbs()[index]
             .object
             .metadata
             .name
@@ -138,7 +140,7 @@ mod tests {
             apps.map(|a| a["status"]["phase"].clone()),
             Some(json!("Terminating"))
         );
-        let until = cluster.sim.now + 600_000;
+        let until = cluster.sim.now() + 600_000;
         cluster.advance_to(until);
         assert!(cluster.view("Namespace", "", "apps", false).is_none());
         assert!(cluster.written.was_deleted("apps"));

@@ -31,7 +31,7 @@ impl Objects<'_> {
         let mut object = match kind {
             "Node" => {
                 let id = sim.node_id(name).ok()?;
-                if (sim.nodes[id].phase == NodePhase::Gone) != gone {
+                if (sim.nodes()[id].phase == NodePhase::Gone) != gone {
                     return None;
                 }
                 to_json(&sim.node_view(id))
@@ -96,7 +96,7 @@ impl Objects<'_> {
 
     fn workload_json(&self, w: usize) -> Option<Value> {
         let sim = self.sim;
-        Some(match sim.workloads[w].kind {
+        Some(match sim.workloads()[w].kind {
             WorkloadKind::Deployment => to_json(&sim.deployment_view(w)),
             WorkloadKind::StatefulSet { .. } => to_json(&sim.statefulset_view(w)),
             WorkloadKind::DaemonSet => to_json(&sim.daemonset_view(w)),
@@ -127,12 +127,12 @@ impl Objects<'_> {
         let sim = self.sim;
         let kind = resource.kind;
         let mut objects: Vec<Value> = match kind {
-            "Node" => (0..sim.nodes.len())
+            "Node" => (0..sim.nodes().len())
                 .filter(|&n| sim.node_exists(n))
                 .map(|n| to_json(&sim.node_view(n)))
                 .collect(),
-            "Pod" => (0..sim.pods.len())
-                .filter(|&p| sim.pods[p].phase != PodPhase::Gone)
+            "Pod" => (0..sim.pods().len())
+                .filter(|&p| sim.pods()[p].phase != PodPhase::Gone)
                 .map(|p| to_json(&sim.pod_view(p)))
                 .collect(),
             "Deployment" | "StatefulSet" | "DaemonSet" | "Job" => sim
@@ -141,10 +141,10 @@ impl Objects<'_> {
                 .filter_map(|w| self.workload_json(w))
                 .filter(|o| o["kind"] == kind)
                 .collect(),
-            "PersistentVolumeClaim" => (0..sim.claims.len())
+            "PersistentVolumeClaim" => (0..sim.claims().len())
                 .map(|c| to_json(&sim.claim_view(c)))
                 .collect(),
-            "PodDisruptionBudget" => (0..sim.pdbs.len())
+            "PodDisruptionBudget" => (0..sim.pdbs().len())
                 .map(|i| to_json(&sim.pdb_view(i)))
                 .collect(),
             "Namespace" => {
@@ -175,7 +175,7 @@ impl Objects<'_> {
     /// Whether a pod of the namespace has not finished terminating.
     fn has_pods(&self, namespace: &str) -> bool {
         self.sim
-            .pods
+            .pods()
             .iter()
             .any(|p| p.namespace == namespace && p.phase != PodPhase::Gone)
     }

@@ -22,7 +22,7 @@ pub(super) fn single(
         let rv = cluster.history().rv().to_string();
         Reply::Json(
             200,
-            table::table(resource.kind, &[object], &rv, cluster.sim.now),
+            table::table(resource.kind, &[object], &rv, cluster.sim.now()),
         )
     } else {
         Reply::Json(200, object)
@@ -113,7 +113,7 @@ pub(super) fn list(
         metadata["remainingItemCount"] = json!(total - next);
     }
     if table::wants_table(&request.accept) {
-        let mut t = table::table(resource.kind, &items, &rv.to_string(), cluster.sim.now);
+        let mut t = table::table(resource.kind, &items, &rv.to_string(), cluster.sim.now());
         t["metadata"] = metadata;
         return Ok(Reply::Json(200, t));
     }
@@ -161,7 +161,7 @@ pub(super) fn watch(
         .query
         .get("sendInitialEvents")
         .is_some_and(|s| s == "true");
-    let now = cluster.sim.now;
+    let now = cluster.sim.now();
     let history = cluster.history();
     match from {
         Some(rv) if !send_initial => {
@@ -231,7 +231,7 @@ mod tests {
         let node = cluster.sim.node_id(node).expect("a node");
         cluster.sim.crash_node_api(node);
         cluster.sync();
-        let until = cluster.sim.now + 600_000;
+        let until = cluster.sim.now() + 600_000;
         cluster.advance_to(until);
     }
 

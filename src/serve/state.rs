@@ -373,14 +373,14 @@ mod tests {
         assert_eq!(facade.clock(), Clock::Step);
         let (code, _) = answer(&mut facade, request("POST", "/bench/v1/advance?by=1s", ""));
         assert_eq!(code, 200);
-        assert_eq!(facade.simulation().now, 1000);
+        assert_eq!(facade.simulation().now(), 1000);
     }
 
     #[test]
     fn advancing_through_the_facade_moves_the_simulation() {
         let mut facade = facade(Clock::Speed(2.0));
         facade.advance_to(30_000);
-        assert_eq!(facade.simulation().now, 30_000);
+        assert_eq!(facade.simulation().now(), 30_000);
         let (code, _) = answer(&mut facade, request("POST", "/bench/v1/advance?by=1s", ""));
         assert_eq!(code, 409, "time follows the wall clock");
     }

@@ -98,7 +98,7 @@ pub(super) fn create(
             if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert(
                     "creationTimestamp".to_owned(),
-                    json!(stamp(cluster.sim.now as i64)),
+                    json!(stamp(cluster.sim.now() as i64)),
                 );
             }
             cluster

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
+use super::backups::FailRefused;
 use super::clock::after;
 use super::world::{NodeId, NodePhase, Owner, Pdb, PodId, WorkloadId, WorkloadKind};
 use super::{Action, Simulation, load, node_ref};
@@ -16,7 +17,7 @@ use crate::duration::Duration;
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::manifest::Document;
 use crate::observe::EventKind;
-use crate::scenario::spec::{BackupPhase, GuardSpec};
+use crate::scenario::spec::GuardSpec;
 
 /// Why the façade's change was refused; the façade turns these into
 /// Kubernetes `Status` errors.
@@ -69,41 +70,29 @@ impl Simulation {
         labels: BTreeMap<String, String>,
         annotations: BTreeMap<String, String>,
     ) {
-        let n = &mut self.nodes[node];
-        n.object.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
-        if n.labels() == &labels {
+        self.world.node_mut(node).object.metadata.annotations =
+            (!annotations.is_empty()).then_some(annotations);
+        if !self.world.set_node_labels(node, labels) {
             return;
         }
-        n.object.metadata.labels = Some(labels);
-        if let Some(shared) = self.placement_labels.get_mut(node) {
-            *shared = None;
-        }
         self.reclassify(node);
-        for w in 0..self.workloads.len() {
-            if self.workloads[w].kind == WorkloadKind::DaemonSet {
-                self.dirty.insert(w);
-            }
-        }
+        self.daemonsets_dirty();
         self.react();
     }
 
     /// Replaces a node's taints.
     pub fn set_node_taints(&mut self, node: NodeId, taints: Vec<Taint>) {
-        if self.nodes[node].taints() == taints.as_slice() {
+        if self.world.node(node).taints() == taints.as_slice() {
             return;
         }
         let added: Vec<(String, String)> = taints
             .iter()
-            .filter(|t| !self.nodes[node].taints().contains(t))
+            .filter(|t| !self.world.node(node).taints().contains(t))
             .map(|t| (t.key.clone(), t.effect.clone()))
             .collect();
-        let spec = self.nodes[node]
-            .object
-            .spec
-            .get_or_insert_with(Default::default);
-        spec.taints = (!taints.is_empty()).then_some(taints);
+        self.world.set_taints(node, taints);
         self.reclassify(node);
-        let name = self.nodes[node].name.clone();
+        let name = self.world.node(node).name.clone();
         for (key, effect) in added {
             self.record(
                 EventKind::NodeTainted,
@@ -117,19 +106,17 @@ impl Simulation {
 
     /// The scheduling class of a node follows its labels and taints.
     fn reclassify(&mut self, node: NodeId) {
-        let snapshot = self.nodes[node].clone();
-        self.nodes[node].class = self.class_for(&snapshot);
+        let class = self.scheduler.class_for(self.world.node(node));
+        self.world.node_mut(node).class = class;
     }
 
     /// Cordons or uncordons a node.
     pub fn set_unschedulable(&mut self, node: NodeId, unschedulable: bool) {
         if unschedulable {
             self.cordon(node);
-        } else if self.nodes[node].unschedulable() {
-            if let Some(spec) = self.nodes[node].object.spec.as_mut() {
-                spec.unschedulable = None;
-            }
-            let name = self.nodes[node].name.clone();
+        } else if self.world.node(node).unschedulable() {
+            self.world.uncordon(node);
+            let name = self.world.node(node).name.clone();
             self.record(
                 EventKind::NodeUncordoned,
                 node_ref(&name),
@@ -143,10 +130,10 @@ impl Simulation {
     /// Deletes the Node object (the server keeps running, as after
     /// `kubectl delete node`): the node lifecycle and pod GC take over.
     pub fn delete_node_api(&mut self, node: NodeId) -> Result<(), ApiOpError> {
-        if self.nodes[node].phase == NodePhase::Gone {
+        if self.world.node(node).phase == NodePhase::Gone {
             return Err(ApiOpError::NotFound(format!(
                 "nodes \"{}\" not found",
-                self.nodes[node].name
+                self.world.node(node).name
             )));
         }
         self.delete_node_object(node, "the Node was deleted through the API");
@@ -156,7 +143,7 @@ impl Simulation {
 
     /// Crashes a node (the bench endpoint: Kubernetes has no verb for it).
     pub fn crash_node_api(&mut self, node: NodeId) {
-        let name = self.nodes[node].name.clone();
+        let name = self.world.node(node).name.clone();
         self.mark_fault(Some(node), &format!("crash {name} (through the bench API)"));
         self.crash_node(node);
         self.settle();
@@ -173,10 +160,10 @@ impl Simulation {
     fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
         match grace {
             Some(g) if g == Duration::ZERO => self.pod_gone(pod),
-            Some(g) if g < self.timings.termination_grace => {
+            Some(g) if g < self.engine.timings().termination_grace => {
                 // The default termination is still queued; whichever comes
                 // first removes the pod and the other finds it gone.
-                let at = after(self.now, g);
+                let at = after(self.now(), g);
                 self.schedule(at, Action::PodTerminated(pod));
             }
             _ => {}
@@ -196,8 +183,8 @@ impl Simulation {
 
     /// Sets a workload's desired replicas (the `scale` subresource).
     pub fn set_replicas(&mut self, w: WorkloadId, replicas: u32) -> Result<(), ApiOpError> {
-        let key = self.workloads[w].key.clone();
-        if self.workloads[w].replicas == replicas {
+        let key = self.world.workload(w).key.clone();
+        if self.world.workload(w).replicas == replicas {
             return Ok(());
         }
         self.scale_workload(&key, replicas)
@@ -207,21 +194,20 @@ impl Simulation {
     /// Deletes a workload: it stops reconciling, and its pods are deleted
     /// (or orphaned).
     pub fn delete_workload(&mut self, w: WorkloadId, propagation: Propagation) {
-        let key = self.workloads[w].key.clone();
-        self.workload_index.remove(&key);
+        self.world.unindex_workload(w);
         // A bare-pod workload with no replicas never acts again: the
         // deleted controller is inert whatever marks it dirty later.
-        self.workloads[w].kind = WorkloadKind::Pod;
-        self.workloads[w].replicas = 0;
-        let pods = self.workloads[w].pods.clone();
+        self.world.workload_mut(w).kind = WorkloadKind::Pod;
+        self.world.workload_mut(w).replicas = 0;
+        let pods = self.world.workload(w).pods.clone();
         for pod in pods {
             match propagation {
                 Propagation::Cascade => {
-                    if self.pods[pod].is_active() {
+                    if self.world.pod(pod).is_active() {
                         self.delete_pod(pod);
                     }
                 }
-                Propagation::Orphan => self.pods[pod].owner = Owner::None,
+                Propagation::Orphan => self.world.pod_mut(pod).owner = Owner::None,
             }
         }
         self.settle();
@@ -252,7 +238,7 @@ impl Simulation {
         let loaded = load::load(
             std::slice::from_ref(&document),
             guards,
-            self.default_class.as_deref(),
+            self.volumes.default_class(),
         )
         .map_err(|e| ApiOpError::Invalid(e.to_string()))?;
         if let Some(not) = loaded.not_simulated.first() {
@@ -268,16 +254,16 @@ impl Simulation {
         };
         for w in loaded.workloads {
             let key = format!("{}/{}/{}", w.namespace, w.kind_name, w.name);
-            match self.workload_index.get(&key).copied() {
+            match self.world.workload_id(&key) {
                 Some(id) => {
-                    if self.workloads[id].template.spec != w.template.spec
-                        || self.workloads[id].template.labels != w.template.labels
+                    if self.world.workload(id).template.spec != w.template.spec
+                        || self.world.workload(id).template.labels != w.template.labels
                     {
                         return Err(ApiOpError::Invalid(format!(
                             "{key}: changing the pod template of an existing workload (a rollout) is not modelled; change replicas, or delete and re-create it"
                         )));
                     }
-                    if self.workloads[id].replicas != w.replicas {
+                    if self.world.workload(id).replicas != w.replicas {
                         self.set_replicas(id, w.replicas)?;
                     }
                     updated = true;
@@ -286,8 +272,11 @@ impl Simulation {
             }
         }
         for claim in loaded.claims {
-            let key = (claim.namespace.clone(), claim.name.clone());
-            if self.claim_index.contains_key(&key) {
+            if self
+                .volumes
+                .claim_id(&claim.namespace, &claim.name)
+                .is_some()
+            {
                 updated = true;
             } else {
                 fresh.claims.push(claim);
@@ -324,10 +313,7 @@ impl Simulation {
 
     /// The budget of that namespace and name.
     pub fn pdb_index(&self, namespace: &str, name: &str) -> Option<usize> {
-        self.pdbs.iter().position(|p| {
-            p.object.metadata.namespace.as_deref().unwrap_or("default") == namespace
-                && p.object.metadata.name.as_deref() == Some(name)
-        })
+        self.world.pdb_index(namespace, name)
     }
 
     /// Replaces a budget's spec (and metadata); its status is recomputed.
@@ -336,11 +322,11 @@ impl Simulation {
         let budget = Budget::from_spec(&spec).map_err(|e| ApiOpError::Invalid(e.to_string()))?;
         let selector =
             PdbSelector::from_spec(&spec).map_err(|e| ApiOpError::Invalid(e.to_string()))?;
-        let disrupted = std::mem::take(&mut self.pdbs[index].disrupted);
+        let disrupted = std::mem::take(&mut self.world.pdb_mut(index).disrupted);
         let mut object = object;
         object.status = None;
         object.metadata.generation = Some(object.metadata.generation.unwrap_or(1) + 1);
-        self.pdbs[index] = Pdb {
+        *self.world.pdb_mut(index) = Pdb {
             object,
             budget,
             selector,
@@ -352,7 +338,7 @@ impl Simulation {
 
     /// Deletes a budget.
     pub fn delete_pdb(&mut self, index: usize) {
-        self.pdbs.remove(index);
+        self.world.remove_pdb(index);
     }
 
     /// Recomputes every budget's status (the disruption controller), so a
@@ -365,22 +351,19 @@ impl Simulation {
     /// endpoint: a backup failure has no Kubernetes verb). A backup still in
     /// progress is refused: its scheduled finish would overwrite the phase.
     pub fn fail_backup(&mut self, schedule: &str) -> Result<String, ApiOpError> {
-        let index = self
-            .backups
-            .iter()
-            .rposition(|b| b.schedule == schedule)
-            .ok_or_else(|| ApiOpError::NotFound(format!("no backup of schedule `{schedule}`")))?;
-        if self.backups[index].phase == BackupPhase::InProgress {
-            return Err(ApiOpError::Conflict(format!(
-                "backup {} is still in progress; advance until it finishes",
-                self.backups[index].name
-            )));
-        }
-        let now = self.now as i64;
-        let backup = &mut self.backups[index];
-        backup.phase = BackupPhase::Failed;
-        backup.finished = backup.finished.or(Some(now));
-        let name = backup.name.clone();
+        let name = match self.backups.fail_newest(schedule, self.now()) {
+            Ok(name) => name,
+            Err(FailRefused::NoBackup) => {
+                return Err(ApiOpError::NotFound(format!(
+                    "no backup of schedule `{schedule}`"
+                )));
+            }
+            Err(FailRefused::InProgress(name)) => {
+                return Err(ApiOpError::Conflict(format!(
+                    "backup {name} is still in progress; advance until it finishes"
+                )));
+            }
+        };
         self.mark_fault(
             None,
             &format!("backup {name} failed (through the bench API)"),

@@ -58,12 +58,13 @@ fn facts(template: &world::Template) -> PodFacts<'_> {
 impl SimView<'_> {
     /// Requests of the DaemonSet pods a new node of the pool would run.
     fn daemon_overhead(&self, pool: &str) -> Resources {
-        let Some(template) = self.sim.pools_templates.get(pool) else {
+        let Some(template) = self.sim.controllers.pool_template(pool) else {
             return Resources::default();
         };
         let daemons = self
             .sim
-            .workloads
+            .world
+            .workloads()
             .iter()
             .filter(|w| w.kind == WorkloadKind::DaemonSet && w.template.refused_by.is_none())
             .map(|w| facts(&w.template));
@@ -91,11 +92,11 @@ impl ClusterView for SimView<'_> {
     type Pod = PodId;
 
     fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
-        0..self.sim.nodes.len()
+        0..self.sim.world.nodes().len()
     }
 
     fn node(&self, node: NodeId) -> NodeFacts<'_> {
-        let n = &self.sim.nodes[node];
+        let n = &self.sim.world.node(node);
         NodeFacts {
             pool: &n.pool,
             object: &n.object,
@@ -110,15 +111,15 @@ impl ClusterView for SimView<'_> {
     }
 
     fn movable_pods(&self, node: NodeId) -> Vec<PodId> {
-        self.sim.movable_pods(node)
+        self.sim.world.movable_pods(node)
     }
 
     fn pod(&self, pod: PodId) -> PodFacts<'_> {
-        let p = &self.sim.pods[pod];
+        let p = &self.sim.world.pod(pod);
         PodFacts {
             namespace: &p.namespace,
             controlled: match p.owner {
-                Owner::Workload(w, _) => self.sim.workloads[w].kind != WorkloadKind::Pod,
+                Owner::Workload(w, _) => self.sim.world.workload(w).kind != WorkloadKind::Pod,
                 Owner::None => false,
             },
             ..facts(&p.template)
@@ -130,7 +131,7 @@ impl ClusterView for SimView<'_> {
             .covering_budgets(pod)
             .into_iter()
             .map(|i| {
-                let pdb = &self.sim.pdbs[i];
+                let pdb = &self.sim.world.pdbs()[i];
                 Budget {
                     name: pdb.key(),
                     disruptions_allowed: pdb
@@ -148,18 +149,18 @@ impl ClusterView for SimView<'_> {
 impl AutoscalerView for SimView<'_> {
     fn unschedulable_pods(&self) -> Vec<PodId> {
         self.sim
-            .pending
-            .iter()
-            .map(|&(_, p)| p)
+            .scheduler
+            .pending()
+            .into_iter()
             .filter(|&p| {
-                self.sim.pods[p].phase == PodPhase::Pending
-                    && self.sim.pods[p].unschedulable_reported
+                self.sim.world.pod(p).phase == PodPhase::Pending
+                    && self.sim.world.pod(p).unschedulable_reported
             })
             .collect()
     }
 
     fn template(&self, pool: &str) -> Option<Template<'_>> {
-        let template = self.sim.pools_templates.get(pool)?;
+        let template = self.sim.controllers.pool_template(pool)?;
         Some(Template {
             node: Cow::Borrowed(&template.object),
             room: self.room(template.allocatable, template.max_pods, pool),
@@ -169,7 +170,8 @@ impl AutoscalerView for SimView<'_> {
 
     fn booting(&self) -> Vec<(String, Room)> {
         self.sim
-            .nodes
+            .world
+            .nodes()
             .iter()
             .filter(|n| n.phase == NodePhase::Booting && !n.control_plane && n.server_up)
             .map(|n| {
@@ -182,7 +184,7 @@ impl AutoscalerView for SimView<'_> {
     }
 
     fn unneeded_since(&self, node: NodeId) -> Option<u64> {
-        self.sim.nodes[node].unneeded_since
+        self.sim.world.node(node).unneeded_since
     }
 }
 
@@ -195,7 +197,7 @@ impl Simulation {
     /// Starts the autoscaler's scan loop.
     pub(super) fn start_autoscaler(&mut self) {
         if self.has_autoscaler() {
-            let at = after(self.now, self.topology.autoscaler.scan_interval);
+            let at = after(self.now(), self.topology.autoscaler.scan_interval);
             self.schedule(at, Action::AutoscalerScan);
         }
     }
@@ -204,34 +206,14 @@ impl Simulation {
     pub(super) fn autoscaler_scan(&mut self) {
         self.scale_up();
         self.scale_down();
-        let at = after(self.now, self.topology.autoscaler.scan_interval);
+        let at = after(self.now(), self.topology.autoscaler.scan_interval);
         self.schedule(at, Action::AutoscalerScan);
-    }
-
-    /// The pods on a node a drain moves: active, not DaemonSet pods.
-    pub(super) fn movable_pods(&self, node: NodeId) -> Vec<PodId> {
-        self.nodes[node]
-            .pods
-            .iter()
-            .copied()
-            .filter(|&p| !self.is_daemon(p) && self.pods[p].is_active())
-            .collect()
-    }
-
-    /// The pods on a node a drain waits for: not DaemonSet pods, not gone
-    /// (terminating ones included).
-    pub(super) fn pods_left(&self, node: NodeId) -> usize {
-        self.nodes[node]
-            .pods
-            .iter()
-            .filter(|&&p| !self.is_daemon(p) && self.pods[p].phase != PodPhase::Gone)
-            .count()
     }
 
     fn scale_up(&mut self) {
         let options = scale_up::options(&SimView { sim: self }, &self.topology);
         let expanders = self.topology.autoscaler.expanders.clone();
-        let rng = &mut self.rng;
+        let rng = self.engine.rng();
         let Some(chosen) = expand(options, &expanders, |n| rng.index(n)) else {
             return;
         };
@@ -241,7 +223,9 @@ impl Simulation {
         for _ in 0..chosen.nodes {
             let ordinal = scale_up::pool_size(&SimView { sim: self }, &pool.name) + 1;
             let name = self.node_name(&pool.name_pattern, ordinal);
-            let template = &self.pools_templates[pool.name.as_str()];
+            let Some(template) = self.controllers.pool_template(&pool.name) else {
+                continue;
+            };
             let labels = template
                 .labels()
                 .iter()
@@ -255,8 +239,8 @@ impl Simulation {
                 self.topology.autoscaler.boot_delay.min,
                 self.topology.autoscaler.boot_delay.max,
             );
-            let boot = self.rng.duration_between(lo, hi);
-            self.schedule(after(self.now, boot), Action::NodeBooted(node));
+            let boot = self.engine.rng().duration_between(lo, hi);
+            self.schedule(after(self.now(), boot), Action::NodeBooted(node));
             self.record(
                 EventKind::ScaleUp,
                 node_ref(&name),
@@ -269,15 +253,11 @@ impl Simulation {
         }
     }
 
-    pub(super) fn is_daemon(&self, pod: PodId) -> bool {
-        matches!(self.pods[pod].owner, Owner::Workload(w, _) if self.workloads[w].kind == WorkloadKind::DaemonSet)
-    }
-
     fn scale_down(&mut self) {
         self.refresh_pdb_status();
-        let pass = scale_down::pass(&SimView { sim: self }, &self.topology, self.now);
+        let pass = scale_down::pass(&SimView { sim: self }, &self.topology, self.now());
         for (node, since) in pass.unneeded {
-            self.nodes[node].unneeded_since = since;
+            self.world.node_mut(node).unneeded_since = since;
         }
         for node in pass.remove {
             self.start_scale_down(node);
@@ -286,13 +266,13 @@ impl Simulation {
 
     fn start_scale_down(&mut self, node: NodeId) {
         self.add_taint(node, TO_BE_DELETED, "NoSchedule");
-        self.nodes[node].draining = true;
-        let name = self.nodes[node].name.clone();
-        let utilisation = utilisation(&self.nodes[node]);
+        self.world.node_mut(node).draining = true;
+        let name = self.world.node(node).name.clone();
+        let utilisation = utilisation(self.world.node(node));
         // A scale-down is a disruption like any fault: recovery is measured from it.
         self.obs
             .faults
-            .push((self.now, format!("autoscaler scale-down of {name}")));
+            .push((self.now(), format!("autoscaler scale-down of {name}")));
         self.record(
             EventKind::ScaleDown,
             node_ref(&name),
@@ -302,15 +282,15 @@ impl Simulation {
                 utilisation * 100.0
             ),
         );
-        self.schedule(self.now, Action::AutoscalerDrain(node));
+        self.schedule(self.now(), Action::AutoscalerDrain(node));
     }
 
     /// Evicts the node's pods; a refused eviction aborts the scale-down.
     pub(super) fn autoscaler_drain(&mut self, node: NodeId) {
-        if self.nodes[node].phase != NodePhase::Ready {
+        if self.world.node(node).phase != NodePhase::Ready {
             return;
         }
-        let pods = self.movable_pods(node);
+        let pods = self.world.movable_pods(node);
         let refused = drain::evict_until_refused(pods, |pod| {
             Ok::<_, std::convert::Infallible>(match self.evict(pod) {
                 Ok(()) => Evicted::Accepted,
@@ -320,9 +300,9 @@ impl Simulation {
         if let Ok(Some(refusal)) = refused {
             // Upstream gives up on this node and lets it schedule again.
             self.remove_taint(node, TO_BE_DELETED);
-            self.nodes[node].draining = false;
-            self.nodes[node].unneeded_since = None;
-            let name = self.nodes[node].name.clone();
+            self.world.node_mut(node).draining = false;
+            self.world.node_mut(node).unneeded_since = None;
+            let name = self.world.node(node).name.clone();
             self.record(
                 EventKind::ScaleDownAborted,
                 node_ref(&name),
@@ -332,18 +312,18 @@ impl Simulation {
             return;
         }
         self.schedule(
-            after(self.now, self.timings.eviction_retry),
+            after(self.now(), self.engine.timings().eviction_retry),
             Action::AutoscalerDelete(node),
         );
     }
 
     /// Deletes the server once the evicted pods have terminated.
     pub(super) fn autoscaler_delete(&mut self, node: NodeId) {
-        let retry = self.timings.eviction_retry.as_millis();
-        match drain::after_pass(self.pods_left(node), self.now, None, retry) {
+        let retry = self.engine.timings().eviction_retry.as_millis();
+        match drain::after_pass(self.world.pods_left(node), self.now(), None, retry) {
             Next::RetryAt(at) => self.schedule(at, Action::AutoscalerDelete(node)),
             Next::Drained | Next::TimedOut => {
-                self.nodes[node].draining = false;
+                self.world.node_mut(node).draining = false;
                 self.delete_server_now(node);
             }
         }

@@ -7,6 +7,10 @@ use std::collections::BinaryHeap;
 
 use crate::duration::Duration;
 
+/// A fixed start for drill time as wall-clock time (2026-01-01T00:00:00Z),
+/// so reports that print timestamps stay deterministic.
+pub const EPOCH_SECONDS: i64 = 1_767_225_600;
+
 /// Milliseconds since the drill started.
 pub type Time = u64;
 

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use super::backups::backup_name;
 use super::clock::{Time, after};
 use super::world::{NodeId, NodePhase, PodPhase, WorkloadKind};
 use super::{Action, Simulation, node_ref};
@@ -58,10 +59,10 @@ impl Simulation {
             return Err(super::SimError::NotFound(format!("no pool `{pool}`")));
         };
         self.topology.pools.remove(index);
-        self.pools_templates.remove(pool);
+        self.controllers.remove_pool_template(pool);
         for name in self.pool_nodes(pool) {
             let id = self.node_id(&name)?;
-            self.obs.stranded_nodes.push((self.now, name.clone()));
+            self.obs.stranded_nodes.push((self.now(), name.clone()));
             self.record(
                 EventKind::FaultInjected,
                 node_ref(&name),
@@ -77,7 +78,7 @@ impl Simulation {
     /// its volumes can detach. A node whose Node object is already gone is
     /// left alone (the cloud deleted it; nothing to replace in place).
     pub fn replace_node(&mut self, node: NodeId) {
-        if self.nodes[node].server_up {
+        if self.world.node(node).server_up {
             return;
         }
         self.server_back(node);
@@ -87,7 +88,8 @@ impl Simulation {
     /// deleting a stranded node is the remedy the drill expects.
     pub fn prune_stranded_nodes(&mut self) {
         let alive: BTreeMap<String, bool> = self
-            .nodes
+            .world
+            .nodes()
             .iter()
             .map(|n| {
                 (
@@ -112,7 +114,7 @@ impl Simulation {
     pub fn rolling_upgrade(&mut self, reboot: Duration, drain_timeout: Duration) -> UpgradeOutcome {
         let mut statics: Vec<(u8, String, NodeId)> = Vec::new();
         let mut recycled: Vec<(String, NodeId)> = Vec::new();
-        for (id, node) in self.nodes.iter().enumerate() {
+        for (id, node) in self.world.nodes().iter().enumerate() {
             if node.phase == NodePhase::Gone || !node.server_exists {
                 continue;
             }
@@ -134,10 +136,8 @@ impl Simulation {
             blocked: None,
         };
         for (_, name, node) in statics {
-            if self.nodes[node].control_plane {
-                self.wait_until(SETTLE_BOUND, |s| {
-                    s.cp.members.iter().all(|m| m.healthy && m.voter)
-                });
+            if self.world.node(node).control_plane {
+                self.wait_until(SETTLE_BOUND, |s| s.cp.all_settled());
             }
             if let Err(reason) = self.drain_for_upgrade(node, drain_timeout) {
                 outcome.blocked = Some(reason);
@@ -149,7 +149,9 @@ impl Simulation {
             self.wait_until(SETTLE_BOUND, |s| s.all_ready_now());
         }
         for (name, node) in recycled {
-            if self.nodes[node].phase == NodePhase::Gone || !self.nodes[node].server_exists {
+            if self.world.node(node).phase == NodePhase::Gone
+                || !self.world.node(node).server_exists
+            {
                 continue;
             }
             if let Err(reason) = self.drain_for_upgrade(node, drain_timeout) {
@@ -165,15 +167,17 @@ impl Simulation {
 
     /// Whether every workload has all its replicas ready right now.
     fn all_ready_now(&self) -> bool {
-        (0..self.workloads.len()).all(|w| {
+        (0..self.world.workloads().len()).all(|w| {
             let desired = self.desired_replicas(w);
-            if matches!(self.workloads[w].kind, WorkloadKind::Job { .. }) {
+            if matches!(self.world.workload(w).kind, WorkloadKind::Job { .. }) {
                 return true;
             }
-            let ready = self.workloads[w]
+            let ready = self
+                .world
+                .workload(w)
                 .pods
                 .iter()
-                .filter(|&&p| self.pods[p].phase == PodPhase::Ready)
+                .filter(|&&p| self.world.pod(p).phase == PodPhase::Ready)
                 .count() as u32;
             ready >= desired
         })
@@ -181,7 +185,7 @@ impl Simulation {
 
     /// Lets time pass until `done` holds or `bound` has passed.
     fn wait_until(&mut self, bound: Duration, done: impl Fn(&Simulation) -> bool) {
-        let deadline = after(self.now, bound);
+        let deadline = after(self.now(), bound);
         while !done(self) {
             match self.next_event_time() {
                 Some(next) if next <= deadline => self.advance_to(next),
@@ -197,20 +201,20 @@ impl Simulation {
     /// refusals until the timeout; `Err` names what blocked it.
     fn drain_for_upgrade(&mut self, node: NodeId, timeout: Duration) -> Result<(), String> {
         self.cordon(node);
-        let deadline = after(self.now, timeout);
+        let deadline = after(self.now(), timeout);
         loop {
             let mut refusals = Vec::new();
-            for pod in self.movable_pods(node) {
+            for pod in self.world.movable_pods(node) {
                 if let Err(message) = self.evict(pod) {
-                    refusals.push(format!("{}: {message}", self.pods[pod].key()));
+                    refusals.push(format!("{}: {message}", self.world.pod(pod).key()));
                 }
             }
-            let remaining = self.pods_left(node);
-            let retry = self.timings.eviction_retry.as_millis();
-            match drain::after_pass(remaining, self.now, Some(deadline), retry) {
+            let remaining = self.world.pods_left(node);
+            let retry = self.engine.timings().eviction_retry.as_millis();
+            match drain::after_pass(remaining, self.now(), Some(deadline), retry) {
                 Next::Drained => return Ok(()),
                 Next::TimedOut => {
-                    let name = self.nodes[node].name.clone();
+                    let name = self.world.node(node).name.clone();
                     let reason = format!(
                         "drain of {name} blocked for {timeout} with {remaining} pod(s) left{}; the upgrade fails rather than forcing",
                         refusals
@@ -230,18 +234,18 @@ impl Simulation {
     /// reports Ready again and its etcd member rejoins.
     fn reboot(&mut self, node: NodeId, reboot: Duration) {
         self.server_down(node);
-        let back = after(self.now, reboot);
+        let back = after(self.now(), reboot);
         self.advance_to(back);
         self.server_back(node);
     }
 
     /// A server stops: NotReady after the grace period, its etcd member away.
     fn server_down(&mut self, node: NodeId) {
-        if !self.nodes[node].server_up {
+        if !self.world.node(node).server_up {
             return;
         }
-        self.nodes[node].server_up = false;
-        let at = after(self.now, self.timings.node_monitor_grace);
+        self.world.node_mut(node).server_up = false;
+        let at = after(self.now(), self.engine.timings().node_monitor_grace);
         self.schedule(at, Action::NodeUnresponsive(node));
         self.for_members_on(node, false);
         self.record_control_plane();
@@ -252,15 +256,15 @@ impl Simulation {
     /// the node is Ready, its unreachable taints go, the pods still bound to
     /// it start again, and its etcd member is healthy.
     fn server_back(&mut self, node: NodeId) {
-        if self.nodes[node].phase == NodePhase::Gone {
+        if self.world.node(node).phase == NodePhase::Gone {
             return;
         }
-        self.nodes[node].server_up = true;
-        self.nodes[node].server_exists = true;
+        self.world.node_mut(node).server_up = true;
+        self.world.node_mut(node).server_exists = true;
         self.remove_taint(node, "node.kubernetes.io/unreachable");
-        if self.nodes[node].phase != NodePhase::Ready {
-            self.nodes[node].phase = NodePhase::Ready;
-            let name = self.nodes[node].name.clone();
+        if self.world.node(node).phase != NodePhase::Ready {
+            self.world.node_mut(node).phase = NodePhase::Ready;
+            let name = self.world.node(node).name.clone();
             self.record(
                 EventKind::NodeReady,
                 node_ref(&name),
@@ -268,25 +272,25 @@ impl Simulation {
                 "node Ready after its reboot",
             );
         }
-        let pods: Vec<usize> = self.nodes[node].pods.iter().copied().collect();
+        let pods: Vec<usize> = self.world.node(node).pods.iter().copied().collect();
         for pod in pods {
-            match self.pods[pod].phase {
-                PodPhase::Terminating => self.schedule(self.now, Action::PodTerminated(pod)),
-                PodPhase::Starting => self.schedule(self.now, Action::PodStarted(pod)),
+            match self.world.pod(pod).phase {
+                PodPhase::Terminating => self.schedule(self.now(), Action::PodTerminated(pod)),
+                PodPhase::Starting => self.schedule(self.now(), Action::PodStarted(pod)),
                 _ => {}
             }
         }
-        for w in 0..self.workloads.len() {
-            if self.workloads[w].kind == WorkloadKind::DaemonSet {
-                self.dirty.insert(w);
+        for w in 0..self.world.workloads().len() {
+            if self.world.workload(w).kind == WorkloadKind::DaemonSet {
+                self.controllers.mark_dirty(w);
             }
         }
         // The attach/detach controller catches up with a node that went
         // down before its volumes' detach finished: volumes no pod on it
         // uses any more are detached once it runs again.
-        let detach_at = after(self.now, self.timings.detach);
-        for claim in 0..self.claims.len() {
-            if self.claims[claim].attached == Some(node) && !self.claim_in_use_on(claim, node) {
+        let detach_at = after(self.now(), self.engine.timings().detach);
+        for claim in self.volumes.attached_to(node) {
+            if !self.world.claim_in_use_on(claim, node) {
                 self.schedule(detach_at, Action::Detach(claim, node));
             }
         }
@@ -296,10 +300,8 @@ impl Simulation {
     }
 
     fn uncordon(&mut self, node: NodeId) {
-        if let Some(spec) = self.nodes[node].object.spec.as_mut() {
-            spec.unschedulable = None;
-        }
-        let name = self.nodes[node].name.clone();
+        self.world.uncordon(node);
+        let name = self.world.node(node).name.clone();
         self.record(
             EventKind::NodeUncordoned,
             node_ref(&name),
@@ -320,15 +322,17 @@ impl Simulation {
         restore_from: Option<&str>,
         recovery: Option<&RecoverySpec>,
     ) -> RecoveryOutcome {
-        let lost_at = self.now;
-        let statics: Vec<NodeId> = (0..self.nodes.len())
-            .filter(|&n| self.nodes[n].phase != NodePhase::Gone && self.nodes[n].server_exists)
+        let lost_at = self.now();
+        let statics: Vec<NodeId> = (0..self.world.nodes().len())
+            .filter(|&n| {
+                self.world.node(n).phase != NodePhase::Gone && self.world.node(n).server_exists
+            })
             .collect();
         let mut rebuilt = Vec::new();
         for node in statics {
             let autoscaled = self
                 .topology
-                .pool(&self.nodes[node].pool)
+                .pool(&self.world.node(node).pool)
                 .is_some_and(|p| p.is_autoscaled());
             if autoscaled {
                 self.delete_server_now(node);
@@ -349,36 +353,27 @@ impl Simulation {
             return outcome;
         };
         self.advance_to(finished);
-        if let Some(schedule) = restore_from {
-            let usable = self
-                .backups
-                .iter()
-                .filter(|b| {
-                    b.schedule == schedule
-                        && b.phase == BackupPhase::Completed
-                        && b.finished.is_some_and(|f| f <= lost_at as i64)
-                })
-                .max_by_key(|b| b.started);
-            if let Some(backup) = usable {
-                self.obs
-                    .restores
-                    .push((lost_at, backup.started, schedule.to_owned()));
-                let lost = self.data_lost(lost_at, backup.started, schedule);
-                self.obs.data_loss.extend(lost);
-                let message = format!(
-                    "restored from {} ({:?}), captured {} before the loss",
-                    backup.name,
-                    backup.phase,
-                    Duration::from_millis((lost_at as i64 - backup.started).max(0) as u64)
-                );
-                let name = backup.name.clone();
-                self.record(
-                    EventKind::BackupFinished,
-                    super::backup_ref(&name),
-                    None,
-                    &message,
-                );
-            }
+        if let Some(schedule) = restore_from
+            && let Some(backup) = self.backups.usable(schedule, lost_at)
+        {
+            self.obs
+                .restores
+                .push((lost_at, backup.started, schedule.to_owned()));
+            let lost = self.data_lost(lost_at, backup.started, schedule);
+            self.obs.data_loss.extend(lost);
+            let message = format!(
+                "restored from {} ({:?}), captured {} before the loss",
+                backup.name,
+                backup.phase,
+                Duration::from_millis((lost_at as i64 - backup.started).max(0) as u64)
+            );
+            let name = backup.name.clone();
+            self.record(
+                EventKind::BackupFinished,
+                super::backup_ref(&name),
+                None,
+                &message,
+            );
         }
         for node in rebuilt {
             self.server_back(node);
@@ -401,16 +396,9 @@ impl Simulation {
             .iter()
             .find(|b| b.schedule == schedule)
             .map_or(Duration::ZERO, |b| b.duration);
-        let captured = self.now as i64;
-        let name = format!("{}-{namespace}", super::backup_name(schedule, captured));
-        self.backups.push(super::Backup {
-            name: name.clone(),
-            schedule: schedule.to_owned(),
-            started: captured,
-            finished: None,
-            phase: BackupPhase::InProgress,
-        });
-        let index = self.backups.len() - 1;
+        let captured = self.now() as i64;
+        let name = format!("{}-{namespace}", backup_name(schedule, captured));
+        let index = self.backups.start(&name, schedule, self.now());
         self.record(
             EventKind::BackupStarted,
             super::backup_ref(&name),
@@ -421,14 +409,15 @@ impl Simulation {
         // scheduled one, so everything due meanwhile (writes, probes,
         // other backups) happens in order.
         self.schedule(
-            after(self.now, duration),
+            after(self.now(), duration),
             Action::BackupFinish(index, BackupPhase::Completed),
         );
-        self.advance_to(after(self.now, duration));
-        let lost_at = self.now;
-        let lost: Vec<_> = (0..self.pods.len())
+        self.advance_to(after(self.now(), duration));
+        let lost_at = self.now();
+        let lost: Vec<_> = (0..self.world.pods().len())
             .filter(|&p| {
-                self.pods[p].namespace == namespace && self.pods[p].phase != PodPhase::Gone
+                self.world.pod(p).namespace == namespace
+                    && self.world.pod(p).phase != PodPhase::Gone
             })
             .collect();
         for pod in lost {
@@ -460,7 +449,7 @@ impl Simulation {
     /// attempts. Steps are drawn in file order, so the draws are seeded and
     /// stable.
     fn run_runbook(&mut self, recovery: Option<&RecoverySpec>) -> RecoveryOutcome {
-        let start = self.now;
+        let start = self.now();
         let Some(recovery) = recovery else {
             return RecoveryOutcome {
                 finished: Some(start),
@@ -504,7 +493,7 @@ impl Simulation {
             for _ in 0..attempts {
                 tried += 1;
                 spent += self.draw(&step.duration.value).as_millis();
-                if !self.rng.chance(p) {
+                if !self.engine.rng().chance(p) {
                     succeeded = true;
                     break;
                 }
@@ -563,7 +552,7 @@ impl Simulation {
     fn draw(&mut self, distribution: &DurationDistribution) -> Duration {
         match distribution {
             DurationDistribution::Fixed(d) => *d,
-            DurationDistribution::Uniform(r) => self.rng.duration_between(r.min, r.max),
+            DurationDistribution::Uniform(r) => self.engine.rng().duration_between(r.min, r.max),
             DurationDistribution::Triangular(t) => {
                 let (a, c, b) = (
                     t.min.as_millis() as f64,
@@ -573,7 +562,7 @@ impl Simulation {
                 if b <= a {
                     return t.min;
                 }
-                let u = self.rng.unit();
+                let u = self.engine.rng().unit();
                 let split = (c - a) / (b - a);
                 let x = if u < split {
                     a + (u * (b - a) * (c - a)).sqrt()

@@ -22,9 +22,8 @@ use crate::topology::CONTROL_PLANE_POOL;
 impl Simulation {
     /// The node of that name.
     pub fn node_id(&self, name: &str) -> Result<NodeId, SimError> {
-        self.node_index
-            .get(name)
-            .copied()
+        self.world
+            .node_id(name)
             .ok_or_else(|| SimError::NotFound(format!("no node `{name}`")))
     }
 
@@ -32,7 +31,8 @@ impl Simulation {
     /// planes), in name order.
     pub fn pool_nodes(&self, pool: &str) -> Vec<String> {
         let mut names: Vec<String> = self
-            .nodes
+            .world
+            .nodes()
             .iter()
             .filter(|n| n.pool == pool && n.phase != NodePhase::Gone && n.server_exists)
             .map(|n| n.name.clone())
@@ -47,13 +47,13 @@ impl Simulation {
         if names.is_empty() {
             return None;
         }
-        let i = self.rng.index(names.len());
+        let i = self.engine.rng().index(names.len());
         Some(names[i].clone())
     }
 
     /// The control plane holding the stable endpoint.
     pub fn endpoint_holder(&self) -> Option<String> {
-        self.cp.holder.map(|n| self.nodes[n].name.clone())
+        self.cp.holder().map(|n| self.world.node(n).name.clone())
     }
 
     /// A live control plane other than the endpoint holder (the first by name).
@@ -62,17 +62,17 @@ impl Simulation {
         self.pool_nodes(CONTROL_PLANE_POOL).into_iter().find(|n| {
             Some(n) != holder.as_ref()
                 && self
-                    .node_index
-                    .get(n)
-                    .is_some_and(|&i| self.nodes[i].server_up)
+                    .world
+                    .node_id(n)
+                    .is_some_and(|i| self.world.node(i).server_up)
         })
     }
 
     /// Records a fault on the timeline and in the observation.
     pub fn mark_fault(&mut self, node: Option<NodeId>, description: &str) {
-        self.obs.faults.push((self.now, description.to_owned()));
+        self.obs.faults.push((self.now(), description.to_owned()));
         let object = match node {
-            Some(n) => node_ref(&self.nodes[n].name),
+            Some(n) => node_ref(&self.world.node(n).name),
             None => crate::observe::ObjectRef {
                 kind: "Drill".to_owned(),
                 namespace: String::new(),
@@ -84,10 +84,10 @@ impl Simulation {
 
     /// The node's server stops (power loss): no drain, no deletion.
     pub fn crash_node(&mut self, node: NodeId) {
-        if !self.nodes[node].server_up {
+        if !self.world.node(node).server_up {
             return;
         }
-        self.nodes[node].server_up = false;
+        self.world.node_mut(node).server_up = false;
         self.server_lost(node);
     }
 
@@ -95,10 +95,10 @@ impl Simulation {
     /// the cloud controller then deletes its Node.
     pub fn delete_node(&mut self, node: NodeId, drain: bool, drain_timeout: Duration) {
         if drain {
-            self.nodes[node].draining = true;
+            self.world.node_mut(node).draining = true;
             self.cordon(node);
-            let deadline = after(self.now, drain_timeout);
-            self.schedule(self.now, Action::Drain(node, deadline));
+            let deadline = after(self.now(), drain_timeout);
+            self.schedule(self.now(), Action::Drain(node, deadline));
         } else {
             self.delete_server(node);
         }
@@ -110,9 +110,9 @@ impl Simulation {
     }
 
     fn delete_server(&mut self, node: NodeId) {
-        self.nodes[node].server_exists = false;
-        if self.nodes[node].server_up {
-            self.nodes[node].server_up = false;
+        self.world.node_mut(node).server_exists = false;
+        if self.world.node(node).server_up {
+            self.world.node_mut(node).server_up = false;
             self.server_lost(node);
         }
     }
@@ -120,7 +120,7 @@ impl Simulation {
     /// What follows from a server that stops heartbeating: the node goes
     /// NotReady after the grace period; etcd loses the member's vote now.
     fn server_lost(&mut self, node: NodeId) {
-        let at = after(self.now, self.timings.node_monitor_grace);
+        let at = after(self.now(), self.engine.timings().node_monitor_grace);
         self.schedule(at, Action::NodeUnresponsive(node));
         self.for_members_on(node, false);
         self.record_control_plane();
@@ -128,15 +128,10 @@ impl Simulation {
 
     /// Marks a node unschedulable.
     pub fn cordon(&mut self, node: NodeId) {
-        if self.nodes[node].unschedulable() {
+        if !self.world.cordon(node) {
             return;
         }
-        let spec = self.nodes[node]
-            .object
-            .spec
-            .get_or_insert_with(Default::default);
-        spec.unschedulable = Some(true);
-        let name = self.nodes[node].name.clone();
+        let name = self.world.node(node).name.clone();
         self.record(
             EventKind::NodeCordoned,
             node_ref(&name),
@@ -151,21 +146,21 @@ impl Simulation {
     /// already empty).
     pub(super) fn drain_step(&mut self, node: NodeId, deadline: Time) {
         let mut refused = 0;
-        for pod in self.movable_pods(node) {
+        for pod in self.world.movable_pods(node) {
             if self.evict(pod).is_err() {
                 refused += 1;
             }
         }
-        let remaining = self.pods_left(node);
-        let retry = self.timings.eviction_retry.as_millis();
-        match drain::after_pass(remaining, self.now, Some(deadline), retry) {
+        let remaining = self.world.pods_left(node);
+        let retry = self.engine.timings().eviction_retry.as_millis();
+        match drain::after_pass(remaining, self.now(), Some(deadline), retry) {
             Next::Drained => {
-                self.nodes[node].draining = false;
+                self.world.node_mut(node).draining = false;
                 self.delete_server(node);
             }
             Next::TimedOut => {
-                self.nodes[node].draining = false;
-                let name = self.nodes[node].name.clone();
+                self.world.node_mut(node).draining = false;
+                let name = self.world.node(node).name.clone();
                 self.mark_fault(
                     Some(node),
                     &format!("drain of {name} timed out with {remaining} pod(s) left ({refused} eviction(s) refused); the node stays"),
@@ -180,18 +175,21 @@ impl Simulation {
     pub fn evict(&mut self, pod: PodId) -> Result<(), String> {
         self.refresh_pdb_status();
         let object = self.pod_object(pod);
-        let covering = self.covering_budgets(pod);
-        let budgets: Vec<&k8s_openapi::api::policy::v1::PodDisruptionBudget> =
-            covering.iter().map(|&i| &self.pdbs[i].object).collect();
-        let node = self.pods[pod].node;
+        let covering = self.world.covering_budgets(pod);
+        let budgets: Vec<&k8s_openapi::api::policy::v1::PodDisruptionBudget> = covering
+            .iter()
+            .map(|&i| &self.world.pdbs()[i].object)
+            .collect();
+        let node = self.world.pod(pod).node;
         match check_eviction(&object, &budgets) {
             Ok(allowed) => {
                 if let EvictionAllowed::WithinBudget { .. } = allowed
                     && let Some(&i) = covering.first()
                 {
-                    self.pdbs[i].disrupted.insert(pod, self.now);
+                    let now = self.now();
+                    self.world.pdb_mut(i).disrupted.insert(pod, now);
                 }
-                let r = self.pod_ref(pod);
+                let r = self.world.pod_ref(pod);
                 self.record(
                     EventKind::PodEvicted,
                     r,
@@ -203,7 +201,7 @@ impl Simulation {
                 Ok(())
             }
             Err(refusal) => {
-                let r = self.pod_ref(pod);
+                let r = self.world.pod_ref(pod);
                 let message = format!("429 Too Many Requests: {refusal}");
                 self.record(EventKind::EvictionRefused, r, node, &message);
                 Err(message)
@@ -213,17 +211,17 @@ impl Simulation {
 
     /// The budgets whose selector covers a pod (same namespace).
     pub(super) fn covering_budgets(&self, pod: PodId) -> Vec<usize> {
-        let p = &self.pods[pod];
-        (0..self.pdbs.len())
+        let p = &self.world.pod(pod);
+        (0..self.world.pdbs().len())
             .filter(|&i| {
-                self.pdbs[i]
+                self.world.pdbs()[i]
                     .object
                     .metadata
                     .namespace
                     .as_deref()
                     .unwrap_or("default")
                     == p.namespace
-                    && self.pdbs[i].selector.selects(&p.template.labels)
+                    && self.world.pdbs()[i].selector.selects(&p.template.labels)
             })
             .collect()
     }
@@ -232,16 +230,20 @@ impl Simulation {
     fn check_budgets_after_eviction(&mut self, pod: PodId, covering: &[usize]) {
         self.refresh_pdb_status();
         for &i in covering {
-            let status = self.pdbs[i].object.status.clone().unwrap_or_default();
+            let status = self.world.pdbs()[i]
+                .object
+                .status
+                .clone()
+                .unwrap_or_default();
             let (healthy, desired) = (
                 status.current_healthy.unwrap_or(0),
                 status.desired_healthy.unwrap_or(0),
             );
             if healthy < desired {
-                let key = self.pdbs[i].key();
-                let pod_key = self.pods[pod].key();
+                let key = self.world.pdbs()[i].key();
+                let pod_key = self.world.pod(pod).key();
                 self.obs.budget_breaches.push(BudgetBreach {
-                    at: self.now,
+                    at: self.now(),
                     pdb: key,
                     pod: pod_key,
                     healthy,
@@ -254,8 +256,8 @@ impl Simulation {
     /// The disruption controller: every budget's status from the pods it
     /// selects and their controllers' scale.
     pub(super) fn refresh_pdb_status(&mut self) {
-        for i in 0..self.pdbs.len() {
-            let namespace = self.pdbs[i]
+        for i in 0..self.world.pdbs().len() {
+            let namespace = self.world.pdbs()[i]
                 .object
                 .metadata
                 .namespace
@@ -264,23 +266,23 @@ impl Simulation {
             let mut selected = Vec::new();
             let mut controllers = std::collections::BTreeSet::new();
             let mut scale_known = true;
-            for (p, pod) in self.pods.iter().enumerate() {
+            for (p, pod) in self.world.pods().iter().enumerate() {
                 if pod.phase == PodPhase::Gone
                     || pod.phase == PodPhase::Succeeded
                     || pod.namespace != namespace
-                    || !self.pdbs[i].selector.selects(&pod.template.labels)
+                    || !self.world.pdbs()[i].selector.selects(&pod.template.labels)
                 {
                     continue;
                 }
                 selected.push(SelectedPod {
                     ready: pod.phase == PodPhase::Ready,
                     terminating: pod.phase == PodPhase::Terminating,
-                    recently_evicted: self.pdbs[i].disrupted.contains_key(&p),
+                    recently_evicted: self.world.pdbs()[i].disrupted.contains_key(&p),
                     has_controller: !matches!(pod.owner, Owner::None)
-                        && !matches!(pod.owner, Owner::Workload(w, _) if self.workloads[w].kind == WorkloadKind::Pod),
+                        && !matches!(pod.owner, Owner::Workload(w, _) if self.world.workload(w).kind == WorkloadKind::Pod),
                 });
                 match pod.owner {
-                    Owner::Workload(w, _) if self.workloads[w].kind != WorkloadKind::Pod => {
+                    Owner::Workload(w, _) if self.world.workload(w).kind != WorkloadKind::Pod => {
                         controllers.insert(w);
                     }
                     _ => scale_known = false,
@@ -291,13 +293,13 @@ impl Simulation {
                 .map(|&w| self.desired_replicas(w) as i32)
                 .sum();
             let counts = pdb_counts(
-                self.pdbs[i].budget,
+                self.world.pdbs()[i].budget,
                 &selected,
                 scale_known.then_some(replicas),
             );
             let counts = counts.unwrap_or_default();
-            let generation = self.pdbs[i].object.metadata.generation;
-            self.pdbs[i].object.status = Some(PodDisruptionBudgetStatus {
+            let generation = self.world.pdbs()[i].object.metadata.generation;
+            self.world.pdb_mut(i).object.status = Some(PodDisruptionBudgetStatus {
                 current_healthy: Some(counts.current_healthy),
                 desired_healthy: Some(counts.desired_healthy),
                 disruptions_allowed: Some(counts.disruptions_allowed),
@@ -310,7 +312,7 @@ impl Simulation {
 
     /// A Pod object for the parts of the API that read one.
     pub fn pod_object(&self, pod: PodId) -> Pod {
-        let p = &self.pods[pod];
+        let p = &self.world.pod(pod);
         let phase = match p.phase {
             PodPhase::Pending => "Pending",
             PodPhase::Succeeded => "Succeeded",
@@ -358,36 +360,40 @@ impl Simulation {
             node,
             "the operator deleted the Node of the control plane being recreated",
         );
-        let (lo, hi) = boot.unwrap_or(self.timings.control_plane_boot);
-        let delay = self.rng.duration_between(lo, hi);
-        let ordinal = self.next_cp_ordinal;
-        self.next_cp_ordinal += 1;
+        let (lo, hi) = boot.unwrap_or(self.engine.timings().control_plane_boot);
+        let delay = self.engine.rng().duration_between(lo, hi);
+        let ordinal = self.cp.take_ordinal();
         let cps = self.topology.control_planes.clone();
         let name = cps.name_pattern.name(ordinal, String::new);
-        let labels = self.nodes[node].labels().clone();
-        let taints = self.nodes[node]
+        let labels = self.world.node(node).labels().clone();
+        let taints = self
+            .world
+            .node(node)
             .taints()
             .iter()
             .filter(|t| !t.key.starts_with("node.kubernetes.io/"))
             .cloned()
             .collect();
-        let capacity = (self.nodes[node].allocatable, self.nodes[node].max_pods);
+        let capacity = (
+            self.world.node(node).allocatable,
+            self.world.node(node).max_pods,
+        );
         let new = self.add_node(&name, CONTROL_PLANE_POOL, true, labels, taints, capacity);
-        self.schedule(after(self.now, delay), Action::NodeBooted(new));
+        self.schedule(after(self.now(), delay), Action::NodeBooted(new));
         self.record_control_plane();
     }
 
     /// Sets a workload's desired replicas.
     pub fn scale_workload(&mut self, key: &str, replicas: u32) -> Result<(), SimError> {
-        let w = *self
-            .workload_index
-            .get(key)
+        let w = self
+            .world
+            .workload_id(key)
             .ok_or_else(|| SimError::NotFound(format!("no workload `{key}`")))?;
-        self.workloads[w].replicas = replicas;
-        self.dirty.insert(w);
+        self.world.workload_mut(w).replicas = replicas;
+        self.controllers.mark_dirty(w);
         let (ns, name) = (
-            self.workloads[w].namespace.clone(),
-            self.workloads[w].name.clone(),
+            self.world.workload(w).namespace.clone(),
+            self.world.workload(w).name.clone(),
         );
         let kind = key.split('/').nth(1).unwrap_or_default().to_owned();
         self.record(
@@ -415,16 +421,16 @@ impl Simulation {
         image: &str,
         container: Option<&str>,
     ) -> Result<(), SimError> {
-        let w = *self
-            .workload_index
-            .get(key)
+        let w = self
+            .world
+            .workload_id(key)
             .ok_or_else(|| SimError::NotFound(format!("no workload `{key}`")))?;
-        if self.workloads[w].kind != WorkloadKind::Deployment {
+        if self.world.workload(w).kind != WorkloadKind::Deployment {
             return Err(SimError::Unsupported(format!(
                 "{key}: rollouts are modelled for Deployments only"
             )));
         }
-        let old = self.workloads[w].template.clone();
+        let old = self.world.workload(w).template.clone();
         let mut spec = old.spec.clone();
         let mut found = false;
         for c in spec.containers.iter_mut() {
@@ -442,11 +448,11 @@ impl Simulation {
         if spec == old.spec {
             return Ok(());
         }
-        self.workloads[w].template = Rc::new(old.with_spec(spec));
-        self.dirty.insert(w);
+        self.world.workload_mut(w).template = Rc::new(old.with_spec(spec));
+        self.controllers.mark_dirty(w);
         let (ns, name) = (
-            self.workloads[w].namespace.clone(),
-            self.workloads[w].name.clone(),
+            self.world.workload(w).namespace.clone(),
+            self.world.workload(w).name.clone(),
         );
         self.record(
             EventKind::WorkloadRolledOut,
@@ -464,28 +470,27 @@ impl Simulation {
 
     /// Whether every workload has all its desired replicas ready.
     pub fn all_workloads_ready(&self) -> bool {
-        (0..self.workloads.len()).all(|w| self.workload_ready(w))
+        (0..self.world.workloads().len()).all(|w| self.workload_ready(w))
     }
 
     /// Whether one workload has all its desired replicas ready.
     pub fn workload_key_ready(&self, key: &str) -> bool {
-        self.workload_index
-            .get(key)
-            .is_some_and(|&w| self.workload_ready(w))
+        self.world
+            .workload_id(key)
+            .is_some_and(|w| self.workload_ready(w))
     }
 
     fn workload_ready(&self, w: super::world::WorkloadId) -> bool {
-        if self.workloads[w].template.refused_by.is_some() {
+        if self.world.workload(w).template.refused_by.is_some() {
             return true;
         }
-        self.ready_counts
-            .get(&w)
-            .is_some_and(|(ready, desired)| ready >= desired)
+        self.controllers.is_ready(w)
     }
 
     /// Ready nodes of a pool.
     pub fn ready_nodes_of(&self, pool: &str) -> u32 {
-        self.nodes
+        self.world
+            .nodes()
             .iter()
             .filter(|n| n.pool == pool && n.is_ready())
             .count() as u32
@@ -493,7 +498,7 @@ impl Simulation {
 
     /// Whether the node is gone or never existed.
     pub fn node_phase(&self, node: NodeId) -> NodePhase {
-        self.nodes[node].phase
+        self.world.node(node).phase
     }
 }
 
@@ -503,7 +508,8 @@ impl Simulation {
     /// among equals ([`scale_down::least_utilised`]).
     pub fn autoscaler_pick(&self, pool: &str) -> Option<String> {
         let candidates = self
-            .nodes
+            .world
+            .nodes()
             .iter()
             .filter(|n| n.pool == pool && n.is_ready() && !n.draining)
             .map(|n| (utilisation(n), n.name.as_str()));

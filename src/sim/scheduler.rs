@@ -27,10 +27,17 @@
 //! preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
-use super::Simulation;
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::classes::{ClassView, Classes};
+use super::clock::Time;
+use super::state::World;
+use super::volumes::Volumes;
 use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
 use crate::k8s::taints::{cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker};
-use crate::observe::EventKind;
+use crate::rng::SeededRng;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE: usize = 100;
@@ -70,53 +77,67 @@ impl Misfit {
     }
 }
 
-impl Simulation {
-    /// Binds pending pods in creation order; true if any was bound.
-    pub(super) fn schedule_pending(&mut self) -> bool {
-        if self.pending.is_empty() {
-            return false;
-        }
-        let pending: Vec<PodId> = self.pending.iter().map(|&(_, p)| p).collect();
-        // Nodes may have changed in any way since the last pass; within the
-        // pass only bindings change them, and each binding refreshes its node.
-        self.refresh_hot();
-        let mut bound = false;
-        for pod in pending {
-            if self.pods[pod].phase != PodPhase::Pending {
-                continue;
-            }
-            match self.pick_node(pod) {
-                Ok(node) => {
-                    self.bind(pod, node);
-                    self.hot_after_bind(node);
-                    bound = true;
-                }
-                Err(reason) => {
-                    if !self.pods[pod].unschedulable_reported {
-                        self.pods[pod].unschedulable_reported = true;
-                        let r = self.pod_ref(pod);
-                        self.record(EventKind::PodUnschedulable, r, None, &reason);
-                    }
-                }
-            }
-        }
-        bound
+/// The scheduler's state: the node classes, the queue of pods waiting to
+/// be bound, where the last scan stopped, and the caches a scan reads.
+#[derive(Debug, Default)]
+pub(crate) struct Scheduler {
+    classes: Classes,
+    /// Pods not bound yet, by creation time.
+    pending: BTreeSet<(Time, PodId)>,
+    /// Where the next scan starts.
+    cursor: usize,
+    /// The compact per-node state (see [`HotNode`]).
+    hot: Vec<HotNode>,
+    /// Per node: the index after its run of consecutive same-class nodes.
+    run_end: Vec<u32>,
+    /// Per node: the pod requests its capacity score was computed for, and
+    /// that score; valid until the node's requests change.
+    capacity_scores: Vec<(Resources, i64)>,
+    /// Buffers reused from pod to pod.
+    feasible_buf: Vec<NodeId>,
+    best_buf: Vec<NodeId>,
+    class_score_buf: Vec<i64>,
+}
+
+impl Scheduler {
+    /// The scheduling class of a node shaped as `node` is (created when it
+    /// is the first of its kind): nodes with the same pool, labels but the
+    /// hostname, taints and capacity are interchangeable to every filter
+    /// but the per-node ones.
+    pub(crate) fn class_for(&mut self, node: &SimNode) -> usize {
+        let allocatable = (node.allocatable.cpu, node.allocatable.memory);
+        self.classes
+            .class_for(&node.pool, &node.object, allocatable)
     }
 
-    /// Forgets that pods were reported unschedulable, after the cluster
-    /// changed in a way that may let them fit.
-    pub(super) fn retry_unschedulable(&mut self) {
-        for &(_, pod) in &self.pending {
-            self.pods[pod].unschedulable_reported = false;
-        }
+    /// A pod waits to be bound.
+    pub(crate) fn enqueue(&mut self, created_at: Time, pod: PodId) {
+        self.pending.insert((created_at, pod));
     }
 
-    /// The compact state of every node, rebuilt from the nodes.
-    fn refresh_hot(&mut self) {
+    /// A pod no longer waits (bound, or gone).
+    pub(crate) fn dequeue(&mut self, created_at: Time, pod: PodId) {
+        self.pending.remove(&(created_at, pod));
+    }
+
+    /// The pods waiting, oldest first.
+    pub(crate) fn pending(&self) -> Vec<PodId> {
+        self.pending.iter().map(|&(_, p)| p).collect()
+    }
+
+    /// Whether a pod waits.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The compact state of every node, rebuilt from the nodes: nodes may
+    /// have changed in any way since the last pass; within a pass only
+    /// bindings change them, and [`Scheduler::after_bind`] follows those.
+    pub(crate) fn refresh(&mut self, world: &World) {
         // The buffers are reused: small drills settle thousands of times.
         let mut hot = std::mem::take(&mut self.hot);
         hot.clear();
-        hot.extend((0..self.nodes.len()).map(|n| self.hot_node(n)));
+        hot.extend((0..world.nodes().len()).map(|n| self.hot_node(world.node(n))));
         // Where each node's run of same-class neighbours ends.
         let mut run_end = std::mem::take(&mut self.run_end);
         run_end.clear();
@@ -132,13 +153,13 @@ impl Simulation {
         self.run_end = run_end;
         self.capacity_scores.clear();
         self.capacity_scores
-            .resize(self.nodes.len(), (NOT_SCORED, 0));
+            .resize(world.nodes().len(), (NOT_SCORED, 0));
     }
 
     /// A node's compact state after a pod was bound to it: only its
     /// requests and pod count changed.
-    fn hot_after_bind(&mut self, node: NodeId) {
-        let n = &self.nodes[node];
+    pub(crate) fn after_bind(&mut self, world: &World, node: NodeId) {
+        let n = world.node(node);
         let h = &mut self.hot[node];
         h.free = n.allocatable.minus(n.requested);
         h.room = n.max_pods.saturating_sub(n.pods.len() as u32);
@@ -146,13 +167,7 @@ impl Simulation {
     }
 
     /// One node's compact state.
-    fn hot_node(&self, node: NodeId) -> HotNode {
-        let n = &self.nodes[node];
-        let class_taints = self.class_objects[n.class]
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_deref())
-            .unwrap_or(&[]);
+    fn hot_node(&self, n: &SimNode) -> HotNode {
         HotNode {
             free: n.allocatable.minus(n.requested),
             room: n.max_pods.saturating_sub(n.pods.len() as u32),
@@ -161,21 +176,34 @@ impl Simulation {
                 && n.server_up
                 && !n.draining
                 && !n.unschedulable()
-                && n.taints() == class_taints,
+                && n.taints() == self.classes.taints(n.class),
         }
     }
 
-    /// The node kube-scheduler would pick, or why none fits.
-    fn pick_node(&mut self, pod: PodId) -> Result<NodeId, String> {
-        let template = self.pods[pod].template.clone();
-        self.fill_class_views(&template);
+    /// The node kube-scheduler would pick for a pending pod, or why none
+    /// fits. Call [`Scheduler::refresh`] first.
+    pub(crate) fn pick(
+        &mut self,
+        world: &World,
+        volumes: &Volumes,
+        rng: &mut SeededRng,
+        pod: PodId,
+    ) -> Result<NodeId, String> {
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let template = world.pod(pod).template.clone();
+        fill_class_views(self.classes.objects(), &template);
         let views = template.class_views.borrow();
-        let all = self.nodes.len();
+        let all = world.nodes().len();
         let wanted = feasible_nodes_to_find(all);
         let mut feasible = std::mem::take(&mut self.feasible_buf);
         feasible.clear();
-        let start = self.sched_cursor % all.max(1);
-        let (node_level, pod_level) = self.levels(&template, pod);
+        let start = self.cursor % all.max(1);
+        let (node_level, pod_level) = s.levels(&template, pod);
         let mut examined = 0;
         let mut remaining = all;
         let mut node = start;
@@ -183,7 +211,7 @@ impl Simulation {
         let mut max_preferred = 0;
         let mut max_intolerable = 0;
         while remaining > 0 {
-            let h = self.hot[node];
+            let h = s.hot[node];
             let view = views[h.class as usize].unwrap_or_default();
             // A node of a class the pod's affinity refuses fails whatever
             // else holds, and so does every node of its run (the nodes after
@@ -191,7 +219,7 @@ impl Simulation {
             // Counting why exactly only matters when nothing fits, and then
             // the pass below recounts in filter order.
             if !view.fits {
-                let run = (self.run_end[node] as usize - node).min(remaining);
+                let run = (s.run_end[node] as usize - node).min(remaining);
                 examined += run;
                 remaining -= run;
                 node += run;
@@ -202,7 +230,7 @@ impl Simulation {
             }
             examined += 1;
             remaining -= 1;
-            if self.fits(&template, &views, pod, node, node_level, pod_level) {
+            if s.fits(&template, &views, pod, node, node_level, pod_level) {
                 feasible.push(node);
                 max_preferred = max_preferred.max(view.preferred);
                 max_intolerable = max_intolerable.max(view.intolerable);
@@ -215,12 +243,12 @@ impl Simulation {
                 node = 0;
             }
         }
-        self.sched_cursor = (start + examined) % all.max(1);
+        self.cursor = (start + examined) % all.max(1);
         if feasible.is_empty() {
             self.feasible_buf = feasible;
             let mut misfits: [usize; 7] = [0; 7];
             for node in 0..all {
-                if let Some(m) = self.misfit(&template, &views, pod, node) {
+                if let Some(m) = s.misfit(&template, &views, pod, node) {
                     misfits[m as usize] += 1;
                 }
             }
@@ -239,7 +267,8 @@ impl Simulation {
             .collect();
             return Err(format!(
                 "0/{} nodes are available: {}",
-                self.nodes
+                world
+                    .nodes()
                     .iter()
                     .filter(|n| n.phase != super::world::NodePhase::Gone)
                     .count(),
@@ -247,6 +276,8 @@ impl Simulation {
             ));
         }
         let best = self.best(
+            world,
+            rng,
             &template,
             &views,
             &feasible,
@@ -256,181 +287,11 @@ impl Simulation {
         Ok(best)
     }
 
-    /// Whether a pod needs more than the compact state: required rules
-    /// that name single nodes or bound volumes confined to a domain (node
-    /// level), or pod (anti-)affinity (pod level).
-    fn levels(&self, template: &Template, pod: PodId) -> (bool, bool) {
-        let node_level = template.per_node
-            || self.pods[pod]
-                .claims
-                .iter()
-                .any(|&c| self.claims[c].pv_topology.is_some());
-        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
-        (node_level, pod_level)
-    }
-
-    /// Whether the pod fits the node: from the compact state when the
-    /// node's flag and the class's verdicts vouch for everything but
-    /// capacity, through the full filters otherwise. Decides exactly what
-    /// `misfit(…).is_none()` decides (a test holds it to that).
-    #[inline]
-    fn fits(
-        &self,
-        template: &Template,
-        views: &[Option<ClassView>],
-        pod: PodId,
-        node: NodeId,
-        node_level: bool,
-        pod_level: bool,
-    ) -> bool {
-        let h = self.hot[node];
-        let view = views[h.class as usize].unwrap_or_default();
-        if h.plain && view.fits && view.tolerated && !node_level {
-            let requests = template.requests;
-            requests.cpu <= h.free.cpu
-                && requests.memory <= h.free.memory
-                && h.room > 0
-                && (!pod_level || self.pod_affinity_ok(template, pod, &self.nodes[node]))
-        } else {
-            self.misfit(template, views, pod, node).is_none()
-        }
-    }
-
-    /// What a template makes of each node class: whether the class's labels
-    /// admit it and its taints are tolerated, and the class's
-    /// preferred-affinity and PreferNoSchedule standing. Judged once per
-    /// (template, class) and kept on the template, since a class's nodes
-    /// differ only by name and a class never changes (a relabelled node
-    /// moves to another class).
-    fn fill_class_views(&self, template: &Template) {
-        let mut cache = template.class_views.borrow_mut();
-        if cache.len() >= self.class_objects.len() && cache.iter().all(Option::is_some) {
-            return;
-        }
-        if cache.len() < self.class_objects.len() {
-            cache.resize(self.class_objects.len(), None);
-        }
-        for (class, object) in self.class_objects.iter().enumerate() {
-            if cache[class].is_some() {
-                continue;
-            }
-            let taints = object
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.as_deref())
-                .unwrap_or(&[]);
-            cache[class] = Some(ClassView {
-                fits: template.per_node || template.required.matches(object),
-                tolerated: scheduling_blocker(taints, &template.tolerations).is_none(),
-                preferred: template.preferences.score(object),
-                intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
-            });
-        }
-    }
-
-    fn misfit(
-        &self,
-        template: &Template,
-        classes: &[Option<ClassView>],
-        pod: PodId,
-        node: NodeId,
-    ) -> Option<Misfit> {
-        let n = &self.nodes[node];
-        if !n.is_ready() || !n.server_up || n.draining {
-            return Some(Misfit::NotReady);
-        }
-        if n.unschedulable() && cordon_blocks(true, &template.tolerations) {
-            return Some(Misfit::Unschedulable);
-        }
-        // Taints can differ within a class (a node tainted unreachable or
-        // for deletion), so they are read from the node itself.
-        if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
-            return Some(Misfit::Taint);
-        }
-        let fits = classes[n.class].is_some_and(|c| c.fits);
-        if !fits || (template.per_node && !template.required.matches(&n.object)) {
-            return Some(Misfit::Affinity);
-        }
-        let requests = template.requests;
-        if !n.requested.plus(requests).fits_in(n.allocatable) || n.pods.len() as u32 >= n.max_pods {
-            return Some(Misfit::Resources);
-        }
-        if !self.volume_topology_ok(pod, n) {
-            return Some(Misfit::VolumeAffinity);
-        }
-        if !self.pod_affinity_ok(template, pod, n) {
-            return Some(Misfit::PodAffinity);
-        }
-        None
-    }
-
-    /// VolumeBinding for bound volumes: the node is in the topology domain
-    /// each of the pod's volumes was provisioned in (its PV node affinity).
-    fn volume_topology_ok(&self, pod: PodId, n: &SimNode) -> bool {
-        self.pods[pod].claims.iter().all(|&c| {
-            let claim = &self.claims[c];
-            match (&claim.topology_key, &claim.pv_topology) {
-                (Some(key), Some(value)) => n.labels().get(key) == Some(value),
-                _ => true,
-            }
-        })
-    }
-
-    fn pod_affinity_ok(&self, template: &Template, pod: PodId, n: &SimNode) -> bool {
-        if template.anti_affinity.is_empty() && template.affinity.is_empty() {
-            return true;
-        }
-        let namespace = &self.pods[pod].namespace;
-        // Pods in the same topology domain as `n` (only hostname-like keys
-        // and keys every node of a pool shares are modelled: the domain is
-        // the set of nodes carrying the same value of the key).
-        let in_domain = |key: &str, selector: &kube::core::Selector| -> bool {
-            let value = n.labels().get(key);
-            self.nodes
-                .iter()
-                .filter(|m| m.labels().get(key) == value && value.is_some())
-                .any(|m| {
-                    m.pods.iter().any(|&other| {
-                        other != pod
-                            && self.pods[other].phase != PodPhase::Gone
-                            && &self.pods[other].namespace == namespace
-                            && kube::core::SelectorExt::matches(
-                                selector,
-                                &self.pods[other].template.labels,
-                            )
-                    })
-                })
-        };
-        template
-            .anti_affinity
-            .iter()
-            .all(|(selector, key)| !in_domain(key, selector))
-            && template.affinity.iter().all(|(selector, key)| {
-                in_domain(key, selector) || self.first_of_its_kind(template, pod, selector)
-            })
-    }
-
-    /// A pod whose affinity selects its own labels may go anywhere when no
-    /// matching pod exists yet (kube-scheduler's special case), so the first
-    /// replica of a self-affine workload can start.
-    fn first_of_its_kind(
-        &self,
-        template: &Template,
-        pod: PodId,
-        selector: &kube::core::Selector,
-    ) -> bool {
-        kube::core::SelectorExt::matches(selector, &template.labels)
-            && !self.pods.iter().enumerate().any(|(i, p)| {
-                i != pod
-                    && p.node.is_some()
-                    && p.phase != PodPhase::Gone
-                    && kube::core::SelectorExt::matches(selector, &p.template.labels)
-            })
-    }
-
     /// The highest-scoring feasible node; ties broken by the seeded generator.
     fn best(
         &mut self,
+        world: &World,
+        rng: &mut SeededRng,
         template: &Template,
         classes: &[Option<ClassView>],
         feasible: &[NodeId],
@@ -463,7 +324,7 @@ impl Simulation {
             let capacity = if scored_for == requests {
                 cached
             } else {
-                let n = &self.nodes[node];
+                let n = world.node(node);
                 let score = capacity_score(n.allocatable, n.requested.plus(requests));
                 self.capacity_scores[node] = (requests, score);
                 score
@@ -477,10 +338,237 @@ impl Simulation {
                 best.push(node);
             }
         }
-        let picked = best[self.rng.index(best.len())];
+        let picked = best[rng.index(best.len())];
         self.best_buf = best;
         self.class_score_buf = class_part;
         picked
+    }
+
+    /// Whether, for every pod template in `templates` (with one of its
+    /// pods) and every node, the compact path decides what the full
+    /// filters decide; returns (compared, fitting, vouched for by the
+    /// compact flag), or the first disagreement.
+    #[cfg(test)]
+    pub(crate) fn compact_path_agrees(
+        &mut self,
+        world: &World,
+        volumes: &Volumes,
+        templates: &[(std::rc::Rc<Template>, PodId)],
+    ) -> Result<(usize, usize, usize), String> {
+        self.refresh(world);
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let (mut compared, mut fitting, mut vouched) = (0, 0, 0);
+        for (template, pod) in templates {
+            fill_class_views(self.classes.objects(), template);
+            let views = template.class_views.borrow();
+            let (node_level, pod_level) = s.levels(template, *pod);
+            for node in 0..world.nodes().len() {
+                let full = s.misfit(template, &views, *pod, node).is_none();
+                let fast = s.fits(template, &views, *pod, node, node_level, pod_level);
+                if fast != full {
+                    return Err(format!(
+                        "{} on {}",
+                        world.pod(*pod).key(),
+                        world.node(node).name
+                    ));
+                }
+                compared += 1;
+                fitting += usize::from(full);
+                vouched += usize::from(s.hot[node].plain);
+            }
+        }
+        Ok((compared, fitting, vouched))
+    }
+}
+
+/// What one template makes of each node class: whether the class's labels
+/// admit it and its taints are tolerated, and the class's
+/// preferred-affinity and PreferNoSchedule standing. Judged once per
+/// (template, class) and kept on the template, since a class's nodes
+/// differ only by name and a class never changes (a relabelled node
+/// moves to another class).
+fn fill_class_views(class_objects: &[Node], template: &Template) {
+    let mut cache = template.class_views.borrow_mut();
+    if cache.len() >= class_objects.len() && cache.iter().all(Option::is_some) {
+        return;
+    }
+    if cache.len() < class_objects.len() {
+        cache.resize(class_objects.len(), None);
+    }
+    for (class, object) in class_objects.iter().enumerate() {
+        if cache[class].is_some() {
+            continue;
+        }
+        let taints = object
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[]);
+        cache[class] = Some(ClassView {
+            fits: template.per_node || template.required.matches(object),
+            tolerated: scheduling_blocker(taints, &template.tolerations).is_none(),
+            preferred: template.preferences.score(object),
+            intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
+        });
+    }
+}
+
+/// What the filters read during one pass: the world and the compact state.
+struct Scan<'a> {
+    world: &'a World,
+    volumes: &'a Volumes,
+    hot: &'a [HotNode],
+    run_end: &'a [u32],
+}
+
+impl Scan<'_> {
+    /// Whether a pod needs more than the compact state: required rules
+    /// that name single nodes or bound volumes confined to a domain (node
+    /// level), or pod (anti-)affinity (pod level).
+    fn levels(&self, template: &Template, pod: PodId) -> (bool, bool) {
+        let node_level = template.per_node
+            || self
+                .world
+                .pod(pod)
+                .claims
+                .iter()
+                .any(|&c| self.volumes.claim(c).pv_topology.is_some());
+        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
+        (node_level, pod_level)
+    }
+
+    /// Whether the pod fits the node: from the compact state when the
+    /// node's flag and the class's verdicts vouch for everything but
+    /// capacity, through the full filters otherwise. Decides exactly what
+    /// `misfit(…).is_none()` decides (a test holds it to that).
+    #[inline]
+    fn fits(
+        &self,
+        template: &Template,
+        views: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+        node_level: bool,
+        pod_level: bool,
+    ) -> bool {
+        let h = self.hot[node];
+        let view = views[h.class as usize].unwrap_or_default();
+        if h.plain && view.fits && view.tolerated && !node_level {
+            let requests = template.requests;
+            requests.cpu <= h.free.cpu
+                && requests.memory <= h.free.memory
+                && h.room > 0
+                && (!pod_level || self.pod_affinity_ok(template, pod, self.world.node(node)))
+        } else {
+            self.misfit(template, views, pod, node).is_none()
+        }
+    }
+
+    fn misfit(
+        &self,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+    ) -> Option<Misfit> {
+        let n = self.world.node(node);
+        if !n.is_ready() || !n.server_up || n.draining {
+            return Some(Misfit::NotReady);
+        }
+        if n.unschedulable() && cordon_blocks(true, &template.tolerations) {
+            return Some(Misfit::Unschedulable);
+        }
+        // Taints can differ within a class (a node tainted unreachable or
+        // for deletion), so they are read from the node itself.
+        if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
+            return Some(Misfit::Taint);
+        }
+        let fits = classes[n.class].is_some_and(|c| c.fits);
+        if !fits || (template.per_node && !template.required.matches(&n.object)) {
+            return Some(Misfit::Affinity);
+        }
+        let requests = template.requests;
+        if !n.requested.plus(requests).fits_in(n.allocatable) || n.pods.len() as u32 >= n.max_pods {
+            return Some(Misfit::Resources);
+        }
+        if !self.volume_topology_ok(pod, n) {
+            return Some(Misfit::VolumeAffinity);
+        }
+        if !self.pod_affinity_ok(template, pod, n) {
+            return Some(Misfit::PodAffinity);
+        }
+        None
+    }
+
+    /// VolumeBinding for bound volumes: the node is in the topology domain
+    /// each of the pod's volumes was provisioned in (its PV node affinity).
+    fn volume_topology_ok(&self, pod: PodId, n: &SimNode) -> bool {
+        self.world.pod(pod).claims.iter().all(|&c| {
+            let claim = self.volumes.claim(c);
+            match (&claim.topology_key, &claim.pv_topology) {
+                (Some(key), Some(value)) => n.labels().get(key) == Some(value),
+                _ => true,
+            }
+        })
+    }
+
+    fn pod_affinity_ok(&self, template: &Template, pod: PodId, n: &SimNode) -> bool {
+        if template.anti_affinity.is_empty() && template.affinity.is_empty() {
+            return true;
+        }
+        let pods = self.world.pods();
+        let namespace = &pods[pod].namespace;
+        // Pods in the same topology domain as `n` (only hostname-like keys
+        // and keys every node of a pool shares are modelled: the domain is
+        // the set of nodes carrying the same value of the key).
+        let in_domain = |key: &str, selector: &kube::core::Selector| -> bool {
+            let value = n.labels().get(key);
+            self.world
+                .nodes()
+                .iter()
+                .filter(|m| m.labels().get(key) == value && value.is_some())
+                .any(|m| {
+                    m.pods.iter().any(|&other| {
+                        other != pod
+                            && pods[other].phase != PodPhase::Gone
+                            && &pods[other].namespace == namespace
+                            && kube::core::SelectorExt::matches(
+                                selector,
+                                &pods[other].template.labels,
+                            )
+                    })
+                })
+        };
+        template
+            .anti_affinity
+            .iter()
+            .all(|(selector, key)| !in_domain(key, selector))
+            && template.affinity.iter().all(|(selector, key)| {
+                in_domain(key, selector) || self.first_of_its_kind(template, pod, selector)
+            })
+    }
+
+    /// A pod whose affinity selects its own labels may go anywhere when no
+    /// matching pod exists yet (kube-scheduler's special case), so the first
+    /// replica of a self-affine workload can start.
+    fn first_of_its_kind(
+        &self,
+        template: &Template,
+        pod: PodId,
+        selector: &kube::core::Selector,
+    ) -> bool {
+        kube::core::SelectorExt::matches(selector, &template.labels)
+            && !self.world.pods().iter().enumerate().any(|(i, p)| {
+                i != pod
+                    && p.node.is_some()
+                    && p.phase != PodPhase::Gone
+                    && kube::core::SelectorExt::matches(selector, &p.template.labels)
+            })
     }
 }
 
@@ -514,19 +602,6 @@ fn capacity_score(allocatable: Resources, after: Resources) -> i64 {
     least + balanced_allocation(allocatable, after)
 }
 
-/// What one pod template makes of one node class.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ClassView {
-    /// The class's labels pass nodeSelector and required node affinity.
-    fits: bool,
-    /// The class's own taints are tolerated (NoSchedule, NoExecute).
-    tolerated: bool,
-    /// Sum of the weights of the preferred terms the class matches.
-    preferred: i64,
-    /// Untolerated PreferNoSchedule taints of the class.
-    intolerable: usize,
-}
-
 /// LeastAllocated for one resource: the share left free, 0–100.
 fn free_share(allocatable: i64, requested: i64) -> i64 {
     if allocatable <= 0 || requested > allocatable {
@@ -553,6 +628,8 @@ fn balanced_allocation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::fixtures::{node, pod, template, template_with};
+    use crate::sim::world::{NodePhase, Owner};
 
     #[test]
     fn the_sample_size_follows_kube_scheduler() {
@@ -567,115 +644,103 @@ mod tests {
         assert_eq!(feasible_nodes_to_find(1000), 420);
     }
 
-    /// A cluster whose nodes are in every state the compact flag must not
-    /// vouch for: cordoned, draining, NotReady with the unreachable taints,
-    /// tainted beyond their class; and templates at node level (hostname
-    /// affinity), pod level (anti-affinity), tolerating everything, too big.
-    fn varied() -> Simulation {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let deployment = |name: &str, replicas: u32, memory: &str, spec: &str| {
-            format!(
-                "apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: apps}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-{spec}      containers: [{{name: c, image: pause, resources: {{requests: {{cpu: 100m, memory: {memory}}}}}}}]
----
-"
-            )
-        };
-        let manifests = [
-            deployment("plain", 6, "1Gi", "      nodeSelector: {tier: a}\n"),
-            deployment(
-                "spread",
-                3,
-                "1Gi",
-                "      tolerations: [{key: dedicated, operator: Equal, value: b, effect: NoSchedule}]\n      affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: spread}}, topologyKey: kubernetes.io/hostname}]}}\n",
-            ),
-            deployment(
-                "pinned",
-                1,
-                "1Gi",
-                "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [a-2, b-1]}]}]}}}\n",
-            ),
-            deployment("anywhere", 2, "1Gi", "      tolerations: [{operator: Exists}]\n"),
-            deployment("huge", 1, "30Gi", "      nodeSelector: {tier: a}\n"),
-        ]
-        .concat();
-        std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
-        let text = "apiVersion: drillbench.dev/v1alpha1
-kind: Drill
-metadata: {name: varied}
-cluster:
-  pools:
-    - {name: a, count: 5, serverType: cx43, namePattern: 'a-{n}', labels: {tier: a}}
-    - name: b
-      count: 4
-      serverType: cx43
-      namePattern: 'b-{n}'
-      labels: {tier: b}
-      taints: [{key: dedicated, value: b, effect: NoSchedule}]
-workloads: [{path: manifests.yaml}]
-";
-        let source =
-            crate::scenario::SourceFile::new(dir.path().join("drill.yaml"), text.to_owned());
-        let drill = crate::drill::Drill::from_source(source)
-            .unwrap_or_else(|d| panic!("{}", d.render(false)));
-        let mut sim = Simulation::new(&drill, 3).expect("provisions");
-        sim.advance_to(60_000);
-        let id = |sim: &Simulation, name: &str| sim.node_id(name).expect("node");
-        let cordoned = id(&sim, "a-2");
-        sim.cordon(cordoned);
-        let draining = id(&sim, "a-4");
-        sim.nodes[draining].draining = true;
-        let lost = id(&sim, "b-3");
-        sim.crash_node(lost);
-        let extra = id(&sim, "a-5");
-        sim.add_taint(extra, "example.com/maintenance", "NoSchedule");
-        let soft = id(&sim, "b-2");
-        sim.add_taint(soft, "example.com/slow", "PreferNoSchedule");
-        sim.advance_to(3 * 60_000);
-        sim
+    fn cluster(nodes: usize) -> (World, Scheduler) {
+        let mut world = World::default();
+        let mut scheduler = Scheduler::default();
+        for i in 0..nodes {
+            let mut n = node(&format!("n-{i}"));
+            n.phase = NodePhase::Ready;
+            n.class = scheduler.class_for(&n);
+            world.add_node(n);
+        }
+        (world, scheduler)
+    }
+
+    fn pick(
+        world: &World,
+        scheduler: &mut Scheduler,
+        pod: PodId,
+        seed: u64,
+    ) -> Result<NodeId, String> {
+        scheduler.refresh(world);
+        let volumes = Volumes::new(Vec::new());
+        scheduler.pick(world, &volumes, &mut SeededRng::new(seed), pod)
     }
 
     #[test]
-    fn the_compact_path_decides_what_the_full_filters_decide() {
-        let mut sim = varied();
-        sim.refresh_hot();
-        let lost = sim.node_id("b-3").expect("node");
-        assert!(!sim.nodes[lost].is_ready(), "the crashed node is NotReady");
-        let mut compared = 0;
-        let mut fitting = 0;
-        let mut vouched = 0;
-        for w in 0..sim.workloads.len() {
-            let template = sim.workloads[w].template.clone();
-            let Some(&pod) = sim.workloads[w].pods.first() else {
-                continue;
-            };
-            sim.fill_class_views(&template);
-            let views = template.class_views.borrow();
-            let (node_level, pod_level) = sim.levels(&template, pod);
-            for node in 0..sim.nodes.len() {
-                let full = sim.misfit(&template, &views, pod, node).is_none();
-                let fast = sim.fits(&template, &views, pod, node, node_level, pod_level);
-                assert_eq!(
-                    fast, full,
-                    "{} on {}",
-                    sim.workloads[w].key, sim.nodes[node].name
-                );
-                compared += 1;
-                fitting += usize::from(full);
-                vouched += usize::from(sim.hot[node].plain);
-            }
+    fn pending_pods_wait_in_creation_order() {
+        let mut s = Scheduler::default();
+        assert!(!s.has_pending());
+        s.enqueue(20, 1);
+        s.enqueue(10, 2);
+        s.enqueue(20, 0);
+        assert_eq!(s.pending(), [2, 0, 1]);
+        s.dequeue(10, 2);
+        s.dequeue(10, 1);
+        assert_eq!(s.pending(), [0, 1], "a pod leaves by its own creation time");
+    }
+
+    #[test]
+    fn the_least_allocated_node_wins_and_ties_go_by_seed() {
+        let (mut world, mut scheduler) = cluster(3);
+        let t = template("web");
+        for (i, on) in [0, 0, 1].into_iter().enumerate() {
+            let p = world.add_pod(pod(&format!("old-{i}"), Owner::None, t.clone(), Vec::new()));
+            world.bind(p, on);
         }
-        // The comparison covers both outcomes and both paths.
-        assert!(fitting > 0 && fitting < compared, "{fitting} of {compared}");
-        assert!(vouched > 0 && vouched < compared, "{vouched} of {compared}");
+        let p = world.add_pod(pod("new", Owner::None, t.clone(), Vec::new()));
+        assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(2));
+        let tie = |seed| {
+            let (mut world, mut scheduler) = cluster(3);
+            let busy = world.add_pod(pod("busy", Owner::None, t.clone(), Vec::new()));
+            world.bind(busy, 0);
+            let p = world.add_pod(pod("new", Owner::None, t.clone(), Vec::new()));
+            pick(&world, &mut scheduler, p, seed).expect("fits")
+        };
+        let picks: BTreeSet<NodeId> = (0..16).map(tie).collect();
+        assert_eq!(
+            picks,
+            BTreeSet::from([1, 2]),
+            "either empty node, never the busy one"
+        );
+        assert_eq!(tie(5), tie(5));
+    }
+
+    #[test]
+    fn a_pod_that_fits_nowhere_says_why_per_node() {
+        let (mut world, mut scheduler) = cluster(3);
+        world.node_mut(1).phase = NodePhase::NotReady;
+        let t = template_with("fast", serde_json::json!({"nodeSelector": {"disk": "ssd"}}));
+        let p = world.add_pod(pod("fast", Owner::None, t, Vec::new()));
+        assert_eq!(
+            pick(&world, &mut scheduler, p, 1),
+            Err("0/3 nodes are available: 1 node(s) not ready, 2 node(s) didn't match Pod's node affinity/selector".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_relabelled_node_is_judged_in_its_new_class() {
+        let (mut world, mut scheduler) = cluster(3);
+        let t = template_with("fast", serde_json::json!({"nodeSelector": {"disk": "ssd"}}));
+        let p = world.add_pod(pod("fast", Owner::None, t.clone(), Vec::new()));
+        assert!(pick(&world, &mut scheduler, p, 1).is_err());
+        assert_eq!(
+            t.class_views.borrow().len(),
+            1,
+            "one class judged: it does not fit"
+        );
+        let mut labels = world.node(1).labels().clone();
+        labels.insert("disk".to_owned(), "ssd".to_owned());
+        assert!(world.set_node_labels(1, labels));
+        let class = scheduler.class_for(world.node(1));
+        world.node_mut(1).class = class;
+        assert_eq!(class, 1, "a new class");
+        assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(1));
+        assert_eq!(
+            t.class_views.borrow().len(),
+            2,
+            "the new class was judged too"
+        );
     }
 
     #[test]

@@ -98,18 +98,18 @@ impl Simulation {
 
     /// Whether a Node object exists (not deleted).
     pub fn node_exists(&self, node: NodeId) -> bool {
-        self.nodes[node].phase != NodePhase::Gone
+        self.world.node(node).phase != NodePhase::Gone
     }
 
     /// Whether a Pod object exists (not deleted).
     pub fn pod_exists(&self, pod: PodId) -> bool {
-        self.pods[pod].phase != PodPhase::Gone
+        self.world.pod(pod).phase != PodPhase::Gone
     }
 
     /// The Node object: labels, taints, cordon, and a Ready condition that
     /// follows the node lifecycle.
     pub fn node_view(&self, node: NodeId) -> Node {
-        let n = &self.nodes[node];
+        let n = self.world.node(node);
         let mut object = n.object.clone();
         let created = self.first_seen(EventKind::NodeAdded, &n.name);
         object.metadata.uid = Some(uid(1, node));
@@ -174,12 +174,12 @@ impl Simulation {
     /// The Pod object: the simulator's view ([`Simulation::pod_object`])
     /// plus what clients read: node, owner, UID, times, conditions.
     pub fn pod_view(&self, pod: PodId) -> Pod {
-        let p = &self.pods[pod];
+        let p = self.world.pod(pod);
         let mut object = self.pod_object(pod);
         object.metadata.uid = Some(uid(2, pod));
         object.metadata.creation_timestamp = Some(timestamp(p.created_at));
         if p.phase == PodPhase::Gone {
-            object.metadata.deletion_timestamp = Some(timestamp(self.now));
+            object.metadata.deletion_timestamp = Some(timestamp(self.now()));
         }
         if !p.template.annotations.is_empty() {
             object.metadata.annotations = Some(p.template.annotations.clone());
@@ -197,7 +197,7 @@ impl Simulation {
             }]);
         }
         if let Some(spec) = object.spec.as_mut() {
-            spec.node_name = p.node.map(|n| self.nodes[n].name.clone());
+            spec.node_name = p.node.map(|n| self.world.node(n).name.clone());
         }
         if let Some(status) = object.status.as_mut() {
             status.host_ip = p.node.map(|n| format!("10.0.{}.{}", n / 250, n % 250 + 2));
@@ -228,7 +228,7 @@ impl Simulation {
     /// pods belong to its ReplicaSet, which the simulator folds into the
     /// Deployment; the name is the Deployment's. A bare pod has none.
     fn pod_owner(&self, w: WorkloadId) -> Option<(&'static str, &'static str, String)> {
-        let workload = &self.workloads[w];
+        let workload = self.world.workload(w);
         let (kind, api_version) = match workload.kind {
             WorkloadKind::Deployment | WorkloadKind::ReplicaSet => ("ReplicaSet", "apps/v1"),
             WorkloadKind::StatefulSet { .. } => ("StatefulSet", "apps/v1"),
@@ -243,10 +243,9 @@ impl Simulation {
     /// them), in index order.
     pub fn live_workloads(&self) -> Vec<WorkloadId> {
         let mut ids: Vec<WorkloadId> = self
-            .workload_index
-            .values()
-            .copied()
-            .filter(|&w| self.workloads[w].template.refused_by.is_none())
+            .world
+            .indexed_workloads()
+            .filter(|&w| self.world.workload(w).template.refused_by.is_none())
             .collect();
         ids.sort_unstable();
         ids
@@ -254,18 +253,17 @@ impl Simulation {
 
     /// The live workload of a `namespace/Kind/name` key.
     pub fn workload_id(&self, key: &str) -> Option<WorkloadId> {
-        self.workload_index
-            .get(key)
-            .copied()
-            .filter(|&w| self.workloads[w].template.refused_by.is_none())
+        self.world
+            .workload_id(key)
+            .filter(|&w| self.world.workload(w).template.refused_by.is_none())
     }
 
     fn workload_meta(&self, w: WorkloadId) -> ObjectMeta {
-        let workload = &self.workloads[w];
+        let workload = self.world.workload(w);
         let created = workload
             .pods
             .first()
-            .map_or(0, |&p| self.pods[p].created_at);
+            .map_or(0, |&p| self.world.pod(p).created_at);
         ObjectMeta {
             name: Some(workload.name.clone()),
             namespace: Some(workload.namespace.clone()),
@@ -277,7 +275,7 @@ impl Simulation {
     }
 
     fn workload_template(&self, w: WorkloadId) -> (LabelSelector, PodTemplateSpec) {
-        let template = &self.workloads[w].template;
+        let template = &self.world.workload(w).template;
         let selector = LabelSelector {
             match_labels: Some(template.labels.clone()),
             match_expressions: None,
@@ -296,11 +294,14 @@ impl Simulation {
 
     /// (live pods, ready pods) of a workload.
     fn workload_counts(&self, w: WorkloadId) -> (i32, i32) {
-        let pods = &self.workloads[w].pods;
-        let live = pods.iter().filter(|&&p| self.pods[p].is_active()).count() as i32;
+        let pods = &self.world.workload(w).pods;
+        let live = pods
+            .iter()
+            .filter(|&&p| self.world.pod(p).is_active())
+            .count() as i32;
         let ready = pods
             .iter()
-            .filter(|&&p| self.pods[p].phase == PodPhase::Ready)
+            .filter(|&&p| self.world.pod(p).phase == PodPhase::Ready)
             .count() as i32;
         (live, ready)
     }
@@ -310,7 +311,7 @@ impl Simulation {
     pub fn deployment_view(&self, w: WorkloadId) -> Deployment {
         let (selector, template) = self.workload_template(w);
         let (live, ready) = self.workload_counts(w);
-        let replicas = self.workloads[w].replicas as i32;
+        let replicas = self.world.workload(w).replicas as i32;
         Deployment {
             metadata: self.workload_meta(w),
             spec: Some(DeploymentSpec {
@@ -335,7 +336,7 @@ impl Simulation {
     pub fn statefulset_view(&self, w: WorkloadId) -> StatefulSet {
         let (selector, template) = self.workload_template(w);
         let (live, ready) = self.workload_counts(w);
-        let claim_templates = match &self.workloads[w].kind {
+        let claim_templates = match &self.world.workload(w).kind {
             WorkloadKind::StatefulSet { claim_templates } => claim_templates
                 .iter()
                 .map(|(name, class)| PersistentVolumeClaim {
@@ -355,10 +356,10 @@ impl Simulation {
         StatefulSet {
             metadata: self.workload_meta(w),
             spec: Some(StatefulSetSpec {
-                replicas: Some(self.workloads[w].replicas as i32),
+                replicas: Some(self.world.workload(w).replicas as i32),
                 selector,
                 template,
-                service_name: Some(self.workloads[w].name.clone()),
+                service_name: Some(self.world.workload(w).name.clone()),
                 volume_claim_templates: (!claim_templates.is_empty()).then_some(claim_templates),
                 ..Default::default()
             }),
@@ -404,7 +405,7 @@ impl Simulation {
     pub fn job_view(&self, w: WorkloadId) -> Job {
         let (selector, template) = self.workload_template(w);
         let (live, _) = self.workload_counts(w);
-        let completions = match self.workloads[w].kind {
+        let completions = match self.world.workload(w).kind {
             WorkloadKind::Job { completions, .. } => completions as i32,
             _ => 1,
         };
@@ -412,14 +413,14 @@ impl Simulation {
             metadata: self.workload_meta(w),
             spec: Some(JobSpec {
                 completions: Some(completions),
-                parallelism: Some(self.workloads[w].replicas as i32),
+                parallelism: Some(self.world.workload(w).replicas as i32),
                 selector: Some(selector),
                 template,
                 ..Default::default()
             }),
             status: Some(JobStatus {
                 active: Some(live),
-                succeeded: Some(self.workloads[w].succeeded as i32),
+                succeeded: Some(self.world.workload(w).succeeded as i32),
                 ..Default::default()
             }),
         }
@@ -427,16 +428,14 @@ impl Simulation {
 
     /// The claim of a namespace and name.
     pub fn claim_id(&self, namespace: &str, name: &str) -> Option<ClaimId> {
-        self.claim_index
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .copied()
+        self.volumes.claim_id(namespace, name)
     }
 
     /// The pod of a namespace and name: the live one, or with `gone`, the
     /// newest deleted one (a StatefulSet reuses names).
     pub fn pod_id(&self, namespace: &str, name: &str, gone: bool) -> Option<PodId> {
-        (0..self.pods.len()).rev().find(|&p| {
-            let pod = &self.pods[p];
+        (0..self.world.pods().len()).rev().find(|&p| {
+            let pod = self.world.pod(p);
             pod.name == name && pod.namespace == namespace && (pod.phase == PodPhase::Gone) == gone
         })
     }
@@ -446,7 +445,7 @@ impl Simulation {
     /// `volume.kubernetes.io/selected-node` annotation names the node of the
     /// first consumer of a `WaitForFirstConsumer` claim.
     pub fn claim_view(&self, claim: ClaimId) -> PersistentVolumeClaim {
-        let c = &self.claims[claim];
+        let c = self.volumes.claim(claim);
         let mut annotations = BTreeMap::new();
         // The scheduler's pick for the first consumer, kept after the
         // volume detaches or moves, as on a real cluster: where the volume
@@ -454,7 +453,7 @@ impl Simulation {
         if let Some(node) = c.selected_node {
             annotations.insert(
                 "volume.kubernetes.io/selected-node".to_owned(),
-                self.nodes[node].name.clone(),
+                self.world.node(node).name.clone(),
             );
         }
         PersistentVolumeClaim {
@@ -481,7 +480,7 @@ impl Simulation {
 
     /// A budget, with the status the disruption controller last computed.
     pub fn pdb_view(&self, index: usize) -> PodDisruptionBudget {
-        let mut object = self.pdbs[index].object.clone();
+        let mut object = self.world.pdbs()[index].object.clone();
         if object.metadata.namespace.is_none() {
             object.metadata.namespace = Some("default".to_owned());
         }
@@ -536,7 +535,7 @@ impl Simulation {
 
     /// The CSI driver of a claim's volume: its class's.
     fn claim_driver(&self, claim: ClaimId) -> &'static str {
-        class_driver(self.claims[claim].attach)
+        class_driver(self.volumes.claim(claim).attach)
     }
 
     /// The PersistentVolume of every bound claim, in claim order: bound
@@ -546,7 +545,8 @@ impl Simulation {
     /// `kubernetes.io/hostname` class pins the volume to one node). The
     /// simulator never deletes a claim, so a volume is never `Released`.
     pub fn volume_views(&self) -> Vec<PersistentVolume> {
-        self.claims
+        self.volumes
+            .claims()
             .iter()
             .enumerate()
             .filter(|(_, c)| c.bound)
@@ -614,14 +614,15 @@ impl Simulation {
     /// the drills judge, and stays until the class's release rule (or a
     /// detach) ends it. Created when the volume last attached.
     pub fn attachment_views(&self) -> Vec<VolumeAttachment> {
-        self.claims
+        self.volumes
+            .claims()
             .iter()
             .enumerate()
             .filter_map(|(id, c)| c.attached.map(|node| (id, c, node)))
             .map(|(id, c, node)| {
                 let volume = volume_name(id);
                 let attacher = self.claim_driver(id);
-                let node_name = self.nodes[node].name.clone();
+                let node_name = self.world.node(node).name.clone();
                 VolumeAttachment {
                     metadata: ObjectMeta {
                         name: Some(attachment_name(&volume, attacher, &node_name)),
@@ -651,22 +652,24 @@ impl Simulation {
     /// Node heartbeats as the kubelet's Leases in `kube-node-lease`: a
     /// node whose server is up renews now; a lost one stopped when it went.
     pub fn lease_views(&self) -> Vec<Lease> {
-        self.nodes
+        self.world
+            .nodes()
             .iter()
             .enumerate()
             .filter(|(_, n)| n.phase != NodePhase::Gone)
             .map(|(i, n)| {
                 let renewed = if n.server_up {
-                    self.now
+                    self.now()
                 } else {
                     self.obs
                         .events
                         .iter()
                         .rev()
                         .find(|e| e.kind == EventKind::NodeNotReady && e.object.name == n.name)
-                        .map_or(self.now, |e| {
-                            e.at_ms
-                                .saturating_sub(self.timings.node_monitor_grace.as_millis())
+                        .map_or(self.now(), |e| {
+                            e.at_ms.saturating_sub(
+                                self.engine.timings().node_monitor_grace.as_millis(),
+                            )
                         })
                 };
                 Lease {
@@ -695,10 +698,11 @@ impl Simulation {
                 .into_iter()
                 .map(str::to_owned)
                 .collect();
-        names.extend(self.workloads.iter().map(|w| w.namespace.clone()));
-        names.extend(self.claims.iter().map(|c| c.namespace.clone()));
+        names.extend(self.world.workloads().iter().map(|w| w.namespace.clone()));
+        names.extend(self.volumes.claims().iter().map(|c| c.namespace.clone()));
         names.extend(
-            self.pdbs
+            self.world
+                .pdbs()
                 .iter()
                 .filter_map(|p| p.object.metadata.namespace.clone()),
         );

@@ -8,8 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use k8s_openapi::api::core::v1::{Node, PodSpec, Toleration};
+use k8s_openapi::api::core::v1::{Node, NodeSpec, PodSpec, Toleration};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::Selector;
 
 use super::clock::Time;
@@ -110,6 +111,48 @@ pub struct SimNode {
 }
 
 impl SimNode {
+    /// A node as it is created, Booting: labels with its hostname, taints,
+    /// capacity (allocatable, most pods); in class 0 until it is classed.
+    pub fn new(
+        name: &str,
+        pool: &str,
+        control_plane: bool,
+        mut labels: BTreeMap<String, String>,
+        taints: Vec<k8s_openapi::api::core::v1::Taint>,
+        (allocatable, max_pods): (Resources, u32),
+    ) -> SimNode {
+        labels.insert("kubernetes.io/hostname".to_owned(), name.to_owned());
+        labels.insert("kubernetes.io/os".to_owned(), "linux".to_owned());
+        SimNode {
+            name: name.to_owned(),
+            pool: pool.to_owned(),
+            control_plane,
+            object: Box::new(Node {
+                metadata: ObjectMeta {
+                    name: Some(name.to_owned()),
+                    labels: Some(labels),
+                    ..Default::default()
+                },
+                spec: Some(NodeSpec {
+                    taints: (!taints.is_empty()).then_some(taints),
+                    ..Default::default()
+                }),
+                status: None,
+            }),
+            allocatable,
+            max_pods,
+            requested: Resources::default(),
+            pods: BTreeSet::new(),
+            phase: NodePhase::Booting,
+            server_up: true,
+            server_exists: true,
+            class: 0,
+            unneeded_since: None,
+            gone_at: None,
+            draining: false,
+        }
+    }
+
     /// Whether the node can run pods now.
     pub fn is_ready(&self) -> bool {
         self.phase == NodePhase::Ready
@@ -182,7 +225,7 @@ pub struct Template {
     /// Per node class: what the class's labels and taints make of this
     /// template (filters and the static part of the score). Filled lazily
     /// by the scheduler; a class never changes, so an entry never goes stale.
-    pub(crate) class_views: std::cell::RefCell<Vec<Option<super::scheduler::ClassView>>>,
+    pub(crate) class_views: std::cell::RefCell<Vec<Option<super::classes::ClassView>>>,
 }
 
 impl Template {

@@ -82,7 +82,7 @@ async fn a_pod_watcher_sees_the_simulators_timeline() {
     // The same drill and seed, driven directly: what the timeline records.
     let mut sim = Simulation::new(&drill, SEED).expect("simulation");
     let mut expected_listed: Vec<String> = sim
-        .pods
+        .pods()
         .iter()
         .filter(|p| p.phase != drillbench::sim::world::PodPhase::Gone)
         .map(|p| p.key())
@@ -93,14 +93,14 @@ async fn a_pod_watcher_sees_the_simulators_timeline() {
         listed, expected_listed,
         "the initial list is the simulator's pods"
     );
-    let from = sim.obs.events.len();
+    let from = sim.observation().events.len();
     let victim = "prod-worker-2";
     let node = sim.node_id(victim).expect("node");
     sim.crash_node_api(node);
     for minute in 1..=8 {
         sim.advance_to(minute * 60_000);
     }
-    let expected: Vec<(&str, String)> = sim.obs.events[from..]
+    let expected: Vec<(&str, String)> = sim.observation().events[from..]
         .iter()
         .filter(|e| e.object.kind == "Pod")
         .map(|e| {

@@ -49,7 +49,7 @@ fn runs(spec: &str, until: u64) -> (Simulation, Vec<u64>) {
     let mut sim = cluster(spec).expect("provisions");
     sim.advance_to(until);
     let created = sim
-        .obs
+        .observation()
         .events
         .iter()
         .filter(|e| e.kind == EventKind::PodCreated && e.object.name.starts_with("snap-"))
@@ -67,7 +67,7 @@ fn a_cronjob_runs_at_each_scheduled_time_and_not_at_creation() {
         "every ten minutes from 00:10"
     );
     let succeeded = sim
-        .pods
+        .pods()
         .iter()
         .filter(|p| p.phase == PodPhase::Succeeded)
         .count();
@@ -120,7 +120,7 @@ fn replace_deletes_the_active_run_and_starts_anew() {
     );
     assert_eq!(created, (1..=10).map(|m| m * MIN).collect::<Vec<_>>());
     assert!(
-        sim.pods.iter().all(|p| p.phase != PodPhase::Succeeded),
+        sim.pods().iter().all(|p| p.phase != PodPhase::Succeeded),
         "no run lived long enough to complete"
     );
 }

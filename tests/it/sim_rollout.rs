@@ -70,7 +70,7 @@ fn image(pod: &SimPod) -> &str {
 }
 
 fn web_pods(sim: &Simulation) -> impl Iterator<Item = &SimPod> {
-    sim.pods.iter().filter(|p| p.name.starts_with("web-"))
+    sim.pods().iter().filter(|p| p.name.starts_with("web-"))
 }
 
 /// What a rollout looked like, event by event.
@@ -110,7 +110,7 @@ fn roll(replicas: u32, strategy: &str) -> Seen {
     sim.rollout_workload(KEY, "web:2", Some("app"))
         .expect("rolls out");
     observe(&sim, &mut seen);
-    let deadline = sim.now + 30 * 60_000;
+    let deadline = sim.now() + 30 * 60_000;
     while let Some(next) = sim.next_event_time() {
         if next > deadline {
             break;
@@ -199,11 +199,11 @@ fn both_bounds_zero_is_refused_at_load() {
 fn an_unchanged_template_starts_no_rollout() {
     let mut sim = cluster(&web(3, &rolling("1", "0"))).expect("provisions");
     sim.advance_to(60_000);
-    let before = sim.pods.len();
+    let before = sim.pods().len();
     sim.rollout_workload(KEY, "web:1", Some("app"))
         .expect("no-op");
     sim.advance_to(10 * 60_000);
-    assert_eq!(sim.pods.len(), before, "no pod was created");
+    assert_eq!(sim.pods().len(), before, "no pod was created");
 }
 
 #[test]

@@ -50,19 +50,19 @@ workloads:
 }
 
 fn pods_of<'a>(sim: &'a Simulation, prefix: &str) -> Vec<&'a drillbench::sim::world::SimPod> {
-    sim.pods
+    sim.pods()
         .iter()
         .filter(|p| p.name.starts_with(prefix))
         .collect()
 }
 
 fn node_of(sim: &Simulation, pod: &str) -> Option<String> {
-    sim.pods
+    sim.pods()
         .iter()
         .rev()
         .find(|p| p.name == pod && p.phase != PodPhase::Gone)
         .and_then(|p| p.node)
-        .map(|n| sim.nodes[n].name.clone())
+        .map(|n| sim.nodes()[n].name.clone())
 }
 
 fn deployment(name: &str, replicas: u32, memory: &str, extra_spec: &str) -> String {
@@ -93,7 +93,7 @@ fn a_crashed_node_goes_not_ready_after_the_grace_period_and_its_pods_move_after_
     sim.advance_to(MIN);
     let node = node_of(&sim, pods_of(&sim, "web-")[0].name.as_str()).expect("scheduled");
     let id = sim.node_id(&node).expect("node");
-    let crash = sim.now;
+    let crash = sim.now();
     sim.crash_node(id);
     sim.advance_to(crash + 49_000);
     assert_eq!(
@@ -156,7 +156,7 @@ fn a_statefulset_pod_on_a_lost_node_is_not_replaced_until_the_node_is_gone() {
     let node = node_of(&sim, "db-0").expect("db-0 runs");
     let id = sim.node_id(&node).expect("node");
     sim.crash_node(id);
-    sim.advance_to(sim.now + 30 * MIN);
+    sim.advance_to(sim.now() + 30 * MIN);
     let db: Vec<_> = pods_of(&sim, "db-0");
     assert_eq!(
         db.len(),
@@ -177,7 +177,7 @@ fn a_deleted_node_releases_a_statefulset_pod_but_its_single_attach_volume_blocks
     let node = node_of(&sim, "db-0").expect("db-0 runs");
     let id = sim.node_id(&node).expect("node");
     sim.delete_node(id, false, Duration::from_mins(10));
-    sim.advance_to(sim.now + 10 * MIN);
+    sim.advance_to(sim.now() + 10 * MIN);
     assert_eq!(sim.node_phase(id), NodePhase::Gone);
     let replacement = pods_of(&sim, "db-0")
         .into_iter()
@@ -189,7 +189,7 @@ fn a_deleted_node_releases_a_statefulset_pod_but_its_single_attach_volume_blocks
         "Multi-Attach: the volume is still attached to the deleted node"
     );
     let blocked = sim
-        .obs
+        .observation()
         .events
         .iter()
         .find(|e| e.kind == EventKind::PodBlocked)
@@ -201,7 +201,7 @@ fn a_deleted_node_releases_a_statefulset_pod_but_its_single_attach_volume_blocks
         "{}",
         blocked.message
     );
-    sim.advance_to(sim.now + 24 * 60 * MIN);
+    sim.advance_to(sim.now() + 24 * 60 * MIN);
     assert_eq!(
         pods_of(&sim, "db-0")
             .iter()
@@ -219,7 +219,7 @@ fn a_volume_released_after_a_delay_lets_the_replacement_start_then() {
     let id = sim
         .node_id(&node_of(&sim, "db-0").expect("runs"))
         .expect("node");
-    let deleted = sim.now;
+    let deleted = sim.now();
     sim.delete_node(id, false, Duration::from_mins(10));
     // NotReady after 50 s; the release counts from then.
     sim.advance_to(deleted + 50_000 + 6 * MIN - 1);
@@ -237,7 +237,7 @@ fn a_volume_released_after_a_delay_lets_the_replacement_start_then() {
         "released after 6 min, the replacement starts"
     );
     let released = sim
-        .obs
+        .observation()
         .strandings
         .iter()
         .find(|s| s.claim == "data/data-db-0")
@@ -256,8 +256,10 @@ fn evictions_honour_the_budget_and_refusals_are_429s() {
     let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 2");
     let mut sim = cluster(&manifests, "never", 0);
     sim.advance_to(MIN);
-    let ready: Vec<usize> = (0..sim.pods.len())
-        .filter(|&p| sim.pods[p].name.starts_with("web-") && sim.pods[p].phase == PodPhase::Ready)
+    let ready: Vec<usize> = (0..sim.pods().len())
+        .filter(|&p| {
+            sim.pods()[p].name.starts_with("web-") && sim.pods()[p].phase == PodPhase::Ready
+        })
         .collect();
     assert_eq!(ready.len(), 3);
     assert!(
@@ -273,9 +275,9 @@ fn evictions_honour_the_budget_and_refusals_are_429s() {
         "{refusal}"
     );
     // Once the replacement is Ready, another eviction is allowed again.
-    sim.advance_to(sim.now + MIN);
+    sim.advance_to(sim.now() + MIN);
     assert!(sim.evict(ready[1]).is_ok());
-    assert!(sim.obs.budget_breaches.is_empty());
+    assert!(sim.observation().budget_breaches.is_empty());
 }
 
 #[test]
@@ -287,20 +289,20 @@ fn a_drain_blocked_by_a_budget_times_out_and_leaves_the_node() {
     let node = node_of(&sim, pods_of(&sim, "single-")[0].name.as_str()).expect("runs");
     let id = sim.node_id(&node).expect("node");
     sim.delete_node(id, true, Duration::from_mins(2));
-    sim.advance_to(sim.now + 5 * MIN);
+    sim.advance_to(sim.now() + 5 * MIN);
     assert_ne!(
         sim.node_phase(id),
         NodePhase::Gone,
         "a blocked drain does not delete the node"
     );
     assert!(
-        sim.obs
+        sim.observation()
             .events
             .iter()
             .any(|e| e.kind == EventKind::EvictionRefused)
     );
     assert!(
-        sim.obs
+        sim.observation()
             .faults
             .iter()
             .any(|(_, f)| f.contains("drain of") && f.contains("timed out"))
@@ -323,7 +325,7 @@ fn scale_down_with(stayer: &str) -> Simulation {
     let on = node_of(&sim, "keep").or_else(|| {
         pods_of(&sim, "keep-")
             .first()
-            .and_then(|p| p.node.map(|n| sim.nodes[n].name.clone()))
+            .and_then(|p| p.node.map(|n| sim.nodes()[n].name.clone()))
     });
     assert!(
         on.as_deref().is_some_and(|n| n.starts_with("burst-")),
@@ -331,7 +333,7 @@ fn scale_down_with(stayer: &str) -> Simulation {
     );
     sim.scale_workload("apps/Deployment/filler", 0)
         .expect("scale");
-    sim.advance_to(sim.now + 20 * MIN);
+    sim.advance_to(sim.now() + 20 * MIN);
     sim
 }
 
@@ -370,7 +372,7 @@ fn an_autoscaler_node_whose_pods_can_move_is_reclaimed() {
         "the control: no blocker, the node goes"
     );
     assert!(
-        sim.obs
+        sim.observation()
             .events
             .iter()
             .any(|e| e.kind == EventKind::ScaleDown)
@@ -380,7 +382,7 @@ fn an_autoscaler_node_whose_pods_can_move_is_reclaimed() {
         .find(|p| p.phase == PodPhase::Ready)
         .expect("keep runs");
     assert_eq!(
-        sim.nodes[keep.node.expect("bound")].pool,
+        sim.nodes()[keep.node.expect("bound")].pool,
         "baseline",
         "the evicted pod moved to the baseline"
     );
@@ -415,7 +417,7 @@ fn each_scale_down_blocker_keeps_the_node() {
         let sim = scale_down_with(&stayer);
         assert_eq!(sim.ready_nodes_of("burst"), 1, "{name}: the node must stay");
         assert!(
-            sim.obs
+            sim.observation()
                 .events
                 .iter()
                 .all(|e| e.kind != EventKind::ScaleDown),
@@ -431,7 +433,7 @@ fn the_pool_minimum_is_kept() {
     sim.advance_to(10 * MIN);
     sim.scale_workload("apps/Deployment/burst", 0)
         .expect("scale");
-    sim.advance_to(sim.now + 30 * MIN);
+    sim.advance_to(sim.now() + 30 * MIN);
     assert_eq!(sim.ready_nodes_of("burst"), 1, "min 1");
 }
 
@@ -445,10 +447,10 @@ fn a_node_relabelled_into_a_new_class_is_scheduled_onto() {
         "no node has the label yet"
     );
     let node = sim.node_id(&sim.pool_nodes("baseline")[0]).expect("node");
-    let mut labels = sim.nodes[node].labels().clone();
+    let mut labels = sim.nodes()[node].labels().clone();
     labels.insert("accelerator".to_owned(), "gpu".to_owned());
     sim.set_node_metadata(node, labels, Default::default());
-    sim.advance_to(sim.now + MIN);
+    sim.advance_to(sim.now() + MIN);
     let trainer = pods_of(&sim, "trainer-")[0];
     assert_eq!(
         trainer.node,

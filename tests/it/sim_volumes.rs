@@ -79,7 +79,7 @@ cluster:
 }
 
 fn data(sim: &Simulation) -> &Claim {
-    sim.claims
+    sim.claims()
         .iter()
         .find(|c| c.name == "data")
         .expect("claim data")
@@ -87,20 +87,20 @@ fn data(sim: &Simulation) -> &Claim {
 
 /// The node of the live `db` pod, if one is bound.
 fn db_node(sim: &Simulation) -> Option<String> {
-    sim.pods
+    sim.pods()
         .iter()
         .filter(|p| p.name.starts_with("db-") && p.is_active())
         .find_map(|p| p.node)
-        .map(|n| sim.nodes[n].name.clone())
+        .map(|n| sim.nodes()[n].name.clone())
 }
 
 fn label(sim: &Simulation, node: &str, key: &str) -> Option<String> {
     let id = sim.node_id(node).expect("node");
-    sim.nodes[id].labels().get(key).cloned()
+    sim.nodes()[id].labels().get(key).cloned()
 }
 
 fn unschedulable_messages(sim: &Simulation) -> Vec<String> {
-    sim.obs
+    sim.observation()
         .events
         .iter()
         .filter(|e| e.kind == EventKind::PodUnschedulable)
@@ -114,7 +114,7 @@ fn lose_db_node(sim: &mut Simulation) -> String {
     let node = db_node(sim).expect("db scheduled");
     let id = sim.node_id(&node).expect("node");
     sim.crash_node(id);
-    sim.advance_to(sim.now + 10 * MIN);
+    sim.advance_to(sim.now() + 10 * MIN);
     node
 }
 
@@ -137,7 +137,7 @@ fn a_node_local_volume_keeps_its_pod_on_its_node() {
     sim.advance_to(MIN);
     let lost = lose_db_node(&mut sim);
     let live: Vec<_> = sim
-        .pods
+        .pods()
         .iter()
         .filter(|p| p.name.starts_with("db-") && p.is_active())
         .collect();
@@ -228,8 +228,8 @@ fn immediate_zonal_volumes_pick_a_zone_at_creation() {
     for seed in 1..=8 {
         let sim = cluster("Immediate", Some(ZONE), 2, seed);
         let zone = data(&sim).pv_topology.clone().expect("provisioned");
-        for pod in sim.pods.iter().filter(|p| p.node.is_some()) {
-            let node = &sim.nodes[pod.node.expect("bound")];
+        for pod in sim.pods().iter().filter(|p| p.node.is_some()) {
+            let node = &sim.nodes()[pod.node.expect("bound")];
             assert_eq!(node.labels().get(ZONE), Some(&zone), "seed {seed}");
         }
     }

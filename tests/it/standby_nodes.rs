@@ -102,11 +102,14 @@ fn a_simulator_with_standby_nodes_boots_them_tainted_and_scales_nothing_itself()
     sim.set_replicas(burst, 24).unwrap();
     sim.advance_to(30 * 60_000);
     assert!(
-        !sim.obs.events.iter().any(|e| e.kind == EventKind::ScaleUp),
+        !sim.observation()
+            .events
+            .iter()
+            .any(|e| e.kind == EventKind::ScaleUp),
         "the simulator's own autoscaler stays off"
     );
     assert!(
-        sim.obs
+        sim.observation()
             .events
             .iter()
             .any(|e| e.kind == EventKind::PodUnschedulable),
