@@ -41,8 +41,8 @@ pub(crate) enum CommandError {
     NoKubeconfig,
     #[error("--runs sweeps seeds of the simulator; a real cluster runs one drill at a time")]
     SweepOnCluster,
-    #[error("--runs {0} is outside 1..={max}", max = super::run::MAX_RUNS)]
-    Runs(u64),
+    #[error("--runs {runs} is outside 1..={max}")]
+    Runs { runs: u64, max: u64 },
     #[error("--seed {seed} --runs {runs} goes past the last seed, {}", u64::MAX)]
     SeedRange { seed: u64, runs: u64 },
     #[error("{} names no context to use; pass --context CTX", .0.display())]
@@ -136,7 +136,7 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::Resolve(_)
         | E::NoKubeconfig
         | E::SweepOnCluster
-        | E::Runs(_)
+        | E::Runs { .. }
         | E::OutDir { .. }
         | E::SeedRange { .. }
         | E::NoContext(_)

@@ -53,7 +53,10 @@ const NAME_COLUMN: usize = 40;
 /// is exit 2 and never a partial run; then runs it on the backend.
 pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
     if options.runs == 0 || options.runs > MAX_RUNS {
-        return Err(CommandError::Runs(options.runs));
+        return Err(CommandError::Runs {
+            runs: options.runs,
+            max: MAX_RUNS,
+        });
     }
     if options.seed.checked_add(options.runs - 1).is_none() {
         return Err(CommandError::SeedRange {

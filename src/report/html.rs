@@ -16,6 +16,7 @@ use std::fmt::Write;
 
 use super::{DrillReport, Outcome, Verdict, format_ms};
 
+mod geometry;
 mod lanes;
 mod model;
 mod style;

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
+use super::geometry::{svg_open, width, x};
 use super::model::{Lane, Model, NodeState, PodSpan, PoolGroup};
-use super::timeline::{svg_open, width, x};
 use super::{
     DENSITY_BUCKETS, LABEL_W, LANE_H, PLOT_W, POD_FOLD_THRESHOLD, POOL_OPEN_LANES, STATE_H, esc,
     plural, truncate,

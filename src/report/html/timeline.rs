@@ -1,32 +1,15 @@
 //! The timeline section: its summary line, the legend, and the overview
 //! strip (time axis, steps, faults, API availability, RTO spans) above the
-//! pools' lanes; and the geometry every SVG of the page shares.
+//! pools' lanes.
 
 use std::fmt::Write;
 
+use super::geometry::{svg_open, width, x};
 use super::lanes::pool_lanes;
 use super::model::{Model, build_model};
-use super::{LABEL_W, PLOT_W, POD_FOLD_THRESHOLD, RIGHT_W, esc, plural, truncate};
+use super::{LABEL_W, PLOT_W, POD_FOLD_THRESHOLD, esc, plural, truncate};
 use crate::report::{DrillReport, format_ms};
 use crate::topology::CONTROL_PLANE_POOL;
-
-pub(super) fn x(t: u64, end: u64) -> f64 {
-    LABEL_W + (t.min(end) as f64 / end as f64) * PLOT_W
-}
-
-pub(super) fn width(from: u64, to: u64, end: u64) -> f64 {
-    (x(to, end) - x(from, end)).max(1.0)
-}
-
-pub(super) fn svg_open(h: &mut String, height: f64, class: &str, label: &str) {
-    let w = LABEL_W + PLOT_W + RIGHT_W;
-    let _ = write!(
-        h,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"{class}\" width=\"{w:.0}\" height=\"{height:.0}\" \
-         viewBox=\"0 0 {w:.0} {height:.0}\" role=\"img\" aria-label=\"{}\">",
-        esc(label)
-    );
-}
 
 /// Rough width of one character of an 11px label, for laying labels out
 /// without measuring text.
