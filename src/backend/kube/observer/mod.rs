@@ -508,16 +508,4 @@ impl Observer {
     pub fn has_node(&self, name: &str) -> bool {
         self.nodes.contains_key(name)
     }
-
-    /// Names of every pod, node, volume and attachment known, to reconcile
-    /// after a re-list.
-    pub fn known(&self, kind: &str) -> Vec<String> {
-        match kind {
-            "Node" => self.nodes.keys().cloned().collect(),
-            "Pod" => self.pods.keys().cloned().collect(),
-            "PersistentVolume" => self.volumes.volume_names(),
-            "VolumeAttachment" => self.volumes.attachment_names(),
-            _ => Vec::new(),
-        }
-    }
 }

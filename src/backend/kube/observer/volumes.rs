@@ -319,16 +319,6 @@ impl Volumes {
     pub(super) fn settle(&mut self) {
         self.ended.clear();
     }
-
-    /// Names of the PersistentVolumes known.
-    pub(super) fn volume_names(&self) -> Vec<String> {
-        self.volumes.keys().cloned().collect()
-    }
-
-    /// Names of the VolumeAttachments known.
-    pub(super) fn attachment_names(&self) -> Vec<String> {
-        self.attachments.keys().cloned().collect()
-    }
 }
 
 #[cfg(test)]
