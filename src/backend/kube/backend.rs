@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use super::autoscaler::EmulatedAutoscaler;
 use super::drain::{self, DrainOutcome};
-use super::drainer::Drainer;
 use super::probe::etcd_ref;
+use super::sync::Drainer;
 use super::{KubeBackend, KubeError, requests, workload_parts};
 use crate::backend::{Backend, BackendError, Capabilities};
 use crate::duration::Duration;
@@ -16,24 +16,6 @@ use crate::policy::drain::EVICTION_RETRY;
 use crate::preflight::{Facts, NodeFacts, Readiness};
 
 impl KubeBackend {
-    pub(super) fn event(
-        &mut self,
-        kind: EventKind,
-        object: ObjectRef,
-        node: Option<&str>,
-        message: String,
-    ) {
-        let at = self.now();
-        self.observer.obs.events.push(Event {
-            at_ms: at,
-            kind,
-            object,
-            node: node.map(str::to_owned),
-            pool: None,
-            message,
-        });
-    }
-
     fn served_now(&self) -> Option<crate::bench_protocol::Now> {
         self.served.as_ref()?.now().ok()
     }
@@ -53,22 +35,7 @@ impl Backend for KubeBackend {
     }
 
     fn advance_to(&mut self, until: Time) {
-        // Once the cluster is lost, time no longer passes for the drill:
-        // the runner's waits end at once and the drill is aborted.
-        if self.observer.obs.aborted.is_some() {
-            return;
-        }
-        if crate::interrupt::requested() {
-            self.observer.obs.aborted = Some("interrupted (Ctrl-C or SIGTERM)".to_owned());
-            return;
-        }
-        if let Err(e) = self.try_advance_to(until) {
-            self.observer.obs.aborted = Some(format!(
-                "the {} backend lost the cluster: {}",
-                self.options.name,
-                crate::error_text::error_chain(&BackendError::from(e))
-            ));
-        }
+        self.advance(until);
     }
 
     fn next_change(&self) -> Option<Time> {

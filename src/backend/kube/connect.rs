@@ -12,12 +12,13 @@ use super::watch::Watches;
 use super::{FIELD_MANAGER, KubeBackend, KubeError, KubeOptions, admission, apply, requests};
 use crate::backend::bench_api::BenchApi;
 use crate::backend::machines::Machines;
-use crate::backend::{Backend, BackendError, Capabilities};
+use crate::backend::{BackendError, Capabilities};
 use crate::drill::Drill;
 use crate::observe::ObjectRef;
 use crate::rng::SeededRng;
 
-/// Tears the machines down exactly once: in [`Backend::finish`], or when
+/// Tears the machines down exactly once: in
+/// [`Backend::finish`](crate::backend::Backend::finish), or when
 /// the backend is dropped after an error or a panic.
 pub(super) struct TeardownGuard {
     machines: Option<Box<dyn Machines>>,
@@ -131,7 +132,7 @@ impl KubeBackend {
         }
         backend.sync()?;
         if backend.options.emulate_autoscaler && !backend.options.read_only {
-            let now = backend.now();
+            let now = backend.clock.now();
             backend.autoscaler = EmulatedAutoscaler::new(&drill.topology, seed, now);
         }
         Ok(backend)
@@ -179,7 +180,7 @@ impl KubeBackend {
             Ok::<(), KubeError>(())
         })?;
         self.observer.obs.not_simulated.extend(not_served);
-        let at = self.now();
+        let at = self.clock.now();
         self.observer
             .obs
             .admissions

@@ -37,7 +37,6 @@ mod backend;
 mod clock;
 mod connect;
 pub mod drain;
-mod drainer;
 mod kubeconfig;
 pub mod observer;
 mod probe;
@@ -56,7 +55,7 @@ use self::watch::Watches;
 use super::bench_api::BenchApi;
 use super::{BackendError, Capabilities};
 use crate::drill::Drill;
-use crate::observe::Time;
+use crate::observe::{Event, EventKind, ObjectRef, Time};
 use crate::rng::SeededRng;
 
 /// How often a wall-clock cluster is polled (probes, watch events).
@@ -161,6 +160,26 @@ pub struct KubeBackend {
     synced_at: Time,
     /// The bench's cluster autoscaler, where it plays one.
     autoscaler: Option<EmulatedAutoscaler>,
+}
+
+impl KubeBackend {
+    pub(super) fn event(
+        &mut self,
+        kind: EventKind,
+        object: ObjectRef,
+        node: Option<&str>,
+        message: String,
+    ) {
+        let at = self.clock.now();
+        self.observer.obs.events.push(Event {
+            at_ms: at,
+            kind,
+            object,
+            node: node.map(str::to_owned),
+            pool: None,
+            message,
+        });
+    }
 }
 
 /// `namespace/Kind/name` in its three parts.

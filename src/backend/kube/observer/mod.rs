@@ -458,8 +458,8 @@ impl Observer {
     /// The node the cluster autoscaler would remove next from a pool, as it
     /// computes it on the observed state: the least utilised Ready,
     /// schedulable node (utilisation is the larger of the requested CPU and
-    /// memory shares), the first by name among equals — the simulator's
-    /// rule ([`crate::sim::Simulation::autoscaler_pick`]).
+    /// memory shares), the first by name among equals — the rule the
+    /// simulator follows too ([`scale_down::least_utilised`]).
     pub fn autoscaler_pick(&self, pool: &str) -> Option<String> {
         let utilisation = |name: &str, n: &NodeState| {
             let (cpu, memory) = self
