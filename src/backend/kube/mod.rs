@@ -30,15 +30,15 @@
 use std::path::PathBuf;
 
 pub mod access;
-pub mod admission;
+mod admission;
 pub mod apply;
-pub mod autoscaler;
+mod autoscaler;
 mod backend;
 mod clock;
 mod connect;
-pub mod drain;
+mod drain;
 mod kubeconfig;
-pub mod observer;
+mod observer;
 mod probe;
 mod requests;
 pub mod restore;

@@ -45,7 +45,6 @@ const VELERO: &str = "velero";
 /// Why a real restore could not be measured.
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
-    /// Velero failed.
     #[error(transparent)]
     Velero(#[from] VeleroError),
     /// The S3 target could not be had.
@@ -54,10 +53,8 @@ pub enum RestoreError {
     /// A Kubernetes request failed.
     #[error(transparent)]
     Kube(#[from] KubeError),
-    /// The namespace did not go away.
     #[error("namespace `{namespace}` was still there {seconds} s after its deletion")]
     NotGone {
-        /// The namespace.
         namespace: String,
         /// How long the bench waited.
         seconds: u64,
@@ -71,9 +68,7 @@ pub enum RestoreError {
     /// The run's scratch folder could not be made.
     #[error("cannot make the folder for Velero's credentials {path}")]
     Scratch {
-        /// The folder.
         path: std::path::PathBuf,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
@@ -101,7 +96,6 @@ impl RestoreState {
     }
 }
 
-/// A marker's name.
 pub fn marker_name(seq: u64) -> String {
     format!("drillbench-marker-{seq:06}")
 }

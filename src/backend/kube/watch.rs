@@ -141,7 +141,6 @@ fn reconciled<K: Watchable>(
         .boxed()
 }
 
-/// The kinds watched.
 pub(super) const WATCHED: [&str; 10] = [
     "Node",
     "Pod",

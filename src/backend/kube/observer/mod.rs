@@ -59,15 +59,12 @@ use kube::ResourceExt;
 
 use self::budgets::Budgets;
 use self::names::NodeNames;
-pub use self::names::{HOSTNAME_LABEL, pool_of};
-pub(in crate::backend::kube) use self::nodes::NodeState;
-pub use self::object::{Change, Object, drill_time};
-pub use self::pods::PodOnNode;
-pub(in crate::backend::kube) use self::pods::PodState;
-pub use self::volumes::ATTACHED_NODE_ANNOTATION;
+pub(super) use self::nodes::NodeState;
+pub(super) use self::object::{Change, Object, drill_time};
+pub(super) use self::pods::PodOnNode;
+pub(super) use self::pods::PodState;
 use self::volumes::Volumes;
 use self::workloads::Workloads;
-pub use self::workloads::workload_key;
 use crate::observe::{Event, EventKind, ObjectRef, Observation, Placement, Time};
 use crate::policy::scale_down;
 use crate::policy::view::Resources;
@@ -84,7 +81,7 @@ struct Binding {
 
 /// The cluster as the watches show it, and the observation built from it.
 #[derive(Debug)]
-pub struct Observer {
+pub(super) struct Observer {
     topology: Topology,
     /// By drill name.
     nodes: BTreeMap<String, NodeState>,
@@ -95,7 +92,7 @@ pub struct Observer {
     workloads: Workloads,
     budgets: Budgets,
     bindings: Vec<Binding>,
-    pub obs: Observation,
+    pub(super) obs: Observation,
 }
 
 fn node_ref(name: &str) -> ObjectRef {
@@ -120,7 +117,7 @@ fn pod_key(pod: &Pod) -> String {
 }
 
 impl Observer {
-    pub fn new(topology: Topology) -> Self {
+    pub(super) fn new(topology: Topology) -> Self {
         Observer {
             topology,
             nodes: BTreeMap::new(),
@@ -154,7 +151,7 @@ impl Observer {
     }
 
     /// Takes in one change, seen at drill time `at`.
-    pub fn apply(&mut self, at: Time, change: Change) {
+    pub(super) fn apply(&mut self, at: Time, change: Change) {
         match &change {
             Change::Applied(Object::Node(node)) => self.node_applied(at, node),
             Change::Deleted(Object::Node(node)) => {
@@ -186,15 +183,9 @@ impl Observer {
         }
     }
 
-    /// A node's drill name (`prod-worker-1`) from its API name
-    /// (`drillbench-r1-worker2` on kind).
-    pub fn drill_name(&self, api_name: &str) -> String {
-        self.names.drill_name(api_name)
-    }
-
     /// A node's API name from its drill name (the two are one where the
     /// nodes are named as the drill names them).
-    pub fn api_name(&self, name: &str) -> String {
+    pub(super) fn api_name(&self, name: &str) -> String {
         self.nodes
             .get(name)
             .map_or_else(|| name.to_owned(), |n| n.api_name.clone())
@@ -233,7 +224,8 @@ impl Observer {
     }
 
     /// The nodes a claim's volume is attached to, as the watches show it.
-    pub fn claim_attachments(&self, claim: &str) -> Vec<String> {
+    #[cfg(test)]
+    pub(super) fn claim_attachments(&self, claim: &str) -> Vec<String> {
         self.volumes.attached_to(claim, &self.names)
     }
 
@@ -297,7 +289,7 @@ impl Observer {
     /// Closes the changes of one instant: places the pods bound in it with
     /// their node's labels and their claims' classes as they stand now, and
     /// updates the series derived from several objects.
-    pub fn settle(&mut self, at: Time) {
+    pub(super) fn settle(&mut self, at: Time) {
         self.volumes.settle();
         for binding in std::mem::take(&mut self.bindings) {
             if let Some(placement) = self.placement(binding) {
@@ -369,7 +361,7 @@ impl Observer {
     }
 
     /// Live nodes of a pool, by name (standby nodes are in none yet).
-    pub fn pool_nodes(&self, pool: &str) -> Vec<String> {
+    pub(super) fn pool_nodes(&self, pool: &str) -> Vec<String> {
         self.nodes
             .iter()
             .filter(|(_, n)| n.pool == pool && !n.standby)
@@ -377,7 +369,7 @@ impl Observer {
             .collect()
     }
 
-    pub fn ready_nodes(&self, pool: &str) -> u32 {
+    pub(super) fn ready_nodes(&self, pool: &str) -> u32 {
         self.nodes
             .values()
             .filter(|n| n.pool == pool && n.ready && !n.standby)
@@ -406,7 +398,7 @@ impl Observer {
 
     /// Nodes and whether they are Ready, with whether each is a control
     /// plane.
-    pub fn node_readiness(&self) -> Vec<(String, bool, bool)> {
+    pub(super) fn node_readiness(&self) -> Vec<(String, bool, bool)> {
         self.nodes
             .iter()
             .filter(|(_, n)| !n.standby)
@@ -415,7 +407,7 @@ impl Observer {
     }
 
     /// Whether every workload seen has all its replicas ready.
-    pub fn all_workloads_ready(&self) -> bool {
+    pub(super) fn all_workloads_ready(&self) -> bool {
         self.obs
             .workloads
             .values()
@@ -424,7 +416,7 @@ impl Observer {
 
     /// Whether one workload has all its replicas ready (an unknown one is
     /// not).
-    pub fn workload_ready(&self, key: &str) -> bool {
+    pub(super) fn workload_ready(&self, key: &str) -> bool {
         self.obs
             .workloads
             .get(key)
@@ -434,7 +426,7 @@ impl Observer {
 
     /// The pods a drain must evict from a node: every pod bound to it but
     /// DaemonSet pods, as `kubectl drain --ignore-daemonsets` does.
-    pub fn pods_to_evict(&self, node: &str) -> Vec<PodOnNode> {
+    pub(super) fn pods_to_evict(&self, node: &str) -> Vec<PodOnNode> {
         self.pods
             .iter()
             .filter(|(_, p)| p.node.as_deref() == Some(node) && !p.daemon)
@@ -449,7 +441,7 @@ impl Observer {
     }
 
     /// Whether a pod is being deleted (its termination is under way).
-    pub fn pod_deleting(&self, namespace: &str, name: &str) -> bool {
+    pub(super) fn pod_deleting(&self, namespace: &str, name: &str) -> bool {
         self.pods
             .get(&format!("{namespace}/{name}"))
             .is_some_and(|p| p.deleting)
@@ -460,7 +452,7 @@ impl Observer {
     /// schedulable node (utilisation is the larger of the requested CPU and
     /// memory shares), the first by name among equals — the rule the
     /// simulator follows too ([`scale_down::least_utilised`]).
-    pub fn autoscaler_pick(&self, pool: &str) -> Option<String> {
+    pub(super) fn autoscaler_pick(&self, pool: &str) -> Option<String> {
         let utilisation = |name: &str, n: &NodeState| {
             let (cpu, memory) = self
                 .pods
@@ -487,7 +479,7 @@ impl Observer {
     /// seen: every budget selecting the pod must still have the healthy
     /// pods it wants, else the eviction broke it (the Eviction API must
     /// never let that happen).
-    pub fn check_budgets_after_eviction(
+    pub(super) fn check_budgets_after_eviction(
         &mut self,
         at: Time,
         namespace: &str,
@@ -499,13 +491,17 @@ impl Observer {
     }
 
     /// A pod's labels, while it is known.
-    pub fn pod_labels(&self, namespace: &str, name: &str) -> Option<BTreeMap<String, String>> {
+    pub(super) fn pod_labels(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<BTreeMap<String, String>> {
         self.pods
             .get(&format!("{namespace}/{name}"))
             .map(|p| p.labels.clone())
     }
 
-    pub fn has_node(&self, name: &str) -> bool {
+    pub(super) fn has_node(&self, name: &str) -> bool {
         self.nodes.contains_key(name)
     }
 }

@@ -10,7 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time as MetaTim
 
 use crate::observe::Time;
 
-/// One watched object.
 #[derive(Debug, Clone)]
 pub enum Object {
     Node(Box<Node>),

@@ -4,6 +4,8 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use serde_json::json;
 
+use super::names::HOSTNAME_LABEL;
+use super::volumes::ATTACHED_NODE_ANNOTATION;
 use super::*;
 use crate::labels::NODE_LABEL;
 use crate::observe::{BudgetBreach, Stranding};

@@ -245,6 +245,7 @@ impl Volumes {
     }
 
     /// The nodes a claim's volume is attached to.
+    #[cfg(test)]
     pub(super) fn attached_to(&self, claim: &str, names: &NodeNames) -> Vec<String> {
         self.attached(names)
             .into_iter()
