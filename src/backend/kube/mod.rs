@@ -1,12 +1,14 @@
-//! The one Kubernetes layer of every real backend: a [`Backend`] over a
-//! [`Machines`] and a kube-rs client.
+//! The one Kubernetes layer of every real backend: a
+//! [`Backend`](super::Backend) over a [`Machines`](super::machines::Machines)
+//! and a kube-rs client.
 //!
-//! - [`observer`]: watches on Nodes, Pods, claims, PersistentVolumes,
+//! - `observer`: watches on Nodes, Pods, claims, PersistentVolumes,
 //!   VolumeAttachments and workloads rebuilt into the same
-//!   [`Observation`] the simulator records, so the assertions judge it
-//!   unchanged;
+//!   [`Observation`](crate::observe::Observation) the simulator records,
+//!   so the assertions judge it unchanged;
 //! - `watch`: the watches themselves, and what a re-list no longer holds;
-//! - [`drain`]: eviction-based drains with 429 retries;
+//! - `drain`: eviction-based drains with 429 retries, and `autoscaler`:
+//!   the cluster autoscaler the bench plays where there is none;
 //! - server-side apply of the drill's workloads (field manager
 //!   `drillbench`, run label `drillbench.dev/run`) and the other changes
 //!   the bench asks for (`requests`);
@@ -23,7 +25,7 @@
 //! instant and the probes see every change. Any other cluster runs on the
 //! wall clock, polled every [`POLL`].
 //!
-//! The [`Backend`] trait is synchronous; the backend owns a
+//! The [`Backend`](super::Backend) trait is synchronous; the backend owns a
 //! current-thread tokio runtime and drives the watches and requests in it
 //! whenever it is called.
 
@@ -127,9 +129,9 @@ pub struct KubeOptions {
     pub read_only: bool,
     /// Whether the bench admits the workloads through the drill's guards
     /// before applying them: for clusters of its own that run no policy
-    /// engine (kind, Talos); see [`admission`].
+    /// engine (kind, Talos); see `admission`.
     pub admit_guards: bool,
-    /// Whether the bench plays the cluster autoscaler (see [`autoscaler`]):
+    /// Whether the bench plays the cluster autoscaler (see `autoscaler`):
     /// for clusters of its own that cannot add servers (kind, Talos).
     pub emulate_autoscaler: bool,
 }
