@@ -198,3 +198,72 @@ impl KubeBackend {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    /// Machines that count their teardowns.
+    struct Counted(Arc<AtomicU32>);
+
+    impl Machines for Counted {
+        fn name(&self) -> &'static str {
+            "counted"
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities::NONE
+        }
+        fn kubeconfig(&self) -> (PathBuf, Option<String>) {
+            (PathBuf::new(), None)
+        }
+        fn api_servers(&self) -> Vec<(String, SocketAddr)> {
+            Vec::new()
+        }
+        fn crash(&mut self, _: &str) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn remove(&mut self, _: &str) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn replace(&mut self, _: &str) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn recreate_control_plane(&mut self, _: &str) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn etcd_members(&mut self) -> Option<(u32, u32)> {
+            None
+        }
+        fn teardown(&mut self) -> Result<(), BackendError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn guard() -> (TeardownGuard, Arc<AtomicU32>) {
+        let count = Arc::new(AtomicU32::new(0));
+        let guard = TeardownGuard {
+            machines: Some(Box::new(Counted(count.clone()))),
+        };
+        (guard, count)
+    }
+
+    #[test]
+    fn the_machines_are_torn_down_once_whether_finished_or_dropped() {
+        let (mut finished, count) = guard();
+        assert_eq!(finished.machines().name(), "counted");
+        finished.teardown().expect("torn down");
+        finished.teardown().expect("nothing left to tear down");
+        drop(finished);
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        // An error or a panic drops the backend without a teardown call.
+        let (dropped, count) = guard();
+        drop(dropped);
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+    }
+}
