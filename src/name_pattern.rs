@@ -239,6 +239,9 @@ mod tests {
         assert!(!p.matches("w-"), "an ordinal has a digit");
         assert!(!p.matches("w-standby-1"), "a literal is not a prefix");
         assert!(!p.matches("w-1x"));
+        let p = NamePattern::parse("w-{n}-a").unwrap();
+        assert!(p.matches("w-3-a"), "a literal after a placeholder");
+        assert!(!p.matches("w-3-b"));
     }
 
     #[test]

@@ -26,9 +26,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
 use super::{KubeBackend, KubeError};
+use crate::backend::BackendError;
 use crate::backend::s3::{Minio, MinioOptions, S3Error, S3Target, network_of};
 use crate::backend::velero::{Velero, VeleroError};
-use crate::backend::{Backend, BackendError};
 use crate::labels::{MARKER_LABEL, RUN_LABEL};
 use crate::observe::{DataLoss, Time};
 use crate::observe::{EventKind, ObjectRef};
@@ -45,7 +45,6 @@ const VELERO: &str = "velero";
 /// Why a real restore could not be measured.
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
-    /// Velero failed.
     #[error(transparent)]
     Velero(#[from] VeleroError),
     /// The S3 target could not be had.
@@ -54,10 +53,8 @@ pub enum RestoreError {
     /// A Kubernetes request failed.
     #[error(transparent)]
     Kube(#[from] KubeError),
-    /// The namespace did not go away.
     #[error("namespace `{namespace}` was still there {seconds} s after its deletion")]
     NotGone {
-        /// The namespace.
         namespace: String,
         /// How long the bench waited.
         seconds: u64,
@@ -71,9 +68,7 @@ pub enum RestoreError {
     /// The run's scratch folder could not be made.
     #[error("cannot make the folder for Velero's credentials {path}")]
     Scratch {
-        /// The folder.
         path: std::path::PathBuf,
-        /// The cause.
         #[source]
         source: std::io::Error,
     },
@@ -101,7 +96,6 @@ impl RestoreState {
     }
 }
 
-/// A marker's name.
 pub fn marker_name(seq: u64) -> String {
     format!("drillbench-marker-{seq:06}")
 }
@@ -183,7 +177,7 @@ impl KubeBackend {
         let run_id = self.options.run_id.clone();
         let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), namespace);
 
-        let started = Backend::now(self);
+        let started = self.clock.now();
         let mut acked = Vec::new();
         let mut seq = 0;
         for _ in 0..MARKERS_BEFORE {
@@ -230,7 +224,7 @@ impl KubeBackend {
             format!("velero backup {backup} of namespace {namespace}: Completed"),
         );
 
-        let lost_at = Backend::now(self);
+        let lost_at = self.clock.now();
         self.delete_namespace(namespace)?;
         let restore = format!("{backup}-restore");
         velero.restore(&restore, &backup)?;
@@ -297,7 +291,7 @@ impl KubeBackend {
         seq: u64,
         acked: &mut Vec<(u64, Time)>,
     ) {
-        let at = Backend::now(self);
+        let at = self.clock.now();
         let object = marker(namespace, schedule, &self.options.run_id, seq, at);
         // A refused write is simply not acknowledged: a writer's client
         // would retry, and the loss counts acknowledged writes only.
@@ -312,8 +306,8 @@ impl KubeBackend {
 
     /// Lets `ms` of drill time pass.
     fn pass(&mut self, ms: Time) {
-        let until = Backend::now(self) + ms;
-        Backend::advance_to(self, until);
+        let until = self.clock.now() + ms;
+        self.advance(until);
     }
 
     /// Deletes the namespace and waits until it is gone.
@@ -323,7 +317,7 @@ impl KubeBackend {
         self.runtime
             .block_on(api.delete(namespace, &DeleteParams::default()))
             .map_err(api_error(format!("delete namespace {namespace}")))?;
-        let deadline = Backend::now(self) + GONE_WITHIN;
+        let deadline = self.clock.now() + GONE_WITHIN;
         loop {
             let present = self
                 .runtime
@@ -335,7 +329,7 @@ impl KubeBackend {
             if let Some(why) = self.observer.obs.aborted.clone() {
                 return Err(RestoreError::Aborted(why));
             }
-            if Backend::now(self) >= deadline {
+            if self.clock.now() >= deadline {
                 return Err(RestoreError::NotGone {
                     namespace: namespace.to_owned(),
                     seconds: GONE_WITHIN / 1000,

@@ -15,17 +15,16 @@
 //! Pure: [`EmulatedAutoscaler::step`] reads an [`Observer`] and returns
 //! what to do; the backend does it and reports refusals back.
 
-use std::borrow::Cow;
+mod view;
+
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::observer::{NodeState, Observer, PodState};
-use crate::labels::STANDBY_KEY;
+use self::view::ObservedView;
+use super::observer::Observer;
 use crate::observe::Time;
 use crate::policy::drain::{self, EVICTION_RETRY, Next};
 use crate::policy::expander::expand;
-use crate::policy::view::{
-    AutoscalerView, Budget, ClusterView, NodeFacts, Placement, PodFacts, Resources, Room, Template,
-};
+use crate::policy::view::ClusterView;
 use crate::policy::{scale_down, scale_up};
 use crate::rng::SeededRng;
 use crate::topology::Topology;
@@ -156,22 +155,7 @@ impl EmulatedAutoscaler {
     }
 
     fn view<'a>(&'a self, cluster: &'a Observer) -> ObservedView<'a> {
-        let mut requested: BTreeMap<&str, Room> = BTreeMap::new();
-        for pod in cluster.pods().values().filter(|p| !p.finished) {
-            if let Some(node) = &pod.node {
-                requested
-                    .entry(node.as_str())
-                    .or_default()
-                    .add(requests(pod));
-            }
-        }
-        ObservedView {
-            cluster,
-            booting: &self.booting,
-            removing: &self.removing,
-            unneeded_since: &self.unneeded_since,
-            requested,
-        }
+        ObservedView::new(cluster, &self.booting, &self.removing, &self.unneeded_since)
     }
 
     fn scale_up(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
@@ -234,190 +218,18 @@ impl EmulatedAutoscaler {
     }
 }
 
-/// The observed cluster and the emulated autoscaler's own state, as the
-/// policy reads them.
-struct ObservedView<'a> {
-    cluster: &'a Observer,
-    booting: &'a BTreeMap<String, Time>,
-    removing: &'a BTreeSet<String>,
-    unneeded_since: &'a BTreeMap<String, Time>,
-    /// Per node: requests and number of the pods holding resources there.
-    requested: BTreeMap<&'a str, Room>,
-}
-
-fn requests(pod: &PodState) -> Resources {
-    Resources {
-        cpu: pod.cpu_millis,
-        memory: pod.memory,
-    }
-}
-
-impl<'a> ObservedView<'a> {
-    fn state(&self, node: &str) -> &'a NodeState {
-        &self.cluster.nodes()[node]
-    }
-
-    /// The standby nodes of a pool still free to choose, by name.
-    fn free_standby(&self, pool: &str) -> Vec<String> {
-        self.cluster
-            .nodes()
-            .iter()
-            .filter(|(name, n)| n.pool == pool && n.standby && !self.booting.contains_key(*name))
-            .map(|(name, _)| name.clone())
-            .collect()
-    }
-}
-
-impl<'a> ClusterView for ObservedView<'a> {
-    type Node = &'a str;
-    type Pod = &'a PodState;
-
-    fn nodes(&self) -> impl Iterator<Item = &'a str> + '_ {
-        self.cluster.nodes().keys().map(String::as_str)
-    }
-
-    fn node(&self, name: &'a str) -> NodeFacts<'_> {
-        let n = self.state(name);
-        NodeFacts {
-            pool: &n.pool,
-            object: &n.object,
-            ready: n.ready,
-            running: true,
-            schedulable: !n.unschedulable,
-            set_aside: n.standby || self.removing.contains(name),
-            counted: !n.standby || self.booting.contains_key(name),
-            allocatable: Room {
-                cpu: n.cpu_millis,
-                memory: n.memory,
-                pods: n.max_pods,
-            },
-            requested: self.requested.get(name).copied().unwrap_or_default(),
-        }
-    }
-
-    /// The pods holding resources on the node, DaemonSet pods aside.
-    fn movable_pods(&self, node: &'a str) -> Vec<&'a PodState> {
-        self.cluster
-            .pods()
-            .values()
-            .filter(|p| p.node.as_deref() == Some(node) && !p.finished && !p.daemon)
-            .collect()
-    }
-
-    fn pod(&self, pod: &'a PodState) -> PodFacts<'_> {
-        let facts = &pod.facts;
-        PodFacts {
-            namespace: &facts.namespace,
-            requests: requests(pod),
-            placement: Placement {
-                required: facts.required.as_ref(),
-                tolerations: &facts.tolerations,
-            },
-            anti_affinity: facts.anti_affinity,
-            safe_to_evict: facts.safe_to_evict,
-            local_storage: facts.local_storage,
-            controlled: facts.controlled,
-        }
-    }
-
-    fn budgets(&self, pod: &'a PodState) -> Vec<Budget> {
-        self.cluster
-            .covering_budgets(&pod.facts.namespace, &pod.facts.labels)
-            .into_iter()
-            .map(|(name, disruptions_allowed)| Budget {
-                name,
-                disruptions_allowed,
-            })
-            .collect()
-    }
-}
-
-impl<'a> AutoscalerView for ObservedView<'a> {
-    fn unschedulable_pods(&self) -> Vec<&'a PodState> {
-        self.cluster
-            .pods()
-            .values()
-            .filter(|p| p.node.is_none() && p.unschedulable && !p.deleting && !p.finished)
-            .collect()
-    }
-
-    /// One of the pool's standby nodes as it will be once released; its
-    /// room is what is left once the DaemonSet pods that would run there
-    /// (one of each DaemonSet seen) take theirs, pod slots included, and
-    /// the waste of a growth is measured against that room.
-    fn template(&self, pool: &str) -> Option<Template<'_>> {
-        let (_, standby) = self
-            .cluster
-            .nodes()
-            .iter()
-            .find(|(_, n)| n.pool == pool && n.standby)?;
-        let mut node = (*standby.object).clone();
-        if let Some(labels) = node.metadata.labels.as_mut() {
-            labels.remove(STANDBY_KEY);
-        }
-        if let Some(spec) = node.spec.as_mut()
-            && let Some(taints) = spec.taints.as_mut()
-        {
-            taints.retain(|t| t.key != STANDBY_KEY);
-        }
-        let mut seen = BTreeSet::new();
-        let daemons = self
-            .cluster
-            .pods()
-            .values()
-            .filter(|p| p.daemon)
-            .filter(|p| {
-                p.facts
-                    .daemon_set
-                    .as_ref()
-                    .is_some_and(|ds| seen.insert(ds))
-            })
-            .map(|p| self.pod(p));
-        let overhead = scale_up::daemon_overhead(&node, daemons);
-        let room = Room {
-            cpu: standby.cpu_millis,
-            memory: standby.memory,
-            pods: standby.max_pods,
-        }
-        .minus(overhead);
-        Some(Template {
-            node: Cow::Owned(node),
-            room,
-            capacity: room.resources(),
-        })
-    }
-
-    fn booting(&self) -> Vec<(String, Room)> {
-        self.booting
-            .keys()
-            .filter_map(|name| {
-                let pool = &self.cluster.nodes().get(name)?.pool;
-                Some((pool.clone(), self.template(pool)?.room))
-            })
-            .collect()
-    }
-
-    fn provisionable(&self, pool: &str) -> u32 {
-        self.free_standby(pool).len() as u32
-    }
-
-    fn unneeded_since(&self, node: &'a str) -> Option<u64> {
-        self.unneeded_since.get(node).copied()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
 
     use super::*;
     use crate::backend::kube::observer::{Change, Object};
-    use crate::labels::POOL_LABEL;
+    use crate::labels::{POOL_LABEL, STANDBY_KEY};
 
     const SCAN: Time = 10_000;
     const UNNEEDED: Time = 600_000;
 
-    fn topology() -> Topology {
+    pub(super) fn topology() -> Topology {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("scenarios/autoscaler-scale-down.yaml");
         let drill =
@@ -431,7 +243,7 @@ mod tests {
         topology
     }
 
-    fn node(name: &str, pool: &str, standby: bool, cpu: &str) -> Change {
+    pub(super) fn node(name: &str, pool: &str, standby: bool, cpu: &str) -> Change {
         let mut labels = json!({POOL_LABEL: pool, "kubernetes.io/hostname": name});
         let mut taints = json!([]);
         if pool == "baseline" {
@@ -453,7 +265,7 @@ mod tests {
     }
 
     /// A ReplicaSet's pod requesting `cpu`, on `node` or left unschedulable.
-    fn pod(name: &str, node: Option<&str>, cpu: &str, extra: Value) -> Change {
+    pub(super) fn pod(name: &str, node: Option<&str>, cpu: &str, extra: Value) -> Change {
         let mut object = json!({
             "metadata": {"name": name, "namespace": "load", "labels": {"app": "burst"},
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -482,7 +294,7 @@ mod tests {
         }
     }
 
-    fn budget(allowed: i32) -> Change {
+    pub(super) fn budget(allowed: i32) -> Change {
         Change::Applied(Object::Budget(Box::new(
             serde_json::from_value(json!({
                 "metadata": {"name": "burst", "namespace": "load"},
@@ -494,7 +306,7 @@ mod tests {
         )))
     }
 
-    fn cluster(changes: Vec<Change>) -> Observer {
+    pub(super) fn cluster(changes: Vec<Change>) -> Observer {
         let mut observer = Observer::new(topology());
         for change in changes {
             observer.apply(0, change);
