@@ -8,6 +8,7 @@ drill name="cp-recreate" *args="":
 test:
     cargo fmt --check
     cargo clippy --all-targets --locked -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked
     cargo test --locked
 
 # Criterion benchmarks (numbers for the README's table).

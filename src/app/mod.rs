@@ -1,7 +1,7 @@
 //! What each `bench` command does, independent of how its arguments were
 //! parsed. Every command writes to the streams it is given and returns the
 //! [`Exit`] the CLI contract promises, so tests can drive them directly.
-//! How a command ended becomes an exit code in one place ([`error`]).
+//! How a command ended becomes an exit code in one place (`error`).
 
 mod error;
 mod run;

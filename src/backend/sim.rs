@@ -31,8 +31,8 @@ impl SimBackend {
     }
 }
 
-/// Provisions the simulator for a drill and seed: the [`crate::run::Provision`]
-/// of `--backend sim`.
+/// Provisions the simulator for a drill and seed: what the runner calls
+/// for `--backend sim`, and the sweep for each of its seeds.
 pub fn provision(drill: &crate::drill::Drill, seed: u64) -> Result<Box<dyn Backend>, BackendError> {
     let sim = Simulation::new(drill, seed).map_err(|e| BackendError::Provision(Box::new(e)))?;
     Ok(Box::new(SimBackend::new(sim)))

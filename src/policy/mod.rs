@@ -3,7 +3,7 @@
 //! The simulator and the emulated cluster autoscaler on kind and Talos must
 //! reach the same verdicts, so the rules they follow (which pool the
 //! autoscaler grows, which node it removes and what keeps it, how a drain
-//! retries) live here as pure functions over a read-only [`view`] of a
+//! retries) live here as pure functions over a read-only `view` of a
 //! cluster. The simulator implements the view over its compact arrays, the
 //! kube layer over what its watches observed; each then carries out the
 //! decision its own way (scheduled events, API calls). A fidelity fix is

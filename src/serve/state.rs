@@ -3,11 +3,11 @@
 //! never depends on request timing beyond that order.
 //!
 //! This is the router; each concept lives in its own part: the change log
-//! and resource versions ([`super::history`]), open watches
-//! ([`super::watch`]), the simulator as API objects ([`super::objects`]),
-//! what the API wrote beside it ([`super::written`]), the read and write
-//! paths ([`super::read`], [`super::write`]) and the `/bench/v1` control
-//! endpoints ([`super::control`]).
+//! and resource versions (`super::history`), open watches
+//! (`super::watch`), the simulator as API objects (`super::objects`),
+//! what the API wrote beside it (`super::written`), the read and write
+//! paths (`super::read`, `super::write`) and the `/bench/v1` control
+//! endpoints (`super::control`).
 
 use serde_json::json;
 

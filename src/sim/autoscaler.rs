@@ -1,12 +1,12 @@
 //! The cluster autoscaler in the simulator: every scan interval it reads
 //! the simulation through the policy's view and carries out what
-//! [`crate::policy::scale_up`] and [`crate::policy::scale_down`] decide —
+//! `crate::policy::scale_up` and `crate::policy::scale_down` decide —
 //! the rules the emulated autoscaler on kind and Talos follows too.
 //!
 //! A growth adds nodes built from the pool's template that boot for a
 //! seeded delay. A removal taints the node `ToBeDeletedByClusterAutoscaler`
 //! and drains it through the eviction API (a refusal aborts and untaints
-//! it, [`crate::policy::drain`]).
+//! it, `crate::policy::drain`).
 //!
 //! The server is deleted as soon as the drained pods have terminated, like
 //! upstream, which does not wait for volumes to detach: a single-attach

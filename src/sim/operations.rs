@@ -505,7 +505,7 @@ impl Simulation {
 impl Simulation {
     /// The node the cluster autoscaler would remove next from a pool: the
     /// least utilised Ready node not being removed, the first by name
-    /// among equals ([`scale_down::least_utilised`]).
+    /// among equals (`scale_down::least_utilised`).
     pub fn autoscaler_pick(&self, pool: &str) -> Option<String> {
         let candidates = self
             .world
@@ -517,7 +517,7 @@ impl Simulation {
     }
 }
 
-/// The autoscaler's utilisation of a node ([`scale_down::utilisation`]).
+/// The autoscaler's utilisation of a node (`scale_down::utilisation`).
 pub fn utilisation(node: &super::world::SimNode) -> f64 {
     let resources = |r: super::world::Resources| Resources {
         cpu: r.cpu,

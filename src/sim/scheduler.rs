@@ -17,7 +17,7 @@
 //! previous pod stopped. Node affinity, taints and the preferred-affinity
 //! and PreferNoSchedule standing are judged once per (pod template, node
 //! class) and cached on the template; the scan itself reads a compact
-//! per-node array ([`HotNode`]: free CPU and memory, pod room, class, one
+//! per-node array (`HotNode`: free CPU and memory, pod room, class, one
 //! flag) instead of the full node structs, and only the capacity part of
 //! the score is computed per node (and kept until that node's requests
 //! change). Every shortcut decides exactly what the full filters decide:
