@@ -15,6 +15,7 @@ use crate::scenario::spec::{
 use crate::scenario::step::Step;
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
 use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
+use crate::workload_ref::WorkloadRef;
 #[derive(Debug, Clone)]
 pub struct Drill {
     /// The drill as written.
@@ -229,21 +230,6 @@ pub const WORKLOAD_KINDS: [&str; 6] = [
     "CronJob",
 ];
 
-/// `namespace/Kind/name` of an object; `default` when it names no namespace.
-pub fn workload_key(object: &serde_json::Value) -> String {
-    let field = |pointer: &str| {
-        object
-            .pointer(pointer)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-    };
-    let namespace = match field("/metadata/namespace") {
-        "" => "default",
-        ns => ns,
-    };
-    format!("{namespace}/{}/{}", field("/kind"), field("/metadata/name"))
-}
-
 /// Checks that every name the drill uses refers to something that exists.
 fn check_references(
     spec: &DrillSpec,
@@ -350,7 +336,7 @@ impl<'t> References<'t> {
             workloads: workloads
                 .iter()
                 .filter(|d| d.kind().is_some_and(|k| WORKLOAD_KINDS.contains(&k)))
-                .map(|d| workload_key(&d.value))
+                .map(|d| WorkloadRef::of_object(&d.value).to_string())
                 .collect(),
             namespaces: workloads
                 .iter()

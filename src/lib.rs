@@ -35,3 +35,4 @@ pub mod sim;
 #[doc(hidden)]
 pub mod test_support;
 pub mod topology;
+pub mod workload_ref;

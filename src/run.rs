@@ -165,7 +165,9 @@ fn claims_volumes(drill: &Drill) -> Option<String> {
     drill.workloads.iter().find_map(|doc| {
         let value = &doc.value;
         let template = match doc.kind()? {
-            "PersistentVolumeClaim" => return Some(crate::drill::workload_key(value)),
+            "PersistentVolumeClaim" => {
+                return Some(crate::workload_ref::WorkloadRef::of_object(value).to_string());
+            }
             "Pod" => value.pointer("/spec"),
             "CronJob" => value.pointer("/spec/jobTemplate/spec/template/spec"),
             _ => value.pointer("/spec/template/spec"),
@@ -182,7 +184,8 @@ fn claims_volumes(drill: &Drill) -> Option<String> {
                     v.get("persistentVolumeClaim").is_some() || v.get("ephemeral").is_some()
                 })
             });
-        (templates || volumes).then(|| crate::drill::workload_key(value))
+        (templates || volumes)
+            .then(|| crate::workload_ref::WorkloadRef::of_object(value).to_string())
     })
 }
 

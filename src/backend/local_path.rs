@@ -48,7 +48,7 @@ pub fn objects(run: &RunId) -> Vec<Value> {
 pub async fn install(client: &kube::Client, run: &RunId) -> Result<Vec<String>, DriverError> {
     let mut not_served = Vec::new();
     for object in objects(run) {
-        let key = crate::drill::workload_key(&object);
+        let key = crate::workload_ref::WorkloadRef::of_object(&object).to_string();
         match server_side_apply(client, &object, FIELD_MANAGER).await {
             Ok(Applied::Applied) => {}
             Ok(Applied::NotServed) => not_served.push(key),

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::manifest::Document;
+use crate::workload_ref::WorkloadRef;
 
 /// One reason the upgrade must not start, naming the object and where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +35,7 @@ pub fn check(documents: &[Document]) -> Vec<Finding> {
             continue;
         }
         let ns = namespace(&doc.value);
-        let name = doc.value["metadata"]["name"].as_str().unwrap_or_default();
-        let object = format!("{ns}/{kind}/{name}");
+        let object = WorkloadRef::of_object(&doc.value).to_string();
         let at = format!("{}:{}:{}", doc.source, doc.line, doc.column);
         let replicas = doc.value["spec"]["replicas"].as_i64().unwrap_or(1);
         let labels = doc.value["spec"]["template"]["metadata"]["labels"].as_object();

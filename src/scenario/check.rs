@@ -11,6 +11,7 @@ use super::located::{Located, Position};
 use super::spec::*;
 use super::step::Step;
 use crate::name_pattern::{NamePattern, is_dns_label};
+use crate::workload_ref::WorkloadRef;
 
 /// Collects every problem of one file instead of stopping at the first, so a
 /// person fixes a drill in one pass.
@@ -315,11 +316,7 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
             );
         }
         if let Some(rollout) = &step.rollout
-            && rollout
-                .workload
-                .split('/')
-                .nth(1)
-                .is_some_and(|k| k != "Deployment")
+            && WorkloadRef::parse(&rollout.workload).is_some_and(|w| w.kind != "Deployment")
         {
             checker.error(
                 rollout.workload.at,

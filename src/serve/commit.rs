@@ -11,6 +11,7 @@ use super::api::ApiError;
 use super::cluster::Cluster;
 use super::history::strip_rv_mut;
 use super::resources::Resource;
+use crate::workload_ref::WorkloadRef;
 
 /// Applies what changed between `current` and `wanted`, then keeps the
 /// labels and annotations as written.
@@ -74,7 +75,7 @@ pub(super) fn commit(
                             "{kind}.spec.template: the simulator models a rollout as a Deployment's new container image; other template changes are not modelled"
                         ))
                     })?;
-                let key = format!("{namespace}/{kind}/{name}");
+                let key = WorkloadRef::new(namespace, kind, name).to_string();
                 for (container, image) in images {
                     cluster
                         .sim
@@ -130,7 +131,7 @@ pub(super) fn set_replicas(
 ) -> Result<(), ApiError> {
     let w = cluster
         .sim
-        .workload_id(&format!("{namespace}/{kind}/{name}"))
+        .workload_id(&WorkloadRef::new(namespace, kind, name).to_string())
         .ok_or_else(|| ApiError::new(404, "NotFound", format!("no {kind} {namespace}/{name}")))?;
     cluster
         .sim

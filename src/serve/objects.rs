@@ -9,6 +9,7 @@ use super::resources::{self, Resource};
 use super::written::Written;
 use crate::sim::Simulation;
 use crate::sim::world::{NodePhase, PodPhase, WorkloadKind};
+use crate::workload_ref::WorkloadRef;
 
 /// A read-only view of the served cluster as API objects.
 pub(super) struct Objects<'a> {
@@ -39,7 +40,7 @@ impl Objects<'_> {
             "Pod" => to_json(&sim.pod_view(sim.pod_id(namespace, name, gone)?)),
             _ if gone => return None,
             "Deployment" | "StatefulSet" | "DaemonSet" | "Job" => {
-                let w = sim.workload_id(&format!("{namespace}/{kind}/{name}"))?;
+                let w = sim.workload_id(&WorkloadRef::new(namespace, kind, name).to_string())?;
                 self.workload_json(w)?
             }
             "PersistentVolumeClaim" => to_json(&sim.claim_view(sim.claim_id(namespace, name)?)),

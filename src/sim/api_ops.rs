@@ -18,6 +18,7 @@ use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::manifest::Document;
 use crate::observe::EventKind;
 use crate::scenario::spec::GuardSpec;
+use crate::workload_ref::WorkloadRef;
 
 /// Why the façade's change was refused; the façade turns these into
 /// Kubernetes `Status` errors.
@@ -253,7 +254,7 @@ impl Simulation {
             ..Default::default()
         };
         for w in loaded.workloads {
-            let key = format!("{}/{}/{}", w.namespace, w.kind_name, w.name);
+            let key = WorkloadRef::new(&w.namespace, w.kind_name, &w.name).to_string();
             match self.world.workload_id(&key) {
                 Some(id) => {
                     if self.world.workload(id).template.spec != w.template.spec

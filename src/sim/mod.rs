@@ -56,6 +56,7 @@ use crate::observe::{AdmissionDecision, Observation};
 use crate::observe::{Event, EventKind, ObjectRef};
 use crate::scenario::spec::{BackupPhase, TaintEffect};
 use crate::topology::{CONTROL_PLANE_POOL, Topology};
+use crate::workload_ref::WorkloadRef;
 
 /// Why a simulation could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -386,18 +387,14 @@ impl Simulation {
             } else {
                 EventKind::AdmissionAudited
             };
-            let mut parts = object.splitn(3, '/');
-            let (ns, k, n) = (
-                parts.next().unwrap_or_default(),
-                parts.next().unwrap_or_default(),
-                parts.next().unwrap_or_default(),
-            );
+            // Admission names what it judged by WorkloadRef::of_object.
+            let judged = WorkloadRef::parse(&object).unwrap_or_default();
             self.record(
                 kind,
                 ObjectRef {
-                    kind: k.to_owned(),
-                    namespace: ns.to_owned(),
-                    name: n.to_owned(),
+                    kind: judged.kind,
+                    namespace: judged.namespace,
+                    name: judged.name,
                 },
                 None,
                 &format!("guard `{guard}`: {reason}"),
@@ -415,7 +412,7 @@ impl Simulation {
             });
         }
         for w in loaded.workloads {
-            let key = format!("{}/{}/{}", w.namespace, w.kind_name, w.name);
+            let key = WorkloadRef::new(&w.namespace, w.kind_name, &w.name).to_string();
             let id = self.world.add_workload(Workload {
                 key,
                 namespace: w.namespace,

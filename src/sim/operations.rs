@@ -18,6 +18,7 @@ use crate::policy::drain::{self, Next};
 use crate::policy::scale_down;
 use crate::policy::view::Resources;
 use crate::topology::CONTROL_PLANE_POOL;
+use crate::workload_ref::WorkloadRef;
 
 impl Simulation {
     /// The node of that name.
@@ -395,7 +396,7 @@ impl Simulation {
             self.world.workload(w).namespace.clone(),
             self.world.workload(w).name.clone(),
         );
-        let kind = key.split('/').nth(1).unwrap_or_default().to_owned();
+        let kind = WorkloadRef::parse(key).map(|w| w.kind).unwrap_or_default();
         self.record(
             EventKind::WorkloadScaled,
             crate::observe::ObjectRef {

@@ -383,7 +383,7 @@ fn pre_upgrade_reports_every_workloads_lowest_point() {
             drillbench::drill::WORKLOAD_KINDS
                 .contains(&d.value["kind"].as_str().unwrap_or_default())
         })
-        .map(|d| drillbench::drill::workload_key(&d.value))
+        .map(|d| drillbench::workload_ref::WorkloadRef::of_object(&d.value).to_string())
         .collect();
     deployed.sort();
     assert_eq!(listed, deployed);

@@ -209,7 +209,10 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
         .filter_map(|d| {
             let spec: PodSpec =
                 serde_json::from_value(d.value.pointer("/spec/template/spec")?.clone()).ok()?;
-            Some((drillbench::drill::workload_key(&d.value), spec))
+            Some((
+                drillbench::workload_ref::WorkloadRef::of_object(&d.value).to_string(),
+                spec,
+            ))
         })
         .collect();
     for e in report

@@ -124,7 +124,7 @@ mod tests {
         drill
             .workloads
             .iter()
-            .find(|d| crate::drill::workload_key(&d.value) == key)
+            .find(|d| crate::workload_ref::WorkloadRef::of_object(&d.value).to_string() == key)
             .map(|d| d.value.clone())
             .unwrap_or_else(|| panic!("{key} in the drill"))
     }

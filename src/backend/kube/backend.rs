@@ -8,12 +8,13 @@ use super::autoscaler::EmulatedAutoscaler;
 use super::drain::{self, DrainOutcome};
 use super::probe::etcd_ref;
 use super::sync::Drainer;
-use super::{KubeBackend, KubeError, requests, workload_parts};
+use super::{KubeBackend, KubeError, requests};
 use crate::backend::{Backend, BackendError, Capabilities};
 use crate::duration::Duration;
 use crate::observe::{Event, EventKind, ObjectRef, Observation, Time};
 use crate::policy::drain::EVICTION_RETRY;
 use crate::preflight::{Facts, NodeFacts, Readiness};
+use crate::workload_ref::WorkloadRef;
 
 impl KubeBackend {
     fn served_now(&self) -> Option<crate::bench_protocol::Now> {
@@ -203,7 +204,12 @@ impl Backend for KubeBackend {
         image: &str,
         container: Option<&str>,
     ) -> Result<(), BackendError> {
-        let Some((namespace, "Deployment", name)) = workload_parts(workload) else {
+        let Some(WorkloadRef {
+            namespace,
+            kind,
+            name,
+        }) = WorkloadRef::parse(workload).filter(|w| w.kind == "Deployment")
+        else {
             return Err(BackendError::Unsupported {
                 backend: self.options.name,
                 what: format!("roll out `{workload}`: rollouts are of Deployments"),
@@ -211,8 +217,8 @@ impl Backend for KubeBackend {
         };
         let result = self.runtime.block_on(requests::set_image(
             &self.client,
-            namespace,
-            name,
+            &namespace,
+            &name,
             image,
             container,
         ));
@@ -221,9 +227,9 @@ impl Backend for KubeBackend {
                 self.event(
                     EventKind::WorkloadRolledOut,
                     ObjectRef {
-                        kind: "Deployment".to_owned(),
-                        namespace: namespace.to_owned(),
-                        name: name.to_owned(),
+                        kind,
+                        namespace,
+                        name,
                     },
                     None,
                     format!("image set to {image}: rolling update started"),
@@ -252,14 +258,14 @@ impl Backend for KubeBackend {
     }
 
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {
-        let Some((namespace, kind, name)) = workload_parts(workload) else {
+        let Some(target) = WorkloadRef::parse(workload) else {
             return Err(BackendError::NotFound(format!("no workload `{workload}`")));
         };
         let result = self.runtime.block_on(requests::scale(
             &self.client,
-            namespace,
-            kind,
-            name,
+            &target.namespace,
+            &target.kind,
+            &target.name,
             replicas,
         ));
         match result {
@@ -278,9 +284,9 @@ impl Backend for KubeBackend {
         self.event(
             EventKind::WorkloadScaled,
             ObjectRef {
-                kind: kind.to_owned(),
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
+                kind: target.kind,
+                namespace: target.namespace,
+                name: target.name,
             },
             None,
             format!("desired replicas set to {replicas}"),

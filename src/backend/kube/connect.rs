@@ -152,7 +152,7 @@ impl KubeBackend {
                 if admit_guards {
                     let verdicts = admission::admit_object(drill, &mut value);
                     let refused = verdicts.iter().any(|d| d.refused);
-                    let key = crate::drill::workload_key(&value);
+                    let key = crate::workload_ref::WorkloadRef::of_object(&value).to_string();
                     decisions.extend(verdicts.into_iter().map(|d| (key.clone(), d)));
                     if refused {
                         // Refused at admission: it never reaches the cluster.

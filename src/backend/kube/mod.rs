@@ -184,12 +184,6 @@ impl KubeBackend {
     }
 }
 
-/// `namespace/Kind/name` in its three parts.
-fn workload_parts(workload: &str) -> Option<(&str, &str, &str)> {
-    let mut parts = workload.splitn(3, '/');
-    Some((parts.next()?, parts.next()?, parts.next()?))
-}
-
 /// A run id: the drill, the seed and the moment, unique enough to tell
 /// one run's objects from another's.
 pub fn run_id(drill: &Drill, seed: u64) -> String {
@@ -212,16 +206,6 @@ pub fn run_id(drill: &Drill, seed: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_workload_key_splits_in_three_and_the_name_keeps_its_slashes() {
-        assert_eq!(
-            workload_parts("apps/Deployment/api"),
-            Some(("apps", "Deployment", "api"))
-        );
-        assert_eq!(workload_parts("a/B/c/d"), Some(("a", "B", "c/d")));
-        assert_eq!(workload_parts("apps/Deployment"), None);
-    }
 
     #[test]
     fn a_run_id_is_the_drill_name_made_label_safe_then_the_seed() {

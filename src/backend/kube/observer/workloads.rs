@@ -8,11 +8,7 @@ use kube::ResourceExt;
 
 use super::object::{Change, Object};
 use crate::observe::{Time, WorkloadSeries};
-
-/// `namespace/Kind/name`, the key workloads go by in drills and reports.
-pub fn workload_key(kind: &str, namespace: &str, name: &str) -> String {
-    format!("{namespace}/{kind}/{name}")
-}
+use crate::workload_ref::WorkloadRef;
 
 #[derive(Debug, Default)]
 pub(super) struct Workloads {
@@ -40,11 +36,7 @@ impl Workloads {
         };
         match object {
             Object::Deployment(d) => {
-                let key = workload_key(
-                    "Deployment",
-                    &d.namespace().unwrap_or_default(),
-                    &d.name_any(),
-                );
+                let key = key_of("Deployment", &**d);
                 let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
                 let ready = d
                     .status
@@ -54,11 +46,7 @@ impl Workloads {
                 self.point(at, key, ready, desired, series);
             }
             Object::StatefulSet(s) => {
-                let key = workload_key(
-                    "StatefulSet",
-                    &s.namespace().unwrap_or_default(),
-                    &s.name_any(),
-                );
+                let key = key_of("StatefulSet", &**s);
                 let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
                 let ready = s
                     .status
@@ -75,11 +63,7 @@ impl Workloads {
                 self.point(at, key, ready, desired, series);
             }
             Object::DaemonSet(d) => {
-                let key = workload_key(
-                    "DaemonSet",
-                    &d.namespace().unwrap_or_default(),
-                    &d.name_any(),
-                );
+                let key = key_of("DaemonSet", &**d);
                 let status = d.status.clone().unwrap_or_default();
                 self.point(
                     at,
@@ -92,7 +76,7 @@ impl Workloads {
             Object::Job(j) => {
                 // A Job is whole once it completed; until then its ready
                 // pods count (settled from the pods, as the simulator does).
-                let key = workload_key("Job", &j.namespace().unwrap_or_default(), &j.name_any());
+                let key = key_of("Job", &**j);
                 let completions = j
                     .spec
                     .as_ref()
@@ -164,12 +148,12 @@ impl Workloads {
             // with a template hash (the simulator folds the two into one
             // and keeps the Deployment's name).
             "ReplicaSet" => {
-                let exact = workload_key("Deployment", &namespace, &owner.name);
+                let exact = WorkloadRef::new(&namespace, "Deployment", &owner.name).to_string();
                 if self.counts.contains_key(&exact) {
                     return Some(exact);
                 }
                 if let Some((trimmed, _)) = owner.name.rsplit_once('-') {
-                    let trimmed = workload_key("Deployment", &namespace, trimmed);
+                    let trimmed = WorkloadRef::new(&namespace, "Deployment", trimmed).to_string();
                     if self.counts.contains_key(&trimmed) {
                         return Some(trimmed);
                     }
@@ -178,13 +162,23 @@ impl Workloads {
             }
             other => other,
         };
-        Some(workload_key(kind, &namespace, &owner.name))
+        Some(WorkloadRef::new(&namespace, kind, &owner.name).to_string())
     }
 
     /// The claim templates of a StatefulSet, by its key.
     pub(super) fn claim_templates(&self, workload: &str) -> Option<&[String]> {
         self.claim_templates.get(workload).map(Vec::as_slice)
     }
+}
+
+/// The key a watched workload's readiness is filed under.
+fn key_of(kind: &str, object: &impl ResourceExt) -> String {
+    WorkloadRef::new(
+        &object.namespace().unwrap_or_default(),
+        kind,
+        &object.name_any(),
+    )
+    .to_string()
 }
 
 #[cfg(test)]
