@@ -165,6 +165,10 @@ pub struct KindMachines {
 /// Ready, applies role labels and taints, and creates the drill's storage
 /// classes on local-path. On any failure after the record, what was created
 /// is deleted again before the error returns.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a real cluster runs on the wall clock"
+)]
 pub fn provision(drill: &Drill, options: &KindOptions) -> Result<KindMachines, DriverError> {
     let tools = &options.tools;
     let docker = tools.docker();

@@ -203,6 +203,10 @@ pub struct TalosMachines {
 /// every node to be Ready, applies role labels and taints, and creates the
 /// drill's storage classes. On any failure after the record, what was
 /// created is destroyed again before the error returns.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a real cluster runs on the wall clock"
+)]
 pub fn provision(drill: &Drill, options: &TalosOptions) -> Result<TalosMachines, DriverError> {
     let tools = &options.tools;
     let docker = tools.docker();

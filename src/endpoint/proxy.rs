@@ -189,6 +189,10 @@ impl Proxy {
     /// first client is routed on facts, and starts serving.
     ///
     /// Must be called inside a tokio runtime; the proxy's tasks live there.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the failover proxy fronts real API servers"
+    )]
     pub async fn start(config: ProxyConfig) -> Result<Self, EndpointError> {
         config.validate()?;
         let listener =

@@ -213,6 +213,10 @@ impl Drop for Server {
     }
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "served at wall-clock speed, virtual time is paced by the real one"
+)]
 fn simulator_loop(mut facade: Facade, inbox: std_mpsc::Receiver<Command>) {
     let started = Instant::now();
     let virtual_start = facade.simulation().now();
@@ -394,6 +398,10 @@ async fn answer(
 
 /// Forwards watch lines until the client goes, the simulator stops, or
 /// the watch's timeout ends it (a zero timeout: what is queued, then end).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "served at wall-clock speed, virtual time is paced by the real one"
+)]
 async fn forward(
     mut events: mpsc::UnboundedReceiver<Bytes>,
     tx: mpsc::UnboundedSender<Bytes>,

@@ -2,6 +2,11 @@
 //! Each module is one area, named as the file it lives in; the support
 //! modules are shared helpers.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the tests wait for real processes and servers by wall-clock deadlines"
+)]
+
 mod audit_support;
 mod common;
 #[cfg(unix)]

@@ -295,6 +295,10 @@ impl Backend for KubeBackend {
         Ok(())
     }
 
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a real cluster runs on the wall clock"
+    )]
     fn preflight_facts(&self) -> (Facts, i64) {
         let nodes = self
             .observer

@@ -33,6 +33,10 @@ pub(super) enum Clock {
 impl Clock {
     /// The clock of a cluster: stepped when it is a served simulator in
     /// `--step` mode, its drill time zero the simulator's now.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a real cluster runs on the wall clock"
+    )]
     pub(super) fn start(served: Option<&BenchApi>) -> Result<Clock, BenchApiError> {
         let wall = || Clock::Wall {
             started: Instant::now(),

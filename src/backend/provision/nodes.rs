@@ -66,6 +66,10 @@ fn find<'a>(nodes: &'a [Node], plan: &PlannedNode, container: &str) -> Option<&'
 /// Node, polling the API; returns each one's Node name. `kind create
 /// --wait` and `talosctl cluster create` wait for control planes or
 /// readiness checks of their own; a drill needs every node.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a real cluster runs on the wall clock"
+)]
 pub async fn wait_ready(
     client: &Client,
     nodes: &[(PlannedNode, String)],
@@ -113,6 +117,10 @@ pub async fn wait_ready(
 /// Waits until every node carries its boot labels: Talos applies
 /// `machine.nodeLabels` patches a moment after they are accepted, and a
 /// drill must not start while a node still looks unlabelled to a guard.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a real cluster runs on the wall clock"
+)]
 pub async fn wait_labelled(
     client: &Client,
     nodes: &[ProvisionedNode],
