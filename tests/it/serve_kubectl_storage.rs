@@ -9,7 +9,7 @@ use crate::kubectl_support::*;
 
 #[test]
 fn config_maps_are_stored_and_go_with_their_namespace() {
-    let s = serve();
+    let Some(s) = serve() else { return };
     s.ok(&["create", "-f", &config_map(&s, "marker")]);
     assert_eq!(
         s.ok(&[
@@ -86,7 +86,9 @@ fn config_maps_are_stored_and_go_with_their_namespace() {
 #[test]
 fn get_volumes_and_attachments_through_the_incident() {
     // node-loss: production's hcloud volumes, released never.
-    let s = serve_drill("scenarios/node-loss.yaml");
+    let Some(s) = serve_drill("scenarios/node-loss.yaml") else {
+        return;
+    };
     let volumes = s.ok(&["get", "pv"]);
     let header = volumes.lines().next().unwrap_or_default();
     for column in [
@@ -198,7 +200,9 @@ fn get_volumes_and_attachments_through_the_incident() {
 fn an_attachment_released_with_its_node_is_deleted_for_watchers() {
     // The other way an attachment ends: its pods leave a running node,
     // which unmounts and detaches the volume.
-    let s = serve_drill("scenarios/node-loss.yaml");
+    let Some(s) = serve_drill("scenarios/node-loss.yaml") else {
+        return;
+    };
     let attachment = s.ok(&[
         "get",
         "volumeattachments",
