@@ -23,32 +23,9 @@ cluster:
     Simulation::new(&drill, seed).expect("provisions")
 }
 
-fn deployment(name: &str, replicas: u32, spec: &str) -> String {
+fn deployment(name: &str, replicas: u32, memory: &str, spec: &str) -> String {
     format!(
         "apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: apps}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-{spec}      containers: [{{name: c, image: pause, resources: {{requests: {{cpu: 100m, memory: 1Gi}}}}}}]
----
-"
-    )
-}
-
-/// A cluster whose nodes are in every state the compact flag must not
-/// vouch for: cordoned, draining, NotReady with the unreachable taints,
-/// tainted beyond their class; and templates at node level (hostname
-/// affinity), pod level (anti-affinity), tolerating everything, too big.
-fn varied() -> Simulation {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let deployment = |name: &str, replicas: u32, memory: &str, spec: &str| {
-        format!(
-            "apiVersion: apps/v1
 kind: Deployment
 metadata: {{name: {name}, namespace: apps}}
 spec:
@@ -60,8 +37,15 @@ spec:
 {spec}      containers: [{{name: c, image: pause, resources: {{requests: {{cpu: 100m, memory: {memory}}}}}}}]
 ---
 "
-        )
-    };
+    )
+}
+
+/// A cluster whose nodes are in every state the compact flag must not
+/// vouch for: cordoned, draining, NotReady with the unreachable taints,
+/// tainted beyond their class; and templates at node level (hostname
+/// affinity), pod level (anti-affinity), tolerating everything, too big.
+fn varied() -> Simulation {
+    let dir = tempfile::tempdir().expect("tempdir");
     let manifests = [
         deployment("plain", 6, "1Gi", "      nodeSelector: {tier: a}\n"),
         deployment(
@@ -141,7 +125,7 @@ fn the_compact_path_decides_what_the_full_filters_decide() {
 fn a_relabelled_node_moves_class_and_a_waiting_pod_is_placed_on_it() {
     let pools =
         "    - {name: a, count: 3, serverType: cx43, namePattern: 'a-{n}', labels: {tier: a}}\n";
-    let manifests = deployment("fast", 1, "      nodeSelector: {disk: ssd}\n");
+    let manifests = deployment("fast", 1, "1Gi", "      nodeSelector: {disk: ssd}\n");
     let mut sim = simulation(pools, &manifests, 1);
     sim.advance_to(60_000);
     let pod = sim.pod_id("apps", "fast", false);
@@ -190,7 +174,7 @@ fn a_relabelled_node_moves_class_and_a_waiting_pod_is_placed_on_it() {
 #[test]
 fn resources_count_on_a_node_while_its_pods_hold_them() {
     let pools = "    - {name: a, count: 1, serverType: cx43, namePattern: 'a-{n}'}\n";
-    let mut sim = simulation(pools, &deployment("web", 3, ""), 1);
+    let mut sim = simulation(pools, &deployment("web", 3, "1Gi", ""), 1);
     sim.advance_to(60_000);
     let node = sim.node_id("a-1").expect("node");
     let n = &sim.nodes()[node];
