@@ -118,10 +118,15 @@ fn load_workloads(
             WorkloadSource::Path(path) => {
                 let resolved = drill_dir.join(path);
                 if !resolved.is_file() {
+                    let what = if resolved.exists() {
+                        "is not a regular file (a folder, pipe or device)"
+                    } else {
+                        "does not exist"
+                    };
                     checker.error(
                         workload.at,
                         format!(
-                            "workload file `{}` does not exist (resolved against the drill's folder)",
+                            "workload file `{}` {what} (resolved against the drill's folder)",
                             path.display()
                         ),
                     );

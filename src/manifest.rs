@@ -129,6 +129,8 @@ pub enum ManifestError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{source_name} is not a regular file (a folder, pipe or device); expected a YAML file")]
+    NotAFile { source_name: String },
     /// The input is larger than [`MAX_INPUT_BYTES`].
     #[error("{source_name} is larger than {limit} bytes; refusing to parse it")]
     TooLarge {
@@ -223,6 +225,12 @@ pub fn read_source(path: &Path) -> Result<(String, String), ManifestError> {
             .read_to_end(&mut bytes)
             .map_err(read_err)?;
     } else {
+        // Opening a FIFO blocks until something writes to it, and a device
+        // may never end: only regular files are read.
+        let metadata = std::fs::metadata(path).map_err(read_err)?;
+        if !metadata.is_file() {
+            return Err(ManifestError::NotAFile { source_name: name });
+        }
         std::fs::File::open(path)
             .and_then(|file| file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
             .map_err(read_err)?;

@@ -19,6 +19,16 @@ pub(crate) const MAX_DRILL_BYTES: u64 = 1024 * 1024;
 
 /// Reads a text file of at most `limit` bytes, as a diagnostic on failure.
 pub(crate) fn read_source(path: &Path, limit: u64) -> Result<SourceFile, Diagnostic> {
+    // Opening a FIFO blocks until something writes to it, and a device may
+    // never end: only regular files are read.
+    let metadata = std::fs::metadata(path)
+        .map_err(|e| Diagnostic::file(path, format!("cannot read the file: {e}")))?;
+    if !metadata.is_file() {
+        return Err(Diagnostic::file(
+            path,
+            "not a regular file (a folder, pipe or device); expected a YAML file",
+        ));
+    }
     let file = std::fs::File::open(path)
         .map_err(|e| Diagnostic::file(path, format!("cannot read the file: {e}")))?;
     let mut bytes = Vec::new();

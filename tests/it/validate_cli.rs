@@ -348,3 +348,41 @@ fn validate_takes_built_in_names_as_run_does() {
         run.stderr
     );
 }
+
+/// A pipe would block the read until something writes to it, so a drill
+/// or manifest that is a FIFO, a folder or a device is refused at once
+/// (issue 19: `validate` of a FIFO blocked forever).
+#[test]
+fn a_pipe_a_folder_or_a_device_is_refused_not_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("drill.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    for path in [fifo.to_str().expect("utf-8"), "scenarios/", "/dev/zero"] {
+        let run = bench(&["validate", path]);
+        assert_eq!(run.code, 2, "{path}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("not a regular file"),
+            "{path}: {}",
+            run.stderr
+        );
+    }
+
+    // A drill whose workloads are a pipe.
+    let harness = root().join("harness");
+    let text = std::fs::read_to_string(root().join("scenarios/node-loss.yaml"))
+        .expect("built-in drill")
+        .replace("../harness/ksail", &format!("{}/ksail", harness.display()))
+        .replace(
+            "../harness/manifests/production.yaml",
+            fifo.to_str().expect("utf-8"),
+        );
+    let drill = dir.path().join("piped.yaml");
+    std::fs::write(&drill, text).expect("write");
+    let run = bench(&["validate", drill.to_str().expect("utf-8")]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+}
