@@ -7,9 +7,9 @@ drill name="cp-recreate" *args="":
 # Format check, lints, and the test suite, as CI runs them.
 test:
     cargo fmt --check
-    cargo clippy --all-targets --locked -- -D warnings
-    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked
-    cargo test --locked
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+    cargo test --workspace --locked
 
 # Criterion benchmarks (numbers for the README's table).
 bench:

@@ -7,8 +7,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use drillbench::drill::Drill;
-use drillbench::scenario::SourceFile;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
 
 fn load_cp_recreate(c: &mut Criterion) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/cp-recreate.yaml");

@@ -8,10 +8,10 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use drillbench::backend::sim::provision;
-use drillbench::drill::Drill;
 use drillbench::run::run_drill;
-use drillbench::sim::Simulation;
+use drillbench_backend::sim::provision;
+use drillbench_model::drill::Drill;
+use drillbench_sim::Simulation;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

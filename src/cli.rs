@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use drillbench::app::{self, Backend, Io, RunOptions};
-use drillbench::exit::Exit;
-use drillbench::{audit, preflight};
+use drillbench::audit;
+use drillbench_model::exit::Exit;
+use drillbench_preflight as preflight;
 
 /// A simulation and chaos-drill test bench for Kubernetes platforms.
 ///
@@ -339,7 +340,7 @@ pub fn main() -> ExitCode {
         Command::Schema => app::schema(&mut io),
         Command::Clean { dry_run } => app::clean(dry_run, &mut io),
         Command::Sim(SimCommand::Serve(args)) => {
-            let options = drillbench::serve::CliOptions {
+            let options = drillbench_serve::CliOptions {
                 drill: args.drill,
                 listen: args.listen,
                 kubeconfig_out: args.kubeconfig_out,

@@ -4,23 +4,23 @@
 
 use std::collections::BTreeMap;
 
-use crate::assert::{self, Judged};
-use crate::backend::{Backend, BackendError, BackendKind};
-use crate::drill::Drill;
-use crate::duration::Duration;
-use crate::observe::{Event, EventKind, ObjectRef, Observation};
-use crate::policy::admission::{Candidate, admit, claim_classes};
-use crate::preflight::{self, Policy};
-use crate::report::{
+use drillbench_assert::{self as assert, Judged};
+use drillbench_backend::{Backend, BackendError, BackendKind};
+use drillbench_model::drill::Drill;
+use drillbench_model::duration::Duration;
+use drillbench_model::scenario::assertion::{Assertion, AssertionKind, Control};
+use drillbench_model::scenario::spec::{
+    AblationControl, AdmissionControl, Condition, Fault, GuardChange, Target,
+};
+use drillbench_model::scenario::step::{Action, Step};
+use drillbench_model::topology::CONTROL_PLANE_POOL;
+use drillbench_observe::{Event, EventKind, ObjectRef, Observation};
+use drillbench_policy::admission::{Candidate, admit, claim_classes};
+use drillbench_preflight::{self as preflight, Policy};
+use drillbench_report::{
     AssertionResult, DrillIdentity, DrillReport, Evidence, Outcome, REPORT_FORMAT, Verdict,
     WorkloadAvailability,
 };
-use crate::scenario::assertion::{Assertion, AssertionKind, Control};
-use crate::scenario::spec::{
-    AblationControl, AdmissionControl, Condition, Fault, GuardChange, Target,
-};
-use crate::scenario::step::{Action, Step};
-use crate::topology::CONTROL_PLANE_POOL;
 
 /// Why a drill could not run (the platform's verdicts are in the report;
 /// these are the bench's own failures, exit 3).
@@ -166,7 +166,9 @@ fn claims_volumes(drill: &Drill) -> Option<String> {
         let value = &doc.value;
         let template = match doc.kind()? {
             "PersistentVolumeClaim" => {
-                return Some(crate::workload_ref::WorkloadRef::of_object(value).to_string());
+                return Some(
+                    drillbench_model::workload_ref::WorkloadRef::of_object(value).to_string(),
+                );
             }
             "Pod" => value.pointer("/spec"),
             "CronJob" => value.pointer("/spec/jobTemplate/spec/template/spec"),
@@ -185,7 +187,7 @@ fn claims_volumes(drill: &Drill) -> Option<String> {
                 })
             });
         (templates || volumes)
-            .then(|| crate::workload_ref::WorkloadRef::of_object(value).to_string())
+            .then(|| drillbench_model::workload_ref::WorkloadRef::of_object(value).to_string())
     })
 }
 
@@ -200,9 +202,9 @@ fn check_capabilities(drill: &Drill, backend: &dyn Backend) -> Result<(), RunErr
 pub fn refuse_unsupported(
     drill: &Drill,
     backend: &str,
-    caps: crate::backend::Capabilities,
+    caps: drillbench_backend::Capabilities,
 ) -> Result<(), RunError> {
-    type Can = fn(&crate::backend::Capabilities) -> bool;
+    type Can = fn(&drillbench_backend::Capabilities) -> bool;
     if !caps.storage
         && let Some(workload) = claims_volumes(drill)
     {
@@ -767,14 +769,14 @@ mod tests {
     use super::*;
 
     fn drill(name: &str) -> Drill {
-        let path = crate::scenario::catalog::resolve(name).expect("a built-in drill");
+        let path = drillbench_model::scenario::catalog::resolve(name).expect("a built-in drill");
         Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)))
     }
 
     #[test]
     fn burst_capacity_needs_an_autoscaler_real_or_emulated() {
         let burst = drill("autoscaler-scale-down");
-        let without = crate::backend::Capabilities {
+        let without = drillbench_backend::Capabilities {
             autoscaler: false,
             ..BackendKind::Sim.capabilities()
         };

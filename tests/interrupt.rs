@@ -5,11 +5,11 @@
 
 #[test]
 fn the_first_interrupt_is_a_request_not_an_exit() {
-    assert!(!drillbench::interrupt::requested());
-    drillbench::interrupt::install().expect("handlers");
-    drillbench::interrupt::install().expect("installing twice is harmless");
-    assert!(!drillbench::interrupt::requested());
+    assert!(!drillbench_model::interrupt::requested());
+    drillbench_model::interrupt::install().expect("handlers");
+    drillbench_model::interrupt::install().expect("installing twice is harmless");
+    assert!(!drillbench_model::interrupt::requested());
     signal_hook::low_level::raise(signal_hook::consts::SIGINT).expect("raise");
     // Still here: the signal only set the flag.
-    assert!(drillbench::interrupt::requested());
+    assert!(drillbench_model::interrupt::requested());
 }

@@ -3,17 +3,17 @@
 
 use std::path::PathBuf;
 
-use crate::backend::BackendError;
-use crate::backend::clean::{CleanError, RegistryError};
-use crate::exit::Exit;
 use crate::io::Io;
-use crate::report::ReportError;
-use crate::report::compare::CompareError;
-use crate::report::sweep::SweepError;
 use crate::run::RunError;
-use crate::scenario::catalog::ResolveError;
-use crate::scenario::diagnostic::{Diagnostic, Diagnostics};
-use crate::serve::ServeError;
+use drillbench_backend::BackendError;
+use drillbench_backend::clean::{CleanError, RegistryError};
+use drillbench_model::exit::Exit;
+use drillbench_model::scenario::catalog::ResolveError;
+use drillbench_model::scenario::diagnostic::{Diagnostic, Diagnostics};
+use drillbench_report::ReportError;
+use drillbench_report::compare::CompareError;
+use drillbench_report::sweep::SweepError;
+use drillbench_serve::ServeError;
 
 /// How a command that ran to its end came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,9 +180,12 @@ fn render(error: &CommandError, color: bool) -> String {
         CommandError::NothingRan(inner) => {
             format!(
                 "error: {}; nothing ran\n",
-                crate::error_text::error_chain(inner.as_ref())
+                drillbench_model::error_text::error_chain(inner.as_ref())
             )
         }
-        other => format!("error: {}\n", crate::error_text::error_chain(other)),
+        other => format!(
+            "error: {}\n",
+            drillbench_model::error_text::error_chain(other)
+        ),
     }
 }

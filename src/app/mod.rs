@@ -10,15 +10,17 @@ use std::path::{Path, PathBuf};
 
 use self::error::{CommandError, Ending, finish};
 pub use self::run::RunOptions;
-pub use crate::backend::BackendKind as Backend;
-use crate::drill::Drill;
-use crate::exit::Exit;
 pub use crate::io::Io;
-use crate::report::compare::{self, Noise};
-use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
-use crate::report::{DrillReport, html, junit, markdown};
-use crate::scenario::{self, catalog};
-use crate::serve::{self as served, CliOptions as ServeCliOptions, Clock, ServeOptions, Server};
+pub use drillbench_backend::BackendKind as Backend;
+use drillbench_model::drill::Drill;
+use drillbench_model::exit::Exit;
+use drillbench_model::scenario::{self, catalog};
+use drillbench_report::compare::{self, Noise};
+use drillbench_report::sweep::{self, SWEEP_FORMAT, SweepReport};
+use drillbench_report::{DrillReport, html, junit, markdown};
+use drillbench_serve::{
+    self as served, CliOptions as ServeCliOptions, Clock, ServeOptions, Server,
+};
 
 /// `bench list`: the built-in drills, one line each; with a real backend,
 /// only those it can run, each one left out said on stderr with why (the
@@ -209,8 +211,8 @@ pub fn clean(dry_run: bool, io: &mut Io<'_>) -> Exit {
 }
 
 fn clean_leftovers(dry_run: bool, io: &mut Io<'_>) -> Result<Ending, CommandError> {
-    use crate::backend::clean::{self as cleaning, Registry};
-    use crate::backend::tool::Tools;
+    use drillbench_backend::clean::{self as cleaning, Registry};
+    use drillbench_backend::tool::Tools;
 
     let registry = Registry::from_env()?;
     let tools = Tools::default();

@@ -7,16 +7,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::error::{CommandError, Ending};
-use crate::backend::BackendKind;
-use crate::backend::factory::{Existing, Factory};
-use crate::drill::Drill;
 use crate::io::{Io, printable};
-use crate::out_dir::{self, OutDir};
 use crate::progress::Progress;
-use crate::report::sweep::{self, SweepReport};
-use crate::report::{DrillReport, Outcome, Verdict, format_ms, write_all};
 use crate::run::run_drill;
-use crate::scenario::catalog;
+use drillbench_backend::BackendKind;
+use drillbench_backend::factory::{Existing, Factory};
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::catalog;
+use drillbench_report::out_dir::{self, OutDir};
+use drillbench_report::sweep::{self, SweepReport};
+use drillbench_report::{DrillReport, Outcome, Verdict, format_ms, write_all};
 
 /// The options of `bench run`.
 #[derive(Debug, Clone)]
@@ -135,8 +135,8 @@ fn run_and_report(
 /// `--allow-destructive CTX`, is bad input (exit 2: the flags do not allow
 /// what the drill asks; nothing ran).
 fn kubeconfig(drill: &Drill, options: &RunOptions) -> Result<Factory, CommandError> {
-    use crate::backend::bench_api::{self, BenchApi};
-    use crate::backend::kube::{self, access};
+    use drillbench_backend::bench_api::{self, BenchApi};
+    use drillbench_backend::kube::{self, access};
 
     let Some(path) = options.kubeconfig.clone() else {
         return Err(CommandError::NoKubeconfig);
@@ -161,7 +161,7 @@ fn kubeconfig(drill: &Drill, options: &RunOptions) -> Result<Factory, CommandErr
             drill: drill.name().to_owned(),
             changes: changing.join(", "),
             context: context_name,
-            label: crate::labels::RUN_LABEL,
+            label: drillbench_model::labels::RUN_LABEL,
         }
         .nothing_ran());
     }
@@ -197,7 +197,7 @@ fn docker(kind: BackendKind, drill: &Drill, options: &RunOptions) -> Result<Fact
     crate::run::refuse_unsupported(drill, kind.name(), capabilities)
         .map_err(|e| CommandError::Refused(e).nothing_ran())?;
     handle_interrupts()?;
-    let registry = crate::backend::clean::Registry::from_env()
+    let registry = drillbench_backend::clean::Registry::from_env()
         .map_err(|e| CommandError::from(e).nothing_ran())?;
     Ok(Factory::Docker {
         kind,
@@ -214,7 +214,7 @@ fn refuse_unsupported(drill: &Drill, factory: &Factory) -> Result<(), CommandErr
 /// Before a real run: Ctrl-C must end the drill through its teardown, or
 /// the run does not start.
 fn handle_interrupts() -> Result<(), CommandError> {
-    crate::interrupt::install().map_err(|e| CommandError::Interrupts(e).nothing_ran())
+    drillbench_model::interrupt::install().map_err(|e| CommandError::Interrupts(e).nothing_ran())
 }
 
 /// The ten-second summary of a run.
@@ -279,7 +279,7 @@ fn sweep(
             seeds
                 .par_iter()
                 .map(|&seed| {
-                    let mut report = run_drill(drill, seed, &crate::backend::sim::provision)
+                    let mut report = run_drill(drill, seed, &drillbench_backend::sim::provision)
                         .map_err(|source| CommandError::Seed { seed, source })?;
                     // The aggregate needs verdicts and figures, not timelines.
                     report.timeline.clear();

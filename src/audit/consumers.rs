@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 use super::placement::{self, Judgement, Operator, PlacementRules, Requirement, Term};
 use super::{RequiredLabel, Verdict};
-use crate::manifest::{Document, ManifestError, SourceLocation, json_type};
+use drillbench_model::manifest::{Document, ManifestError, SourceLocation, json_type};
 
 /// The annotations that mark a StorageClass as the default (current and beta).
 pub(crate) const DEFAULT_CLASS_ANNOTATIONS: [&str; 2] = [

@@ -21,8 +21,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::exit::Exit;
-use crate::manifest::{self, Document, ManifestError};
+use drillbench_model::exit::Exit;
+use drillbench_model::manifest::{self, Document, ManifestError};
 
 /// The node label every consumer must require.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -293,7 +293,11 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
         match manifest::load_documents(file) {
             Ok(mut docs) => documents.append(&mut docs),
             Err(error) => {
-                let _ = writeln!(err, "error: {}", crate::error_text::error_chain(&error));
+                let _ = writeln!(
+                    err,
+                    "error: {}",
+                    drillbench_model::error_text::error_chain(&error)
+                );
                 return Exit::BadInput;
             }
         }
@@ -301,7 +305,11 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
     let report = match audit(&documents, &request.storage_class, &request.required_label) {
         Ok(report) => report,
         Err(error) => {
-            let _ = writeln!(err, "error: {}", crate::error_text::error_chain(&error));
+            let _ = writeln!(
+                err,
+                "error: {}",
+                drillbench_model::error_text::error_chain(&error)
+            );
             return Exit::BadInput;
         }
     };

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use crate::k8s::node_selector::Operator;
+pub use drillbench_model::k8s::node_selector::Operator;
 
 use super::RequiredLabel;
 

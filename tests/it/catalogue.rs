@@ -8,12 +8,12 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::{bench, bench_in, root};
-use drillbench::backend::BackendError;
-use drillbench::backend::sim::SimBackend;
-use drillbench::drill::Drill;
-use drillbench::report::{AssertionResult, DrillReport, Outcome, Verdict};
 use drillbench::run::run_drill;
-use drillbench::sim::Simulation;
+use drillbench_backend::BackendError;
+use drillbench_backend::sim::SimBackend;
+use drillbench_model::drill::Drill;
+use drillbench_report::{AssertionResult, DrillReport, Outcome, Verdict};
+use drillbench_sim::Simulation;
 
 const DRILLS: [&str; 8] = [
     "cp-recreate",
@@ -29,7 +29,7 @@ const DRILLS: [&str; 8] = [
 fn provision(
     drill: &Drill,
     seed: u64,
-) -> Result<Box<dyn drillbench::backend::Backend>, BackendError> {
+) -> Result<Box<dyn drillbench_backend::Backend>, BackendError> {
     let sim = Simulation::new(drill, seed).map_err(|e| BackendError::Provision(Box::new(e)))?;
     Ok(Box::new(SimBackend::new(sim)))
 }
@@ -380,10 +380,10 @@ fn pre_upgrade_reports_every_workloads_lowest_point() {
         .workloads
         .iter()
         .filter(|d| {
-            drillbench::drill::WORKLOAD_KINDS
+            drillbench_model::drill::WORKLOAD_KINDS
                 .contains(&d.value["kind"].as_str().unwrap_or_default())
         })
-        .map(|d| drillbench::workload_ref::WorkloadRef::of_object(&d.value).to_string())
+        .map(|d| drillbench_model::workload_ref::WorkloadRef::of_object(&d.value).to_string())
         .collect();
     deployed.sort();
     assert_eq!(listed, deployed);
@@ -404,7 +404,7 @@ fn pre_upgrade_reports_every_workloads_lowest_point() {
         "{openbao:?}"
     );
     assert!(openbao.lowest_at_ms >= report.timeline[0].at_ms);
-    let markdown = drillbench::report::markdown::render(&report);
+    let markdown = drillbench_report::markdown::render(&report);
     assert!(
         markdown.contains("| `openbao/StatefulSet/openbao` | 2/3 |"),
         "{markdown}"
@@ -614,7 +614,7 @@ fn namespace_restore_from_a_slow_backup_loses_more_than_the_rpo() {
         same,
     );
     let report = run(&slow.path, 1);
-    assert_eq!(report.outcome, drillbench::report::Outcome::Failed);
+    assert_eq!(report.outcome, drillbench_report::Outcome::Failed);
     let rpo = failed(&report, "restore-loses-at-most-the-backup-window");
     assert_eq!(rpo.measured, "10m", "{rpo:?}");
     assert!(

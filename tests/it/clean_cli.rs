@@ -10,8 +10,8 @@ use crate::fake_support;
 use std::path::Path;
 use std::process::Command;
 
-use drillbench::backend::clean::{RecordedBackend, Registry, RunRecord};
-use drillbench::backend::docker::RunId;
+use drillbench_backend::clean::{RecordedBackend, Registry, RunRecord};
+use drillbench_backend::docker::RunId;
 use fake_support::{calls, wrapped};
 use predicates::str::contains;
 

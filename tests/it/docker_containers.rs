@@ -18,9 +18,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use drillbench::backend::docker::{ContainerState, Docker, DockerError, ForeignAllowance, RunId};
-use drillbench::exit::Exit;
-use drillbench::labels::RUN_LABEL;
+use drillbench_backend::docker::{ContainerState, Docker, DockerError, ForeignAllowance, RunId};
+use drillbench_model::exit::Exit;
+use drillbench_model::labels::RUN_LABEL;
 
 const IMAGE: &str = "drillbench-test/sleeper:local";
 
@@ -187,7 +187,7 @@ impl Drop for Scratch {
     }
 }
 
-fn names(containers: &[drillbench::backend::docker::ContainerSummary]) -> Vec<&str> {
+fn names(containers: &[drillbench_backend::docker::ContainerSummary]) -> Vec<&str> {
     containers.iter().map(|c| c.name.as_str()).collect()
 }
 
@@ -495,7 +495,7 @@ fn a_missing_cli_and_an_unreachable_engine_are_infrastructure_errors() {
 
 #[test]
 fn the_s3_target_is_labelled_on_the_clusters_network_and_removed_when_dropped() {
-    use drillbench::backend::s3::{Minio, MinioOptions};
+    use drillbench_backend::s3::{Minio, MinioOptions};
     if docker().is_none() {
         return;
     }

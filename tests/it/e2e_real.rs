@@ -12,13 +12,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use drillbench::backend::clean::Registry;
-use drillbench::backend::docker::RunId;
-use drillbench::backend::machines::Machines;
-use drillbench::backend::provision::{ProvisionedNode, block_on, client_for};
-use drillbench::backend::{kind, talos};
-use drillbench::drill::Drill;
-use drillbench::labels::{NODE_LABEL, STANDBY_KEY};
+use drillbench_backend::clean::Registry;
+use drillbench_backend::docker::RunId;
+use drillbench_backend::machines::Machines;
+use drillbench_backend::provision::{ProvisionedNode, block_on, client_for};
+use drillbench_backend::{kind, talos};
+use drillbench_model::drill::Drill;
+use drillbench_model::labels::{NODE_LABEL, STANDBY_KEY};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams};
@@ -106,7 +106,7 @@ fn check_cluster(kubeconfig: &Path, planned: &[ProvisionedNode]) {
     .unwrap();
     assert_eq!(
         classes.map(|c| c.provisioner).as_deref(),
-        Some(drillbench::backend::provision::LOCAL_PATH_PROVISIONER)
+        Some(drillbench_backend::provision::LOCAL_PATH_PROVISIONER)
     );
 }
 
@@ -220,7 +220,7 @@ fn minio_serves_the_velero_bucket_on_a_network_and_leaves_nothing() {
     ) {
         return;
     }
-    use drillbench::backend::s3::{BUCKET, Minio, MinioOptions};
+    use drillbench_backend::s3::{BUCKET, Minio, MinioOptions};
     let run = run_id("em");
     let network = format!("drillbench-{run}");
     let created = Command::new("docker")
@@ -304,7 +304,7 @@ assertions:
         .output()
         .expect("bench runs");
     let stderr = String::from_utf8_lossy(&run.stderr);
-    let report = drillbench::report::DrillReport::read(&out.join("report.json"))
+    let report = drillbench_report::DrillReport::read(&out.join("report.json"))
         .unwrap_or_else(|e| panic!("no report ({e}): {stderr}"));
     let rpo = &report.assertions[0];
     assert_eq!(rpo.name, "rpo");

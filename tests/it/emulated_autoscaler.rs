@@ -10,8 +10,8 @@ use crate::fake_support;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use drillbench::drill::Drill;
-use drillbench::serve::{Clock, ServeOptions, Server};
+use drillbench_model::drill::Drill;
+use drillbench_serve::{Clock, ServeOptions, Server};
 use fake_support::wrapped;
 use serde_json::Value;
 
@@ -35,7 +35,7 @@ fn serve_with_standby(per_pool: u32, ip: &str) -> Server {
             kubeconfig_out: None,
             clock: Clock::Step,
             seed: 1,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: Some(per_pool),
         },
     )

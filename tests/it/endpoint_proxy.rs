@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use drillbench::endpoint::{ChangeCause, EndpointError, Proxy, ProxyConfig};
+use drillbench_endpoint::{ChangeCause, EndpointError, Proxy, ProxyConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::JoinHandle;

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use drillbench::preflight::EtcdCounts;
-use drillbench::preflight::live::{LiveError, LiveSource, etcd_counts};
+use drillbench_preflight::EtcdCounts;
+use drillbench_preflight::live::{LiveError, LiveSource, etcd_counts};
 
 use crate::fake_support::wrapped;
 
@@ -137,7 +137,7 @@ fn the_kind_stand_in_records_calls_and_points_its_kubeconfig_at_the_fake_server(
 /// reads that as gone), an unknown command exits 2.
 #[test]
 fn the_docker_stand_in_knows_only_registered_containers() {
-    use drillbench::backend::docker::{Docker, DockerError};
+    use drillbench_backend::docker::{Docker, DockerError};
     let dir = tempfile::tempdir().unwrap();
     let docker_path = wrapped(dir.path(), "docker", &[]);
     let docker = Docker::new().with_program(&docker_path);

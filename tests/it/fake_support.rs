@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use drillbench::backend::clean::Registry;
-use drillbench::backend::tool::Tools;
-use drillbench::drill::Drill;
-use drillbench::serve::{Clock, ServeOptions, Server};
+use drillbench_backend::clean::Registry;
+use drillbench_backend::tool::Tools;
+use drillbench_model::drill::Drill;
+use drillbench_serve::{Clock, ServeOptions, Server};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 
@@ -31,7 +31,7 @@ pub fn wrapped(dir: &Path, program: &str, env: &[(&str, &str)]) -> PathBuf {
     }
     script.push_str(&format!("exec '{FAKES}/{program}' \"$@\"\n"));
     let path = bin.join(program);
-    drillbench::test_support::write_script(&path, &script);
+    drillbench_model::test_support::write_script(&path, &script);
     path
 }
 
@@ -73,7 +73,7 @@ pub fn serve(drill: &Drill) -> Server {
             kubeconfig_out: None,
             clock: Clock::Step,
             seed: 7,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
         },
     )

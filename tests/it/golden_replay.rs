@@ -7,11 +7,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use drillbench::backend::BackendError;
-use drillbench::backend::sim::SimBackend;
-use drillbench::drill::Drill;
 use drillbench::run::run_drill;
-use drillbench::sim::Simulation;
+use drillbench_backend::BackendError;
+use drillbench_backend::sim::SimBackend;
+use drillbench_model::drill::Drill;
+use drillbench_sim::Simulation;
 use sha2::{Digest, Sha256};
 
 const GOLDEN: &str = "tests/golden/report-digests.txt";
@@ -20,7 +20,7 @@ const SEEDS: u64 = 100;
 fn provision(
     drill: &Drill,
     seed: u64,
-) -> Result<Box<dyn drillbench::backend::Backend>, BackendError> {
+) -> Result<Box<dyn drillbench_backend::Backend>, BackendError> {
     let sim = Simulation::new(drill, seed).map_err(|e| BackendError::Provision(Box::new(e)))?;
     Ok(Box::new(SimBackend::new(sim)))
 }

@@ -7,11 +7,11 @@ use crate::fake_support;
 
 use std::time::Duration;
 
-use drillbench::backend::BackendError;
-use drillbench::backend::docker::RunId;
-use drillbench::backend::kind::{KindOptions, provision};
-use drillbench::backend::machines::Machines;
-use drillbench::exit::Exit;
+use drillbench_backend::BackendError;
+use drillbench_backend::docker::RunId;
+use drillbench_backend::kind::{KindOptions, provision};
+use drillbench_backend::machines::Machines;
+use drillbench_model::exit::Exit;
 use fake_support::{Served, calls, registry, serve, serve_drill, tools};
 
 fn options(dir: &std::path::Path, run: &str, server: &str) -> KindOptions {

@@ -23,11 +23,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use drillbench::app::{self, Backend, Io, RunOptions};
-use drillbench::drill::Drill;
-use drillbench::exit::Exit;
-use drillbench::observe::EventKind;
-use drillbench::report::{DrillReport, Verdict};
-use drillbench::serve::{Clock, ServeOptions, Server};
+use drillbench_model::drill::Drill;
+use drillbench_model::exit::Exit;
+use drillbench_observe::EventKind;
+use drillbench_report::{DrillReport, Verdict};
+use drillbench_serve::{Clock, ServeOptions, Server};
 
 const SEED: u64 = 1;
 
@@ -42,7 +42,7 @@ fn serve(drill: &Path, dir: &Path) -> (Server, PathBuf) {
             kubeconfig_out: Some(kubeconfig.clone()),
             clock: Clock::Step,
             seed: SEED,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
         },
     )
@@ -171,7 +171,7 @@ fn cp_recreate_reaches_the_simulators_verdicts() {
     assert!(
         kube.timeline
             .iter()
-            .any(|e| e.kind == drillbench::observe::EventKind::EtcdMemberPromoted),
+            .any(|e| e.kind == drillbench_observe::EventKind::EtcdMemberPromoted),
         "the promotion was seen through the machines' etcd"
     );
 }
@@ -279,7 +279,7 @@ fn a_rollout_through_the_api_reaches_the_simulators_verdicts() {
 }
 
 fn served_state(server: &Server) -> (u64, String) {
-    let api = drillbench::backend::bench_api::BenchApi::new(server.addr());
+    let api = drillbench_backend::bench_api::BenchApi::new(server.addr());
     let now = api.get("/bench/v1/now").expect("now");
     (
         now["nowMs"].as_u64().expect("nowMs"),
@@ -293,7 +293,7 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
     let dir = tempfile::tempdir().expect("temp dir");
     let (server, kubeconfig) = serve(&drill, dir.path());
     // Make it a cluster the bench did not create: no run label anywhere.
-    let api = drillbench::backend::bench_api::BenchApi::new(server.addr());
+    let api = drillbench_backend::bench_api::BenchApi::new(server.addr());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -307,7 +307,7 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
                 "kube-system",
                 &kube::api::PatchParams::default(),
                 &kube::api::Patch::Merge(serde_json::json!({
-                    "metadata": {"labels": {drillbench::labels::RUN_LABEL: null}}
+                    "metadata": {"labels": {drillbench_model::labels::RUN_LABEL: null}}
                 })),
             )
             .await
@@ -362,15 +362,15 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
 /// server of the control plane holding the endpoint: the bench then holds
 /// the stable endpoint itself, and every request goes through its proxy.
 struct BehindProxy {
-    machines: drillbench::backend::served::ServedSimMachines,
+    machines: drillbench_backend::served::ServedSimMachines,
     api_server: (String, std::net::SocketAddr),
 }
 
-impl drillbench::backend::machines::Machines for BehindProxy {
+impl drillbench_backend::machines::Machines for BehindProxy {
     fn name(&self) -> &'static str {
         self.machines.name()
     }
-    fn capabilities(&self) -> drillbench::backend::Capabilities {
+    fn capabilities(&self) -> drillbench_backend::Capabilities {
         self.machines.capabilities()
     }
     fn kubeconfig(&self) -> (PathBuf, Option<String>) {
@@ -379,35 +379,35 @@ impl drillbench::backend::machines::Machines for BehindProxy {
     fn api_servers(&self) -> Vec<(String, std::net::SocketAddr)> {
         vec![self.api_server.clone()]
     }
-    fn crash(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+    fn crash(&mut self, node: &str) -> Result<(), drillbench_backend::BackendError> {
         self.machines.crash(node)
     }
-    fn remove(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+    fn remove(&mut self, node: &str) -> Result<(), drillbench_backend::BackendError> {
         self.machines.remove(node)
     }
-    fn replace(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+    fn replace(&mut self, node: &str) -> Result<(), drillbench_backend::BackendError> {
         self.machines.replace(node)
     }
     fn recreate_control_plane(
         &mut self,
         node: &str,
-    ) -> Result<(), drillbench::backend::BackendError> {
+    ) -> Result<(), drillbench_backend::BackendError> {
         self.machines.recreate_control_plane(node)
     }
     fn etcd_members(&mut self) -> Option<(u32, u32)> {
         self.machines.etcd_members()
     }
-    fn teardown(&mut self) -> Result<(), drillbench::backend::BackendError> {
+    fn teardown(&mut self) -> Result<(), drillbench_backend::BackendError> {
         self.machines.teardown()
     }
 }
 
 #[test]
 fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdicts() {
-    use drillbench::backend::bench_api::BenchApi;
-    use drillbench::backend::kube::{KubeBackend, KubeOptions};
-    use drillbench::backend::machines::Machines;
-    use drillbench::backend::served::ServedSimMachines;
+    use drillbench_backend::bench_api::BenchApi;
+    use drillbench_backend::kube::{KubeBackend, KubeOptions};
+    use drillbench_backend::machines::Machines;
+    use drillbench_backend::served::ServedSimMachines;
 
     let path = common::root().join("scenarios/cp-recreate.yaml");
     let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
@@ -432,17 +432,17 @@ fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdict
             Box::new(machines),
             KubeOptions {
                 name: "kubeconfig",
-                run_id: drillbench::backend::kube::run_id(drill, seed),
+                run_id: drillbench_backend::kube::run_id(drill, seed),
                 read_only: false,
                 admit_guards: false,
                 emulate_autoscaler: false,
             },
         )
-        .map_err(drillbench::backend::BackendError::from)?;
-        Ok(Box::new(backend) as Box<dyn drillbench::backend::Backend>)
+        .map_err(drillbench_backend::BackendError::from)?;
+        Ok(Box::new(backend) as Box<dyn drillbench_backend::Backend>)
     };
     let kube = drillbench::run::run_drill(&drill, SEED, &provision).expect("the drill runs");
-    let sim = drillbench::run::run_drill(&drill, SEED, &drillbench::backend::sim::provision)
+    let sim = drillbench::run::run_drill(&drill, SEED, &drillbench_backend::sim::provision)
         .expect("the drill runs");
     let url = server.url();
     server.stop();
@@ -468,16 +468,16 @@ fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdict
 /// Machines whose cluster vanishes right after a control plane is
 /// recreated: the served simulator stops at the next look at etcd.
 struct VanishesAfterRecreate {
-    machines: drillbench::backend::served::ServedSimMachines,
+    machines: drillbench_backend::served::ServedSimMachines,
     server: std::sync::Arc<std::sync::Mutex<Option<Server>>>,
     armed: bool,
 }
 
-impl drillbench::backend::machines::Machines for VanishesAfterRecreate {
+impl drillbench_backend::machines::Machines for VanishesAfterRecreate {
     fn name(&self) -> &'static str {
         self.machines.name()
     }
-    fn capabilities(&self) -> drillbench::backend::Capabilities {
+    fn capabilities(&self) -> drillbench_backend::Capabilities {
         self.machines.capabilities()
     }
     fn kubeconfig(&self) -> (PathBuf, Option<String>) {
@@ -486,19 +486,19 @@ impl drillbench::backend::machines::Machines for VanishesAfterRecreate {
     fn api_servers(&self) -> Vec<(String, std::net::SocketAddr)> {
         Vec::new()
     }
-    fn crash(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+    fn crash(&mut self, node: &str) -> Result<(), drillbench_backend::BackendError> {
         self.machines.crash(node)
     }
-    fn remove(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+    fn remove(&mut self, node: &str) -> Result<(), drillbench_backend::BackendError> {
         self.machines.remove(node)
     }
-    fn replace(&mut self, node: &str) -> Result<(), drillbench::backend::BackendError> {
+    fn replace(&mut self, node: &str) -> Result<(), drillbench_backend::BackendError> {
         self.machines.replace(node)
     }
     fn recreate_control_plane(
         &mut self,
         node: &str,
-    ) -> Result<(), drillbench::backend::BackendError> {
+    ) -> Result<(), drillbench_backend::BackendError> {
         self.armed = true;
         self.machines.recreate_control_plane(node)
     }
@@ -511,16 +511,16 @@ impl drillbench::backend::machines::Machines for VanishesAfterRecreate {
         }
         members
     }
-    fn teardown(&mut self) -> Result<(), drillbench::backend::BackendError> {
+    fn teardown(&mut self) -> Result<(), drillbench_backend::BackendError> {
         self.machines.teardown()
     }
 }
 
 #[test]
 fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
-    use drillbench::backend::bench_api::BenchApi;
-    use drillbench::backend::kube::{KubeBackend, KubeOptions};
-    use drillbench::backend::served::ServedSimMachines;
+    use drillbench_backend::bench_api::BenchApi;
+    use drillbench_backend::kube::{KubeBackend, KubeOptions};
+    use drillbench_backend::served::ServedSimMachines;
 
     let path = common::root().join("scenarios/cp-recreate.yaml");
     let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
@@ -541,17 +541,17 @@ fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
             }),
             KubeOptions {
                 name: "kubeconfig",
-                run_id: drillbench::backend::kube::run_id(drill, seed),
+                run_id: drillbench_backend::kube::run_id(drill, seed),
                 read_only: false,
                 admit_guards: false,
                 emulate_autoscaler: false,
             },
         )
-        .map_err(drillbench::backend::BackendError::from)?;
-        Ok(Box::new(backend) as Box<dyn drillbench::backend::Backend>)
+        .map_err(drillbench_backend::BackendError::from)?;
+        Ok(Box::new(backend) as Box<dyn drillbench_backend::Backend>)
     };
     let report = drillbench::run::run_drill(&drill, SEED, &provision).expect("the drill ends");
-    assert_eq!(report.outcome, drillbench::report::Outcome::Aborted);
+    assert_eq!(report.outcome, drillbench_report::Outcome::Aborted);
     assert!(!report.passed());
     assert!(
         server.lock().expect("lock").is_none(),

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drillbench::drill::Drill;
-use drillbench::serve::{Clock, ServeOptions, Server};
+use drillbench_model::drill::Drill;
+use drillbench_serve::{Clock, ServeOptions, Server};
 
 pub(crate) const DEADLINE: Duration = Duration::from_secs(90);
 
@@ -46,7 +46,7 @@ pub(crate) fn serve_drill(path: &str) -> Option<Served> {
             kubeconfig_out: Some(kubeconfig.clone()),
             clock: Clock::Step,
             seed: 1,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
         },
     )

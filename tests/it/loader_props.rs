@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use drillbench::drill::Drill;
-use drillbench::scenario::parse::decode;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::parse::decode;
 use proptest::prelude::*;
 
 /// Loads bytes as if read from a file in `scenarios/` (so relative paths

@@ -4,10 +4,10 @@
 
 use crate::fake_support;
 
-use drillbench::backend::docker::RunId;
-use drillbench::backend::local_path::install;
-use drillbench::backend::provision::block_on;
-use drillbench::labels::RUN_LABEL;
+use drillbench_backend::docker::RunId;
+use drillbench_backend::local_path::install;
+use drillbench_backend::provision::block_on;
+use drillbench_model::labels::RUN_LABEL;
 use fake_support::{serve, serve_drill};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::Api;

@@ -31,6 +31,7 @@ mod golden_replay;
 #[cfg(unix)]
 mod kind_driver;
 mod kube_backend;
+mod layering;
 mod loader_props;
 #[cfg(unix)]
 mod local_path;

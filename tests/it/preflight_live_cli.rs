@@ -96,7 +96,7 @@ users:
 
 fn talosctl(dir: &Path, table: &str) -> PathBuf {
     let path = dir.join("talosctl");
-    drillbench::test_support::write_script(
+    drillbench_model::test_support::write_script(
         &path,
         format!(
             "#!/bin/sh\n[ \"$*\" = \"--nodes 10.0.1.2 etcd members\" ] || {{ echo \"unexpected: $*\" >&2; exit 9; }}\ncat '{FIXTURES}/{table}'\n"

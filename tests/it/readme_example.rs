@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use drillbench::drill::Drill;
-use drillbench::scenario::SourceFile;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
 
 #[test]
 fn the_readme_example_validates() {

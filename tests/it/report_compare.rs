@@ -3,8 +3,8 @@
 
 use crate::report_support;
 
-use drillbench::report::compare::{self, Noise, Regression};
-use drillbench::report::{AssertionResult, DrillReport, Figure, Verdict};
+use drillbench_report::compare::{self, Noise, Regression};
+use drillbench_report::{AssertionResult, DrillReport, Figure, Verdict};
 use report_support::{bench, fixture};
 
 const RTO: &str = "rto.all-workloads";

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::{bench, root};
-use drillbench::drill::Drill;
-use drillbench::observe::{Event, EventKind, ObjectRef};
-use drillbench::report::{
+use drillbench_model::drill::Drill;
+use drillbench_observe::{Event, EventKind, ObjectRef};
+use drillbench_report::{
     AssertionResult, DrillIdentity, DrillReport, Evidence, Figure, Outcome, REPORT_FORMAT, Verdict,
     WorkloadAvailability, junit, markdown,
 };
@@ -295,7 +295,7 @@ fn bench_report_refuses_what_is_not_a_report() {
 fn write_all_writes_every_format() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("nested/out");
-    let files = drillbench::report::write_all(&sample(false), &out).expect("written");
+    let files = drillbench_report::write_all(&sample(false), &out).expect("written");
     let names: Vec<_> = files
         .iter()
         .filter_map(|f| f.file_name().and_then(|n| n.to_str()).map(str::to_owned))

@@ -7,8 +7,8 @@ use crate::report_support;
 
 use std::collections::BTreeMap;
 
-use drillbench::observe::EventKind;
-use drillbench::report::{AssertionResult, DrillReport, Evidence, Figure, Outcome, Verdict, html};
+use drillbench_observe::EventKind;
+use drillbench_report::{AssertionResult, DrillReport, Evidence, Figure, Outcome, Verdict, html};
 use report_support::{event, external_references, fixture, look, outline, parse};
 
 /// The failing fixture with a timeline that tells the whole story: a pool
@@ -520,7 +520,7 @@ fn bench_report_renders_html_and_write_all_writes_it() {
     assert_eq!(run.stdout, html::render(&fixture("failing.json")));
     look("failing-fixture.html", &run.stdout);
     let dir = tempfile::tempdir().expect("tempdir");
-    drillbench::report::write_all(&fixture("passing.json"), dir.path()).expect("written");
+    drillbench_report::write_all(&fixture("passing.json"), dir.path()).expect("written");
     let written = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
     assert_eq!(written, html::render(&fixture("passing.json")));
 }

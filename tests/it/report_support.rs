@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use drillbench::observe::{Event, EventKind, ObjectRef};
-use drillbench::report::DrillReport;
+use drillbench_observe::{Event, EventKind, ObjectRef};
+use drillbench_report::DrillReport;
 
 /// The repository root.
 pub fn root() -> PathBuf {

@@ -3,10 +3,10 @@
 
 use crate::report_support;
 
-use drillbench::report::sweep::{
+use drillbench_report::sweep::{
     self, Distribution, SWEEP_FORMAT, SweepError, SweepReport, nearest_rank,
 };
-use drillbench::report::{DrillReport, Figure, Outcome, Verdict};
+use drillbench_report::{DrillReport, Figure, Outcome, Verdict};
 use report_support::{external_references, fixture, look, outline, parse};
 
 /// One run: the passing fixture with this seed and RTO, failing the

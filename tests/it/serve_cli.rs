@@ -10,8 +10,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use drillbench::drill::Drill;
-use drillbench::serve::{Clock, ServeOptions, Server};
+use drillbench_model::drill::Drill;
+use drillbench_serve::{Clock, ServeOptions, Server};
 
 /// One request, `Connection: close`, the whole response as text (a
 /// chunked watch body is read until the server ends it).
@@ -184,7 +184,7 @@ fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
 
 #[test]
 fn a_watch_sends_bookmarks_when_asked() {
-    let server = serve(drillbench::serve::state::DEFAULT_HISTORY_WINDOW);
+    let server = serve(drillbench_serve::state::DEFAULT_HISTORY_WINDOW);
     let addr = server.addr();
     let rv = rv_of(&http(addr, "GET", "/bench/v1/now"));
     let watch = http(

@@ -7,10 +7,10 @@ use crate::common;
 
 use std::time::Duration;
 
-use drillbench::drill::Drill;
-use drillbench::observe::EventKind;
-use drillbench::serve::{Clock, ServeOptions, Server};
-use drillbench::sim::Simulation;
+use drillbench_model::drill::Drill;
+use drillbench_observe::EventKind;
+use drillbench_serve::{Clock, ServeOptions, Server};
+use drillbench_sim::Simulation;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, EvictParams, PostParams};
@@ -31,7 +31,7 @@ fn start(drill: &Drill) -> (Server, kube::Client) {
             kubeconfig_out: None,
             clock: Clock::Step,
             seed: SEED,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
         },
     )
@@ -84,7 +84,7 @@ async fn a_pod_watcher_sees_the_simulators_timeline() {
     let mut expected_listed: Vec<String> = sim
         .pods()
         .iter()
-        .filter(|p| p.phase != drillbench::sim::world::PodPhase::Gone)
+        .filter(|p| p.phase != drillbench_sim::world::PodPhase::Gone)
         .map(|p| p.key())
         .collect();
     expected_listed.sort();

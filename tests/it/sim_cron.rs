@@ -5,11 +5,11 @@
 //! under `Replace`. A run's pod is Ready 5 s after creation and succeeds a
 //! minute later.
 
-use drillbench::drill::Drill;
-use drillbench::observe::EventKind;
-use drillbench::scenario::SourceFile;
-use drillbench::sim::Simulation;
-use drillbench::sim::world::PodPhase;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
+use drillbench_observe::EventKind;
+use drillbench_sim::Simulation;
+use drillbench_sim::world::PodPhase;
 
 const MIN: u64 = 60_000;
 

@@ -5,11 +5,11 @@
 use crate::common;
 
 use common::{bench, root};
-use drillbench::backend::sim::provision;
-use drillbench::drill::Drill;
-use drillbench::report::{DrillReport, Outcome, Verdict};
 use drillbench::run::run_drill;
-use drillbench::scenario::SourceFile;
+use drillbench_backend::sim::provision;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
+use drillbench_report::{DrillReport, Outcome, Verdict};
 
 /// The built-in drill with its text changed, loaded as if it were in `scenarios/`.
 fn variant(name: &str, edit: impl Fn(String) -> String) -> Drill {
@@ -28,7 +28,7 @@ fn run(drill: &Drill, seed: u64) -> DrillReport {
     run_drill(drill, seed, &provision).expect("the drill runs")
 }
 
-fn verdict<'a>(report: &'a DrillReport, name: &str) -> &'a drillbench::report::AssertionResult {
+fn verdict<'a>(report: &'a DrillReport, name: &str) -> &'a drillbench_report::AssertionResult {
     report
         .assertions
         .iter()

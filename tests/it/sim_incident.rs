@@ -8,11 +8,11 @@
 use crate::common;
 
 use common::root;
-use drillbench::backend::sim::provision;
-use drillbench::drill::Drill;
-use drillbench::observe::EventKind;
-use drillbench::report::{DrillReport, Verdict};
 use drillbench::run::run_drill;
+use drillbench_backend::sim::provision;
+use drillbench_model::drill::Drill;
+use drillbench_observe::EventKind;
+use drillbench_report::{DrillReport, Verdict};
 
 /// The incident drill, with its manifests optionally edited, in a temp dir.
 fn incident(edit_manifests: impl Fn(String) -> String, seed: u64) -> DrillReport {
@@ -43,7 +43,7 @@ fn incident_in(
     run_drill(&drill, seed, &provision).expect("runs")
 }
 
-fn assertion<'a>(report: &'a DrillReport, name: &str) -> &'a drillbench::report::AssertionResult {
+fn assertion<'a>(report: &'a DrillReport, name: &str) -> &'a drillbench_report::AssertionResult {
     report
         .assertions
         .iter()

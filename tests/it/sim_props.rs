@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use drillbench::backend::sim::provision;
-use drillbench::drill::Drill;
-use drillbench::k8s::node_selector::RequiredNodeAffinity;
-use drillbench::observe::EventKind;
-use drillbench::report::DrillReport;
 use drillbench::run::run_drill;
-use drillbench::scenario::SourceFile;
+use drillbench_backend::sim::provision;
+use drillbench_model::drill::Drill;
+use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
+use drillbench_model::scenario::SourceFile;
+use drillbench_observe::EventKind;
+use drillbench_report::DrillReport;
 use k8s_openapi::api::core::v1::{Node, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
@@ -210,7 +210,7 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
             let spec: PodSpec =
                 serde_json::from_value(d.value.pointer("/spec/template/spec")?.clone()).ok()?;
             Some((
-                drillbench::workload_ref::WorkloadRef::of_object(&d.value).to_string(),
+                drillbench_model::workload_ref::WorkloadRef::of_object(&d.value).to_string(),
                 spec,
             ))
         })
@@ -249,7 +249,7 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
     }
     // No eviction took a budget below what it protects.
     let pdbs = &report.assertions[0];
-    assert_eq!(pdbs.verdict, drillbench::report::Verdict::Pass, "{pdbs:?}");
+    assert_eq!(pdbs.verdict, drillbench_report::Verdict::Pass, "{pdbs:?}");
 }
 
 /// A node's labels, from the topology its pool was made from.

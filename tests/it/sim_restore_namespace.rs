@@ -3,10 +3,10 @@
 //! writing, the namespace is lost and restored to the capture point. The
 //! `rpo:` assertion judges what the namespace's writers lost.
 
-use drillbench::drill::Drill;
-use drillbench::observe::EventKind;
-use drillbench::report::{DrillReport, Outcome};
-use drillbench::scenario::SourceFile;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
+use drillbench_observe::EventKind;
+use drillbench_report::{DrillReport, Outcome};
 
 const MIN: u64 = 60_000;
 
@@ -96,7 +96,7 @@ fn run(duration: &str, rpo: &str, seed: u64) -> DrillReport {
     drillbench::run::run_drill(
         &drill(duration, rpo),
         seed,
-        &drillbench::backend::sim::provision,
+        &drillbench_backend::sim::provision,
     )
     .expect("runs")
 }
@@ -143,7 +143,7 @@ fn without_a_writer_the_window_is_the_backups_duration() {
     let report = drillbench::run::run_drill(
         &drill_of("cache", "20m", "1h"),
         1,
-        &drillbench::backend::sim::provision,
+        &drillbench_backend::sim::provision,
     )
     .expect("runs");
     assert_eq!(report.figures["rpo.rpo"].value as u64, 20 * MIN);
@@ -242,7 +242,7 @@ fn a_backend_that_cannot_restore_refuses_the_drill_up_front() {
     let error = drillbench::run::refuse_unsupported(
         &drill("20m", "1h"),
         "kubeconfig",
-        drillbench::backend::Capabilities::NONE,
+        drillbench_backend::Capabilities::NONE,
     )
     .expect_err("refused");
     let text = error.to_string();

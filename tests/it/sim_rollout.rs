@@ -6,10 +6,10 @@
 //! first new one exists. Each table row is checked after every event of
 //! the run, not only at the end.
 
-use drillbench::drill::Drill;
-use drillbench::scenario::SourceFile;
-use drillbench::sim::Simulation;
-use drillbench::sim::world::{PodPhase, SimPod};
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
+use drillbench_sim::Simulation;
+use drillbench_sim::world::{PodPhase, SimPod};
 
 const KEY: &str = "apps/Deployment/web";
 
@@ -276,7 +276,7 @@ assertions:
     );
     let good = load(drill(KEY)).unwrap_or_else(|d| panic!("{}", d.render(false)));
     let report =
-        drillbench::run::run_drill(&good, 3, &drillbench::backend::sim::provision).expect("runs");
+        drillbench::run::run_drill(&good, 3, &drillbench_backend::sim::provision).expect("runs");
     let json = serde_json::to_string(&report).expect("serialises");
     assert!(
         json.contains("rolling update started"),
@@ -284,11 +284,11 @@ assertions:
     );
     assert_eq!(
         report.outcome,
-        drillbench::report::Outcome::Passed,
+        drillbench_report::Outcome::Passed,
         "maxUnavailable 0 keeps web fully available: {json}"
     );
     let again =
-        drillbench::run::run_drill(&good, 3, &drillbench::backend::sim::provision).expect("runs");
+        drillbench::run::run_drill(&good, 3, &drillbench_backend::sim::provision).expect("runs");
     assert_eq!(
         serde_json::to_string(&again).expect("serialises"),
         json,

@@ -4,12 +4,12 @@
 //! after a delay, PDB-aware evictions and drains, and every autoscaler
 //! scale-down blocker.
 
-use drillbench::drill::Drill;
-use drillbench::duration::Duration;
-use drillbench::observe::EventKind;
-use drillbench::scenario::SourceFile;
-use drillbench::sim::Simulation;
-use drillbench::sim::world::{NodePhase, PodPhase};
+use drillbench_model::drill::Drill;
+use drillbench_model::duration::Duration;
+use drillbench_model::scenario::SourceFile;
+use drillbench_observe::EventKind;
+use drillbench_sim::Simulation;
+use drillbench_sim::world::{NodePhase, PodPhase};
 
 const MIN: u64 = 60_000;
 
@@ -49,7 +49,7 @@ workloads:
     Simulation::new(&drill, 1).expect("provisions")
 }
 
-fn pods_of<'a>(sim: &'a Simulation, prefix: &str) -> Vec<&'a drillbench::sim::world::SimPod> {
+fn pods_of<'a>(sim: &'a Simulation, prefix: &str) -> Vec<&'a drillbench_sim::world::SimPod> {
     sim.pods()
         .iter()
         .filter(|p| p.name.starts_with(prefix))

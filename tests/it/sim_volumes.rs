@@ -5,11 +5,11 @@
 //! any consumer exists, and the pods are then confined to the volume's
 //! domain (its PV node affinity) whether or not a node there fits them.
 
-use drillbench::drill::Drill;
-use drillbench::observe::EventKind;
-use drillbench::scenario::SourceFile;
-use drillbench::sim::Simulation;
-use drillbench::sim::world::{Claim, PodPhase};
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
+use drillbench_observe::EventKind;
+use drillbench_sim::Simulation;
+use drillbench_sim::world::{Claim, PodPhase};
 
 const MIN: u64 = 60_000;
 const ZONE: &str = "topology.kubernetes.io/zone";

@@ -4,10 +4,10 @@
 //! it. The window ends at the last lost write, so a writer that stopped
 //! before the loss loses less than the backup timeline alone suggests.
 
-use drillbench::drill::Drill;
-use drillbench::observe::EventKind;
-use drillbench::report::{DrillReport, Outcome};
-use drillbench::scenario::SourceFile;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::SourceFile;
+use drillbench_observe::EventKind;
+use drillbench_report::{DrillReport, Outcome};
 
 const MIN: u64 = 60_000;
 
@@ -62,7 +62,7 @@ assertions:
     );
     let source = SourceFile::new(dir.path().join("drill.yaml"), text);
     let drill = Drill::from_source(source).unwrap_or_else(|d| panic!("{}", d.render(false)));
-    drillbench::run::run_drill(&drill, 1, &drillbench::backend::sim::provision).expect("runs")
+    drillbench::run::run_drill(&drill, 1, &drillbench_backend::sim::provision).expect("runs")
 }
 
 fn rpo_ms(report: &DrillReport) -> u64 {
@@ -180,7 +180,7 @@ workloads: [{path: manifests.yaml}]
         text.to_owned(),
     ))
     .unwrap_or_else(|d| panic!("{}", d.render(false)));
-    let error = drillbench::sim::Simulation::new(&drill, 1).expect_err("refused");
+    let error = drillbench_sim::Simulation::new(&drill, 1).expect_err("refused");
     assert!(
         error.to_string().contains("not a positive duration"),
         "{error}"

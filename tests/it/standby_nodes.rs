@@ -4,11 +4,11 @@
 
 use crate::fake_support;
 
-use drillbench::backend::docker::RunId;
-use drillbench::backend::provision::{
+use drillbench_backend::docker::RunId;
+use drillbench_backend::provision::{
     ProvisionedNode, apply_api_labels, block_on, plan_nodes, release_standby,
 };
-use drillbench::labels::STANDBY_KEY;
+use drillbench_model::labels::STANDBY_KEY;
 use fake_support::{Served, serve, serve_drill};
 
 #[test]
@@ -67,14 +67,14 @@ fn a_standby_node_is_tainted_then_released() {
 
 #[test]
 fn a_simulator_with_standby_nodes_boots_them_tainted_and_scales_nothing_itself() {
-    use drillbench::backend::provision::plan_nodes;
-    use drillbench::observe::EventKind;
-    use drillbench::sim::Simulation;
+    use drillbench_backend::provision::plan_nodes;
+    use drillbench_observe::EventKind;
+    use drillbench_sim::Simulation;
 
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/autoscaler-scale-down.yaml");
-    let drill =
-        drillbench::drill::Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let drill = drillbench_model::drill::Drill::load(&path)
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
     let mut sim = Simulation::with_standby_nodes(&drill, 1, 2).expect("provisioned");
     // The names kind's driver plans, so a stand-in finds each.
     let planned: Vec<String> = plan_nodes(&drill.topology, &RunId::new("s2").unwrap(), 2)

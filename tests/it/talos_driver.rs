@@ -9,10 +9,10 @@ use crate::fake_support;
 use std::path::Path;
 use std::time::Duration;
 
-use drillbench::backend::docker::{Docker, RunId};
-use drillbench::backend::machines::Machines;
-use drillbench::backend::talos::{TalosOptions, provision};
-use drillbench::labels::RUN_LABEL;
+use drillbench_backend::docker::{Docker, RunId};
+use drillbench_backend::machines::Machines;
+use drillbench_backend::talos::{TalosOptions, provision};
+use drillbench_model::labels::RUN_LABEL;
 use fake_support::{Served, calls, registry, serve, serve_drill, tools};
 
 const MEMBERS: &str = "\

@@ -6,11 +6,11 @@ use crate::common;
 use std::path::Path;
 
 use common::root;
-use drillbench::drill::Drill;
-use drillbench::duration::Duration;
-use drillbench::scenario::SourceFile;
-use drillbench::scenario::spec::Expander;
-use drillbench::topology::PoolSize;
+use drillbench_model::drill::Drill;
+use drillbench_model::duration::Duration;
+use drillbench_model::scenario::SourceFile;
+use drillbench_model::scenario::spec::Expander;
+use drillbench_model::topology::PoolSize;
 
 fn drill(text: &str) -> Result<Drill, String> {
     let path = root().join("scenarios/inline-test.yaml");

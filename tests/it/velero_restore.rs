@@ -17,14 +17,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use assert_cmd::prelude::*;
-use drillbench::drill::Drill;
-use drillbench::report::{DrillReport, Outcome, Verdict};
-use drillbench::serve::{Clock, ServeOptions, Server};
+use drillbench_model::drill::Drill;
+use drillbench_report::{DrillReport, Outcome, Verdict};
+use drillbench_serve::{Clock, ServeOptions, Server};
 use predicates::str::contains;
 use serde_json::Value;
 
 /// The marker interval of the procedure (`backend::kube::restore`).
-const EVERY: u64 = drillbench::backend::kube::restore::MARKER_EVERY;
+const EVERY: u64 = drillbench_backend::kube::restore::MARKER_EVERY;
 
 const MANIFESTS: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -85,7 +85,7 @@ fn served() -> (tempfile::TempDir, PathBuf, PathBuf, Server) {
             kubeconfig_out: Some(kubeconfig.clone()),
             clock: Clock::Step,
             seed: 1,
-            history_window: drillbench::serve::state::DEFAULT_HISTORY_WINDOW,
+            history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
         },
     )
@@ -188,7 +188,7 @@ fn a_real_restore_measures_the_window_from_the_markers_that_came_back() {
         "the restore brought back what the backup saved"
     );
     assert!(
-        restored.len() as u64 >= drillbench::backend::kube::restore::MARKERS_BEFORE,
+        restored.len() as u64 >= drillbench_backend::kube::restore::MARKERS_BEFORE,
         "the markers written before the backup are in it: {restored:?}"
     );
     // The restored Deployment is back too.

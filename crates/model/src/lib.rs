@@ -1,0 +1,26 @@
+//! The drill as data, and the vocabulary every layer above shares.
+//!
+//! A drill file is parsed and checked in [`scenario`] (with file, line and
+//! column for every mistake), resolved against its cluster in [`topology`]
+//! and lowered once into the typed [`drill::Drill`] the rest of the bench
+//! runs. Beside it: the Kubernetes rules that are pure functions of an object
+//! ([`k8s`]), the manifests a drill deploys, seeded randomness, durations,
+//! well-known labels, the `/bench/v1` control protocol and the exit codes.
+//! Nothing here runs a cluster.
+
+pub mod bench_protocol;
+pub mod drill;
+pub mod duration;
+pub mod error_text;
+pub mod exit;
+pub mod interrupt;
+pub mod k8s;
+pub mod labels;
+pub mod manifest;
+pub mod name_pattern;
+pub mod rng;
+pub mod scenario;
+#[doc(hidden)]
+pub mod test_support;
+pub mod topology;
+pub mod workload_ref;

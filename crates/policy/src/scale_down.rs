@@ -1,0 +1,495 @@
+//! Scale-down: which nodes of autoscaled pools the cluster autoscaler
+//! removes, and what keeps a node.
+//!
+//! As upstream's scale-down loop (cluster-autoscaler FAQ "How does
+//! scale-down work?" and "What types of pods can prevent CA from removing
+//! a node?"): a Ready node of an autoscaled pool is unneeded while its
+//! utilisation (the larger of requested CPU and memory over allocatable,
+//! DaemonSet pods included) is below the threshold and every pod on it can
+//! move — no [`Blocker`], and room on the other nodes
+//! ([`fits_elsewhere`]). Once it has been unneeded for
+//! `scaleDownUnneededTime` it is removed, unless that would take its pool
+//! below its min; empty nodes go together, non-empty ones one per scan.
+//! A node annotated [`SCALE_DOWN_DISABLED`] is never considered.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::scale_up::pool_size;
+use super::view::{AutoscalerView, ClusterView, NodeFacts, Resources, Room};
+use drillbench_model::topology::{PoolSize, Topology};
+
+/// The node annotation that keeps the autoscaler from removing a node.
+pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+
+/// The autoscaler's utilisation of a node: the larger of its requested CPU
+/// and memory shares (a node with nothing allocatable counts as full).
+pub fn utilisation(requested: Resources, allocatable: Resources) -> f64 {
+    let share = |used: i64, total: i64| {
+        if total > 0 {
+            used as f64 / total as f64
+        } else {
+            1.0
+        }
+    };
+    share(requested.cpu, allocatable.cpu).max(share(requested.memory, allocatable.memory))
+}
+
+/// The node the autoscaler would remove first among candidates: the least
+/// utilised, the first by name among equals.
+pub fn least_utilised<'a>(nodes: impl IntoIterator<Item = (f64, &'a str)>) -> Option<&'a str> {
+    nodes
+        .into_iter()
+        .min_by(|a, b| {
+            a.0.partial_cmp(&b.0)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.1.cmp(b.1))
+        })
+        .map(|(_, name)| name)
+}
+
+/// Why the autoscaler cannot move a pod off its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blocker {
+    /// Annotated `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`.
+    NotSafeToEvict,
+    /// Mounts `emptyDir` or `hostPath` and is not annotated safe to evict.
+    LocalStorage,
+    /// No controller would recreate it elsewhere.
+    NoController,
+    /// A kube-system pod no PodDisruptionBudget covers.
+    KubeSystemWithoutBudget,
+    /// This budget allows no disruption now.
+    BudgetExhausted(String),
+}
+
+impl fmt::Display for Blocker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Blocker::NotSafeToEvict => f.write_str("has safe-to-evict: \"false\""),
+            Blocker::LocalStorage => f.write_str("uses local storage"),
+            Blocker::NoController => f.write_str("has no controller"),
+            Blocker::KubeSystemWithoutBudget => {
+                f.write_str("is a kube-system pod without a PodDisruptionBudget")
+            }
+            Blocker::BudgetExhausted(budget) => {
+                write!(
+                    f,
+                    "is covered by PodDisruptionBudget {budget}, which allows no disruption"
+                )
+            }
+        }
+    }
+}
+
+/// What keeps the autoscaler from moving a pod, checked in the FAQ's
+/// order; the first that applies.
+pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> {
+    let facts = view.pod(pod);
+    if facts.safe_to_evict == Some(false) {
+        return Some(Blocker::NotSafeToEvict);
+    }
+    if facts.local_storage && facts.safe_to_evict != Some(true) {
+        return Some(Blocker::LocalStorage);
+    }
+    if !facts.controlled {
+        return Some(Blocker::NoController);
+    }
+    let budgets = view.budgets(pod);
+    if facts.namespace == "kube-system" && budgets.is_empty() {
+        return Some(Blocker::KubeSystemWithoutBudget);
+    }
+    budgets
+        .into_iter()
+        .find(|b| b.disruptions_allowed < 1)
+        .map(|b| Blocker::BudgetExhausted(b.name))
+}
+
+/// Whether every one of `pods` (the movable pods of `node`) fits, first
+/// fit, on the other Ready, schedulable nodes not being removed (`removing`
+/// are the nodes this scan already chose): placement, requests and pod
+/// slots, each placed pod taking its room for the next.
+pub fn fits_elsewhere<V: ClusterView>(
+    view: &V,
+    node: V::Node,
+    pods: &[V::Pod],
+    removing: &[V::Node],
+) -> bool {
+    let mut extra: BTreeMap<V::Node, Room> = BTreeMap::new();
+    'pods: for &pod in pods {
+        let facts = view.pod(pod);
+        for other in view.nodes() {
+            if other == node || removing.contains(&other) {
+                continue;
+            }
+            let target = view.node(other);
+            if !target.ready || !target.schedulable || target.set_aside {
+                continue;
+            }
+            let used = extra.get(&other).copied().unwrap_or_default();
+            let free = target.allocatable.minus(target.requested).minus(used);
+            if !facts.placement.admits(target.object) || !free.takes(facts.requests) {
+                continue;
+            }
+            extra.entry(other).or_default().add(facts.requests);
+            continue 'pods;
+        }
+        return false;
+    }
+    true
+}
+
+/// Whether the autoscaler considers removing the node at all.
+fn candidate(node: &NodeFacts<'_>, topology: &Topology) -> bool {
+    node.ready
+        && node.running
+        && !node.set_aside
+        && topology.pool(node.pool).is_some_and(|p| p.is_autoscaled())
+        && node
+            .object
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SCALE_DOWN_DISABLED))
+            .is_none_or(|v| v != "true")
+}
+
+/// What one scale-down scan decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pass<N> {
+    /// Every candidate with since when it is unneeded (`None`: it is
+    /// needed, and its unneeded time starts over).
+    pub unneeded: Vec<(N, Option<u64>)>,
+    /// The nodes to remove now, in order.
+    pub remove: Vec<N>,
+}
+
+/// One scale-down scan at `now` (milliseconds).
+pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<V::Node> {
+    let threshold = topology.autoscaler.scale_down_utilization_threshold;
+    let unneeded_for = topology.autoscaler.scale_down_unneeded_time.as_millis();
+    let candidates: Vec<V::Node> = view
+        .nodes()
+        .filter(|&n| candidate(&view.node(n), topology))
+        .collect();
+    let mut out = Pass {
+        unneeded: Vec::new(),
+        remove: Vec::new(),
+    };
+    let mut non_empty_started = false;
+    for node in candidates {
+        let facts = view.node(node);
+        let movable = view.movable_pods(node);
+        let unneeded = utilisation(facts.requested.resources(), facts.allocatable.resources())
+            < threshold
+            && movable.iter().all(|&p| blocker(view, p).is_none())
+            && fits_elsewhere(view, node, &movable, &out.remove);
+        if !unneeded {
+            out.unneeded.push((node, None));
+            continue;
+        }
+        let since = view.unneeded_since(node).unwrap_or(now);
+        out.unneeded.push((node, Some(since)));
+        if now < since + unneeded_for {
+            continue;
+        }
+        let Some(PoolSize::Autoscaled { min, .. }) = topology.pool(facts.pool).map(|p| p.size)
+        else {
+            continue;
+        };
+        let leaving = out
+            .remove
+            .iter()
+            .filter(|&&r| view.node(r).pool == facts.pool)
+            .count() as u32;
+        if pool_size(view, facts.pool).saturating_sub(leaving) <= min {
+            continue;
+        }
+        if !movable.is_empty() {
+            if non_empty_started {
+                continue;
+            }
+            non_empty_started = true;
+        }
+        out.remove.push(node);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{Fake, UNNEEDED, node, pinned, pod, toleration, topology};
+
+    /// A base node with room and an `auto` node running one movable pod.
+    fn cluster() -> (Fake, usize) {
+        let mut fake = Fake::default();
+        fake.nodes.push(node("base"));
+        fake.nodes.push(node("auto"));
+        let p = fake.add(pod(Some(1), 500));
+        (fake, p)
+    }
+
+    fn budget(allowed: i32) -> super::super::view::Budget {
+        super::super::view::Budget {
+            name: "load/burst".to_owned(),
+            disruptions_allowed: allowed,
+        }
+    }
+
+    /// Each row transcribes one answer of the cluster-autoscaler FAQ
+    /// "What types of pods can prevent CA from removing a node?", as the
+    /// upstream drainability rules implement it
+    /// (`cluster-autoscaler/simulator/drainability/rules/<rule>/rule.go`),
+    /// and is followed by its control: the same pod with the one fact
+    /// flipped moves.
+    ///
+    /// One known difference stays pinned here: upstream's `safetoevict`
+    /// rule lets a pod annotated `safe-to-evict: "true"` go whatever else
+    /// holds; this rule set honours the annotation for local storage only.
+    #[test]
+    fn each_blocker_keeps_its_pod_and_its_control_moves() {
+        type Edit = fn(&mut crate::fake::FakePod);
+        let rows: &[(&str, Edit, Option<Blocker>)] = &[
+            // rules/notsafetoevict
+            (
+                "safe-to-evict: false",
+                |p| p.safe_to_evict = Some(false),
+                Some(Blocker::NotSafeToEvict),
+            ),
+            ("control: no annotation", |p| p.safe_to_evict = None, None),
+            // rules/localstorage
+            (
+                "emptyDir or hostPath",
+                |p| p.local_storage = true,
+                Some(Blocker::LocalStorage),
+            ),
+            (
+                "control: local storage annotated safe-to-evict: true",
+                |p| {
+                    p.local_storage = true;
+                    p.safe_to_evict = Some(true);
+                },
+                None,
+            ),
+            // rules/replicated
+            (
+                "no controller",
+                |p| p.controlled = false,
+                Some(Blocker::NoController),
+            ),
+            ("control: a ReplicaSet's pod", |p| p.controlled = true, None),
+            // rules/system
+            (
+                "a kube-system pod without a budget",
+                |p| p.namespace = "kube-system".to_owned(),
+                Some(Blocker::KubeSystemWithoutBudget),
+            ),
+            (
+                "control: a kube-system pod with a budget that allows one",
+                |p| {
+                    p.namespace = "kube-system".to_owned();
+                    p.budgets = vec![budget(1)];
+                },
+                None,
+            ),
+            // rules/pdb
+            (
+                "a budget with no disruption left",
+                |p| p.budgets = vec![budget(0)],
+                Some(Blocker::BudgetExhausted("load/burst".to_owned())),
+            ),
+            (
+                "control: a budget with one left",
+                |p| p.budgets = vec![budget(1)],
+                None,
+            ),
+        ];
+        for (why, edit, want) in rows {
+            let (mut fake, p) = cluster();
+            edit(&mut fake.pods[p]);
+            assert_eq!(blocker(&fake, p), *want, "{why}");
+        }
+    }
+
+    /// The FAQ's last blocker: "pods that cannot be moved elsewhere due to
+    /// various constraints (lack of resources, non-matching node selectors
+    /// or affinity, …)", which upstream checks by simulating the pods'
+    /// rescheduling onto the remaining nodes
+    /// (`cluster-autoscaler/simulator/cluster.go`). Each row makes the
+    /// base node unable to take the pod; its control makes it able again.
+    #[test]
+    fn fits_elsewhere_needs_a_ready_schedulable_node_with_room_and_its_control_has_one() {
+        type Edit = fn(&mut Fake, usize);
+        let rows: &[(&str, Edit, bool)] = &[
+            ("room on the base node", |_, _| {}, true),
+            (
+                "the base node is NotReady",
+                |f, _| f.nodes[0].ready = false,
+                false,
+            ),
+            (
+                "the base node is cordoned",
+                |f, _| f.nodes[0].schedulable = false,
+                false,
+            ),
+            (
+                "the base node is being removed",
+                |f, _| f.nodes[0].set_aside = true,
+                false,
+            ),
+            (
+                "the base node lacks CPU",
+                |f, _| f.nodes[0].requested.cpu = 3600,
+                false,
+            ),
+            (
+                "control: exactly the CPU left",
+                |f, _| f.nodes[0].requested.cpu = 3500,
+                true,
+            ),
+            (
+                "the base node has no pod slot",
+                |f, _| f.nodes[0].requested.pods = 110,
+                false,
+            ),
+            (
+                "control: one slot left",
+                |f, _| f.nodes[0].requested.pods = 109,
+                true,
+            ),
+            (
+                "a taint the pod does not tolerate",
+                |f, _| f.nodes[0].object = crate::fake::object("base", Some("dedicated")),
+                false,
+            ),
+            (
+                "control: the pod tolerates it",
+                |f, p| {
+                    f.nodes[0].object = crate::fake::object("base", Some("dedicated"));
+                    f.pods[p].tolerations = vec![toleration("dedicated")];
+                },
+                true,
+            ),
+            (
+                "a nodeSelector the base node misses",
+                |f, p| f.pods[p] = pinned(f.pods[p].clone(), "gpu"),
+                false,
+            ),
+            (
+                "control: one it matches",
+                |f, p| f.pods[p] = pinned(f.pods[p].clone(), "base"),
+                true,
+            ),
+        ];
+        for (why, edit, want) in rows {
+            let (mut fake, p) = cluster();
+            edit(&mut fake, p);
+            let pods = fake.movable_pods(1);
+            assert_eq!(fits_elsewhere(&fake, 1, &pods, &[]), *want, "{why}");
+        }
+    }
+
+    /// First fit: a placed pod takes its room for the next, and a node the
+    /// scan already chose to remove is no destination.
+    #[test]
+    fn fits_elsewhere_counts_what_it_already_placed_and_skips_nodes_being_removed() {
+        let (mut fake, _) = cluster();
+        fake.nodes[0].requested.cpu = 3000;
+        fake.add(pod(Some(1), 500));
+        let pods = fake.movable_pods(1);
+        assert!(
+            fits_elsewhere(&fake, 1, &pods, &[]),
+            "two 500m pods in 1000m"
+        );
+        fake.add(pod(Some(1), 500));
+        let pods = fake.movable_pods(1);
+        assert!(!fits_elsewhere(&fake, 1, &pods, &[]), "three do not");
+        let (fake, _) = cluster();
+        let pods = fake.movable_pods(1);
+        assert!(!fits_elsewhere(&fake, 1, &pods, &[0]));
+        assert!(fits_elsewhere(&fake, 1, &pods, &[]), "control");
+    }
+
+    /// The FAQ's "How does scale-down work?": unneeded (under the
+    /// utilisation threshold, its pods movable) for the unneeded time, then
+    /// removed.
+    #[test]
+    fn a_node_unneeded_for_the_unneeded_time_is_removed_and_a_busy_one_starts_over() {
+        let topology = topology(0, 3);
+        let (mut fake, _) = cluster();
+        let first = pass(&fake, &topology, 1_000);
+        assert_eq!(first.unneeded, [(1, Some(1_000))]);
+        assert!(first.remove.is_empty(), "not for long enough yet");
+        fake.nodes[1].unneeded_since = Some(1_000);
+        let later = pass(&fake, &topology, 1_000 + UNNEEDED);
+        assert_eq!(later.remove, [1]);
+        // Control: above the threshold it is needed and its time resets.
+        fake.nodes[1].requested.cpu = 2400;
+        let busy = pass(&fake, &topology, 1_000 + UNNEEDED);
+        assert_eq!(busy.unneeded, [(1, None)]);
+        assert!(busy.remove.is_empty());
+    }
+
+    /// Upstream never takes a node group below its min size, skips nodes
+    /// annotated `scale-down-disabled` (FAQ "How can I prevent Cluster
+    /// Autoscaler from scaling down a particular node?"), and removes
+    /// empty nodes together but non-empty ones one at a time.
+    #[test]
+    fn min_size_the_disabled_annotation_and_one_non_empty_node_at_a_time() {
+        let unneeded = |fake: &mut Fake| {
+            for n in &mut fake.nodes {
+                n.unneeded_since = Some(0);
+            }
+        };
+        let (mut fake, _) = cluster();
+        unneeded(&mut fake);
+        assert!(
+            pass(&fake, &topology(1, 3), UNNEEDED).remove.is_empty(),
+            "at min"
+        );
+        assert_eq!(
+            pass(&fake, &topology(0, 3), UNNEEDED).remove,
+            [1],
+            "control"
+        );
+
+        let annotations = [(SCALE_DOWN_DISABLED.to_owned(), "true".to_owned())];
+        fake.nodes[1].object.metadata.annotations = Some(annotations.into_iter().collect());
+        assert!(
+            pass(&fake, &topology(0, 3), UNNEEDED).unneeded.is_empty(),
+            "not a candidate"
+        );
+
+        let (mut fake, _) = cluster();
+        fake.nodes.push(node("auto"));
+        fake.add(pod(Some(2), 500));
+        unneeded(&mut fake);
+        assert_eq!(
+            pass(&fake, &topology(0, 3), UNNEEDED).remove,
+            [1],
+            "one non-empty"
+        );
+        // Control: empty nodes are not held back by each other.
+        fake.pods.clear();
+        fake.nodes[1].requested = Room::default();
+        fake.nodes[2].requested = Room::default();
+        assert_eq!(pass(&fake, &topology(0, 3), UNNEEDED).remove, [1, 2]);
+    }
+
+    #[test]
+    fn utilisation_is_the_larger_share_and_the_least_utilised_node_goes_first() {
+        let half_cpu = utilisation(res(2000, 0), res(4000, 16 * GI));
+        let quarter_memory = utilisation(res(0, 4 * GI), res(4000, 16 * GI));
+        assert_eq!((half_cpu, quarter_memory), (0.5, 0.25));
+        assert_eq!(
+            utilisation(res(1, 1), res(0, 0)),
+            1.0,
+            "nothing allocatable is full"
+        );
+        let pick = least_utilised([(0.5, "b"), (0.25, "c"), (0.25, "a")]);
+        assert_eq!(pick, Some("a"), "the least, then the first by name");
+    }
+
+    use crate::fake::{GI, res};
+}

@@ -1,0 +1,374 @@
+//! Scale-up: which pools could take the pods the scheduler could not place,
+//! and how many new nodes each would need.
+//!
+//! As upstream's scale-up: pods that will land on nodes already booting
+//! are not counted again; the rest are packed first fit onto template
+//! nodes of every autoscaled pool whose labels, taints and size admit them
+//! (the binpacking estimator, `estimator/binpacking_estimator.go`), within
+//! the pool's max and `maxNodesTotal`, which counts every node, static
+//! ones and those still booting. A pod with a required anti-affinity term
+//! gets a node of its own. The expander chain ([`super::expander`]) then
+//! picks one option.
+
+use super::expander::Growth;
+use super::view::{AutoscalerView, PodFacts, Resources, Room, Template};
+use drillbench_model::topology::{PoolSize, Topology};
+
+/// Whether a pod could run on a fresh node of the template's pool.
+pub fn fits_template(pod: &PodFacts<'_>, template: &Template<'_>) -> bool {
+    pod.placement.admits(&template.node) && template.room.takes(pod.requests)
+}
+
+/// The requests of the DaemonSet pods a node would run: each DaemonSet's
+/// pod whose placement admits the node (one entry per DaemonSet).
+pub fn daemon_overhead<'a>(
+    node: &k8s_openapi::api::core::v1::Node,
+    daemons: impl IntoIterator<Item = PodFacts<'a>>,
+) -> Room {
+    let mut overhead = Room::default();
+    for daemon in daemons {
+        if daemon.placement.admits(node) {
+            overhead.add(daemon.requests);
+        }
+    }
+    overhead
+}
+
+/// The share of a growth's CPU and memory left idle once its pods run:
+/// the free CPU over the template's CPU times the nodes, plus the same for
+/// memory, as the least-waste expander scores it.
+pub fn waste(bins: &[Room], capacity: Resources) -> f64 {
+    let (cpu_free, mem_free) = bins
+        .iter()
+        .fold((0i64, 0i64), |(c, m), b| (c + b.cpu, m + b.memory));
+    let n = bins.len() as f64;
+    cpu_free as f64 / (capacity.cpu.max(1) as f64 * n)
+        + mem_free as f64 / (capacity.memory.max(1) as f64 * n)
+}
+
+/// Packs pods first fit onto at most `room` new nodes of a template:
+/// the bins' free room and how many of the pods they take.
+pub fn pack<'a>(
+    pods: impl IntoIterator<Item = PodFacts<'a>>,
+    template: &Template<'_>,
+    room: u32,
+) -> (Vec<Room>, usize) {
+    let mut bins: Vec<Room> = Vec::new();
+    let mut helped = 0;
+    for pod in pods {
+        if !fits_template(&pod, template) {
+            continue;
+        }
+        match bins
+            .iter_mut()
+            .find(|bin| !pod.anti_affinity && bin.takes(pod.requests))
+        {
+            Some(bin) => bin.take(pod.requests),
+            None => {
+                if bins.len() as u32 >= room {
+                    continue;
+                }
+                let mut bin = template.room;
+                bin.take(pod.requests);
+                bins.push(bin);
+            }
+        }
+        helped += 1;
+    }
+    (bins, helped)
+}
+
+/// How many nodes count towards `maxNodesTotal`, and towards one pool.
+fn counted<V: AutoscalerView>(view: &V, pool: Option<&str>) -> u32 {
+    view.nodes()
+        .map(|n| view.node(n))
+        .filter(|n| n.counted && pool.is_none_or(|p| n.pool == p))
+        .count() as u32
+}
+
+/// Nodes of the pool that count towards its size.
+pub fn pool_size<V: AutoscalerView>(view: &V, pool: &str) -> u32 {
+    counted(view, Some(pool))
+}
+
+/// The growth options for the pods the scheduler could not place, one per
+/// autoscaled pool that could take some of them, in topology order; empty
+/// when nothing waits.
+pub fn options<V: AutoscalerView>(view: &V, topology: &Topology) -> Vec<Growth> {
+    let pending = view.unschedulable_pods();
+    if pending.is_empty() {
+        return Vec::new();
+    }
+    let pools: Vec<(&str, u32)> = topology
+        .pools
+        .iter()
+        .filter_map(|p| match p.size {
+            PoolSize::Autoscaled { max, .. } => Some((p.name.as_str(), max)),
+            _ => None,
+        })
+        .collect();
+    let templates: Vec<(&str, Option<Template<'_>>)> =
+        pools.iter().map(|&(p, _)| (p, view.template(p))).collect();
+    let template_of = |pool: &str| -> Option<Template<'_>> {
+        match templates.iter().find(|(p, _)| *p == pool) {
+            Some((_, t)) => t.clone(),
+            None => view.template(pool),
+        }
+    };
+    // Pods that will land on nodes still booting are taken care of.
+    let mut upcoming: Vec<(Option<Template<'_>>, Room)> = view
+        .booting()
+        .into_iter()
+        .map(|(pool, room)| (template_of(&pool), room))
+        .collect();
+    let mut waiting = Vec::new();
+    'pods: for pod in pending {
+        let facts = view.pod(pod);
+        for (template, room) in &mut upcoming {
+            if template.as_ref().is_some_and(|t| fits_template(&facts, t))
+                && room.takes(facts.requests)
+            {
+                room.take(facts.requests);
+                continue 'pods;
+            }
+        }
+        waiting.push(pod);
+    }
+    if waiting.is_empty() {
+        return Vec::new();
+    }
+    let room_total = topology
+        .autoscaler
+        .max_nodes_total
+        .map_or(u32::MAX, |m| m.saturating_sub(counted(view, None)));
+    let mut options = Vec::new();
+    for ((pool, max), (_, template)) in pools.iter().zip(&templates) {
+        let room = max
+            .saturating_sub(pool_size(view, pool))
+            .min(room_total)
+            .min(view.provisionable(pool));
+        let Some(template) = template else {
+            continue;
+        };
+        if room == 0 {
+            continue;
+        }
+        let (bins, helped) = pack(waiting.iter().map(|&p| view.pod(p)), template, room);
+        if bins.is_empty() {
+            continue;
+        }
+        options.push(Growth {
+            pool: (*pool).to_owned(),
+            nodes: bins.len() as u32,
+            pods: helped,
+            waste: waste(&bins, template.capacity),
+        });
+    }
+    options
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::fake::{Fake, GI, pod, res, toleration, topology};
+    use crate::view::ClusterView;
+
+    fn template(fake: &mut Fake, taint: Option<&str>) -> Template<'static> {
+        fake.add_template("auto", taint);
+        fake.templates[0].1.clone()
+    }
+
+    /// The binpacking estimator (`cluster-autoscaler/estimator/
+    /// binpacking_estimator.go`): pods go first fit onto new template
+    /// nodes, a new node only when none so far takes the pod, within the
+    /// room the pool has. Each row has its control with one fact flipped.
+    #[test]
+    fn pods_pack_first_fit_onto_template_nodes_and_each_control_flips_the_count() {
+        type Edit = fn(&mut Fake, &mut Template<'static>);
+        /// Why, the pods' CPUs, the edit, the pool's room, and the nodes
+        /// and pods placed.
+        type Row<'a> = (&'a str, &'a [i64], Edit, u32, (usize, usize));
+        let rows: &[Row] = &[
+            (
+                "two small pods share a node",
+                &[1500, 1500],
+                |_, _| {},
+                5,
+                (1, 2),
+            ),
+            (
+                "control: each over half a node",
+                &[2500, 2500],
+                |_, _| {},
+                5,
+                (2, 2),
+            ),
+            (
+                "a required anti-affinity term takes a node of its own",
+                &[500, 500],
+                |f, _| f.pods.iter_mut().for_each(|p| p.anti_affinity = true),
+                5,
+                (2, 2),
+            ),
+            ("control: without it", &[500, 500], |_, _| {}, 5, (1, 2)),
+            (
+                "the pool's room caps the nodes",
+                &[2500, 2500],
+                |_, _| {},
+                1,
+                (1, 1),
+            ),
+            ("control: room for two", &[2500, 2500], |_, _| {}, 2, (2, 2)),
+            (
+                "one pod slot a node",
+                &[500, 500],
+                |_, t| t.room.pods = 1,
+                5,
+                (2, 2),
+            ),
+            (
+                "control: two slots",
+                &[500, 500],
+                |_, t| t.room.pods = 2,
+                5,
+                (1, 2),
+            ),
+            (
+                "a taint of the template the pods do not tolerate",
+                &[500],
+                |_, t| {
+                    *t = Template {
+                        node: Cow::Owned(crate::fake::object("auto", Some("dedicated"))),
+                        ..t.clone()
+                    }
+                },
+                5,
+                (0, 0),
+            ),
+            (
+                "control: tolerated",
+                &[500],
+                |f, t| {
+                    *t = Template {
+                        node: Cow::Owned(crate::fake::object("auto", Some("dedicated"))),
+                        ..t.clone()
+                    };
+                    f.pods[0].tolerations = vec![toleration("dedicated")];
+                },
+                5,
+                (1, 1),
+            ),
+            ("a pod bigger than a node", &[5000], |_, _| {}, 5, (0, 0)),
+            ("control: the size of a node", &[4000], |_, _| {}, 5, (1, 1)),
+        ];
+        for (why, cpus, edit, room, want) in rows {
+            let mut fake = Fake::default();
+            for &cpu in *cpus {
+                fake.add(pod(None, cpu));
+            }
+            let mut t = template(&mut fake, None);
+            edit(&mut fake, &mut t);
+            let (bins, helped) = pack((0..fake.pods.len()).map(|p| fake.pod(p)), &t, *room);
+            assert_eq!((bins.len(), helped), *want, "{why}");
+        }
+    }
+
+    /// The least-waste expander's score (cluster-autoscaler FAQ "What are
+    /// Expanders?": "the node group that will have the least idle CPU (if
+    /// tied, unused memory) after scale-up"). This rule set adds the idle
+    /// CPU and memory shares instead of tie-breaking on memory.
+    #[test]
+    fn waste_is_the_idle_share_of_cpu_plus_that_of_memory_over_the_new_nodes() {
+        let capacity = res(4000, 16 * GI);
+        let half_idle = Room {
+            cpu: 2000,
+            memory: 4 * GI,
+            pods: 100,
+        };
+        assert_eq!(waste(&[half_idle], capacity), 0.75);
+        // Control: the same idle room over two nodes is half the share.
+        let full = Room {
+            cpu: 0,
+            memory: 0,
+            pods: 0,
+        };
+        assert_eq!(waste(&[half_idle, full], capacity), 0.375);
+        assert_eq!(waste(&[full], capacity), 0.0);
+    }
+
+    #[test]
+    fn daemon_overhead_counts_the_daemons_a_node_admits_and_its_control_does_not() {
+        let node = crate::fake::object("auto", Some("dedicated"));
+        let mut fake = Fake::default();
+        fake.add(pod(None, 100));
+        let shy = daemon_overhead(&node, [fake.pod(0)]);
+        assert_eq!(shy, Room::default(), "it does not tolerate the taint");
+        fake.pods[0].tolerations = vec![toleration("dedicated")];
+        let counted = daemon_overhead(&node, [fake.pod(0)]);
+        assert_eq!(
+            counted,
+            Room {
+                cpu: 100,
+                memory: GI,
+                pods: 1
+            }
+        );
+    }
+
+    /// Upstream's scale-up: pods that fit on nodes still booting ask for
+    /// nothing more, and `maxNodesTotal` and the pool's max bound the
+    /// growth (FAQ "How does scale-up work?").
+    #[test]
+    fn growth_options_leave_out_what_booting_nodes_take_and_respect_the_limits() {
+        let cluster = || {
+            let mut fake = Fake::default();
+            fake.nodes.push(crate::fake::node("base"));
+            let p = fake.add(pod(None, 1000));
+            fake.unschedulable.push(p);
+            fake.add_template("auto", None);
+            fake
+        };
+        let topology = topology(0, 3);
+        let grown = options(&cluster(), &topology);
+        assert_eq!(grown.len(), 1);
+        assert_eq!(
+            (grown[0].pool.as_str(), grown[0].nodes, grown[0].pods),
+            ("auto", 1, 1)
+        );
+
+        let mut booting = cluster();
+        booting
+            .booting
+            .push(("auto".to_owned(), booting.templates[0].1.room));
+        assert!(
+            options(&booting, &topology).is_empty(),
+            "a booting node takes it"
+        );
+
+        let mut full = topology.clone();
+        full.autoscaler.max_nodes_total = Some(1);
+        assert!(
+            options(&cluster(), &full).is_empty(),
+            "maxNodesTotal reached"
+        );
+        full.autoscaler.max_nodes_total = Some(2);
+        assert_eq!(options(&cluster(), &full).len(), 1, "control: room for one");
+
+        let mut at_max = cluster();
+        for _ in 0..3 {
+            at_max.nodes.push(crate::fake::node("auto"));
+        }
+        assert!(
+            options(&at_max, &topology).is_empty(),
+            "the pool is at its max"
+        );
+        let mut none_left = cluster();
+        none_left.provisionable = Some(0);
+        assert!(
+            options(&none_left, &topology).is_empty(),
+            "no standby node left"
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! The drill report: one versioned JSON document per drill run, the source
+//! of truth that every other format is rendered from.
+//!
+//! The model knows nothing of which backend produced it: the assertions
+//! fill it from a timeline of events, and the renderers ([`markdown`],
+//! [`junit`], [`html`]) read only this model. Many runs of one drill
+//! aggregate into a [`sweep::SweepReport`]; [`compare`] tells what got worse
+//! between two runs. Times are milliseconds since the drill
+//! started (virtual time on the simulator), integers so that the same seed
+//! gives the same bytes.
+
+pub mod compare;
+pub mod html;
+pub mod junit;
+pub mod markdown;
+pub mod out_dir;
+pub mod sweep;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::out_dir::OutDir;
+use drillbench_model::topology::Topology;
+use drillbench_observe::{Event, ObjectRef};
+
+/// The version of the report format. Readers refuse other versions rather
+/// than misread them; bump it on any incompatible change.
+pub const REPORT_FORMAT: &str = "drillbench.dev/report/v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DrillReport {
+    /// Always [`REPORT_FORMAT`].
+    pub format: String,
+    /// The version of the bench that ran the drill.
+    pub bench_version: String,
+    pub drill: DrillIdentity,
+    /// Where it ran: `sim`, `kind`, `talos` or `kubeconfig`.
+    pub backend: String,
+    /// The seed of the run's random generator; `bench run --seed` replays it.
+    pub seed: u64,
+    /// The cluster the drill built.
+    pub topology: Topology,
+    pub outcome: Outcome,
+    /// How long the drill lasted, in milliseconds of drill time.
+    pub duration_ms: u64,
+    /// The verdicts, in the order the drill lists its assertions.
+    pub assertions: Vec<AssertionResult>,
+    /// Measured figures (RTO, RPO, availability, ...), by name.
+    pub figures: BTreeMap<String, Figure>,
+    /// Everything that happened, in time order.
+    pub timeline: Vec<Event>,
+    /// Objects of kinds the backend does not model, listed rather than dropped.
+    pub not_simulated: Vec<ObjectRef>,
+    /// How each workload fared while the steps ran, by `namespace/Kind/name`.
+    #[serde(default)]
+    pub workloads: Vec<WorkloadAvailability>,
+}
+
+/// How one workload fared while the drill's steps ran: the answer to "what
+/// was the lowest it went" that a rolling upgrade is planned around.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkloadAvailability {
+    /// `namespace/Kind/name`.
+    pub workload: String,
+    /// Ready replicas at the lowest point.
+    pub lowest_ready: u32,
+    /// Desired replicas at that point.
+    pub desired: u32,
+    /// When the lowest point began, in milliseconds of drill time.
+    pub lowest_at_ms: u64,
+    /// The fraction of the steps' time with every desired replica ready.
+    pub whole_ratio: f64,
+}
+
+/// Which drill a report is about, so two reports are compared only when
+/// they should be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DrillIdentity {
+    pub name: String,
+    pub description: String,
+    /// The drill file, as given.
+    pub file: String,
+    /// SHA-256 of the drill file and every manifest it deploys.
+    pub content_hash: String,
+}
+
+/// The overall verdict of a drill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    /// Every assertion held.
+    Passed,
+    /// At least one assertion failed.
+    Failed,
+    /// The drill stopped early (a preflight said no-go, a wait timed out);
+    /// assertions were still judged on what happened.
+    Aborted,
+}
+
+/// The verdict of one assertion, with the evidence that decided it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AssertionResult {
+    pub name: String,
+    /// Its kind (`rto`, `placement`, ...).
+    pub kind: String,
+    pub verdict: Verdict,
+    /// The bound, as written (`<= 15m`, `>= 0.99`).
+    pub bound: String,
+    /// What was measured, as a person reads it (`4m12s`, `0.998`).
+    pub measured: String,
+    /// One sentence: why the verdict is what it is.
+    pub summary: String,
+    /// The facts that decided it.
+    pub evidence: Vec<Evidence>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
+/// One fact behind a verdict: which pod, which node, when, which rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Evidence {
+    /// When, in milliseconds of drill time.
+    pub at_ms: u64,
+    /// The pod, as `namespace/name`, when one is involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The node, when one is involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub rule: String,
+    /// What was seen.
+    pub detail: String,
+    /// The labels that decided it (a node's labels for a placement rule).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A measured number with its unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Figure {
+    pub value: f64,
+    /// Its unit: `ms`, `ratio`, `count`.
+    pub unit: String,
+}
+
+/// Why a stored report could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot read report {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a report of this format.
+    #[error("{path}:{line}:{column}: not a drill report: {message}")]
+    Parse {
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        message: String,
+    },
+    /// A report of another format version.
+    #[error("{path}: report format `{found}` is not supported; expected `{REPORT_FORMAT}`")]
+    Version { path: PathBuf, found: String },
+}
+
+impl DrillReport {
+    /// Whether every assertion held.
+    pub fn passed(&self) -> bool {
+        self.outcome == Outcome::Passed
+    }
+
+    /// The report as pretty JSON with a trailing newline: the stored form.
+    pub fn to_json(&self) -> String {
+        let mut json = serde_json::to_string_pretty(self).unwrap_or_default();
+        json.push('\n');
+        json
+    }
+
+    /// Parses a stored report, refusing other format versions.
+    pub fn from_json(path: &Path, text: &str) -> Result<DrillReport, ReportError> {
+        // Check the version first, so an old report says so instead of
+        // failing on whichever field changed.
+        if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(text)
+            && let Some(found) = map.get("format").and_then(|f| f.as_str())
+            && found != REPORT_FORMAT
+        {
+            return Err(ReportError::Version {
+                path: path.to_path_buf(),
+                found: found.to_owned(),
+            });
+        }
+        serde_json::from_str(text).map_err(|e| ReportError::Parse {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
+    }
+
+    pub fn read(path: &Path) -> Result<DrillReport, ReportError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_json(path, &text)
+    }
+}
+
+/// Writes a report in every format into `dir` (created if missing) and
+/// returns the files written: `report.json`, `report.md`, `report.junit.xml`,
+/// `report.html`.
+pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    OutDir::prepare(dir)?.write(&[
+        ("report.json", report.to_json()),
+        ("report.md", markdown::render(report)),
+        ("report.junit.xml", junit::render(report)),
+        ("report.html", html::render(report)),
+    ])
+}
+
+/// Formats milliseconds of drill time as `1h02m03.456s`-style text.
+pub fn format_ms(ms: u64) -> String {
+    drillbench_model::duration::Duration::from_millis(ms).to_string()
+}

@@ -1,0 +1,359 @@
+//! The served cluster: the simulator, what the API wrote beside it, and
+//! the changes announced about both.
+//!
+//! Every timeline event about a served object is one change with the next
+//! resourceVersion; an API edit the timeline has no kind for (a label, an
+//! annotation, a new workload) is one change too. A handler that acts on
+//! the simulator calls [`Cluster::sync`] (and [`Cluster::api_change`] for
+//! the object it edited) so watchers see what it did.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::history::{History, Key, key_of, strip_rv_mut};
+use super::objects::Objects;
+use super::resources::{self, Resource};
+use super::watch::{Watcher, Watchers};
+use super::written::Written;
+use drillbench_model::drill::Drill;
+use drillbench_model::labels::RUN_LABEL;
+use drillbench_model::scenario::spec::GuardSpec;
+use drillbench_observe::EventKind;
+use drillbench_sim::Simulation;
+use drillbench_sim::api_ops::{ApiOpError, Applied};
+use drillbench_sim::clock::Time;
+
+/// Derived kinds whose objects come and go with the state they show, so
+/// [`Cluster::sync`] announces their disappearance itself: no timeline
+/// event and no API call deletes a VolumeAttachment.
+const DERIVED_LIFETIMES: [&str; 2] = ["PersistentVolume", "VolumeAttachment"];
+
+/// Kinds whose state follows from other objects' events without one of
+/// their own, compared with their last announced state at every sync.
+const DERIVED_KINDS: [&str; 8] = [
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "VolumeAttachment",
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "PodDisruptionBudget",
+];
+
+pub(super) struct Cluster {
+    /// The simulator; handlers change it only through its API primitives
+    /// ([`drillbench_sim::api_ops`]) and then sync.
+    pub(super) sim: Simulation,
+    pub(super) written: Written,
+    /// The drill's guards, which admit every workload written through the
+    /// API as they admitted the drill's own.
+    guards: Vec<GuardSpec>,
+    history: History,
+    watchers: Watchers,
+    /// How many of the timeline's events have been turned into changes.
+    seen_events: usize,
+}
+
+impl Cluster {
+    /// Serves a provisioned simulation of the drill, with resourceVersions
+    /// continuing after `rv`; the drill's own objects keep the labels and
+    /// annotations they were written with.
+    pub(super) fn new(drill: &Drill, sim: Simulation, window: usize, rv: u64) -> Cluster {
+        let mut cluster = Cluster {
+            sim,
+            written: Written::default(),
+            guards: drill.spec.guards.iter().map(|g| g.value.clone()).collect(),
+            history: History::new(window, rv),
+            watchers: Watchers::default(),
+            seen_events: 0,
+        };
+        cluster.written.set_metadata(
+            ("Namespace", String::new(), "kube-system".to_owned()),
+            json!({ RUN_LABEL: format!("served-{}", drill.name()) }),
+            Value::Null,
+        );
+        for doc in &drill.workloads {
+            let kind = doc.kind().unwrap_or_default();
+            if let Some(resource) = resources::by_kind(kind) {
+                let key = (
+                    resource.kind,
+                    if resource.namespaced {
+                        doc.namespace().unwrap_or("default").to_owned()
+                    } else {
+                        String::new()
+                    },
+                    doc.name().unwrap_or_default().to_owned(),
+                );
+                cluster.written.remember_metadata(key, &doc.value);
+            }
+        }
+        cluster.sync();
+        cluster
+    }
+
+    pub(super) fn objects(&self) -> Objects<'_> {
+        Objects {
+            sim: &self.sim,
+            written: &self.written,
+            history: &self.history,
+        }
+    }
+
+    /// See [`Objects::view`].
+    pub(super) fn view(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+        gone: bool,
+    ) -> Option<Value> {
+        self.objects().view(kind, namespace, name, gone)
+    }
+
+    pub(super) fn history(&self) -> &History {
+        &self.history
+    }
+
+    pub(super) fn guards(&self) -> &[GuardSpec] {
+        &self.guards
+    }
+
+    /// Applies a manifest written through the API, admitted by the guards.
+    pub(super) fn apply_manifest(&mut self, object: Value) -> Result<Applied, ApiOpError> {
+        self.sim.apply_manifest(object, &self.guards)
+    }
+
+    pub(super) fn add_watcher(&mut self, watcher: Watcher) {
+        self.watchers.add(watcher);
+    }
+
+    /// Sends a bookmark to every watcher that asked for them.
+    pub(super) fn bookmarks(&mut self) {
+        self.watchers.bookmarks(self.history.rv());
+    }
+
+    /// Advances virtual time to `until`, one instant at a time, so every
+    /// instant's changes are seen in the state of that instant.
+    pub(super) fn advance_to(&mut self, until: Time) {
+        while let Some(at) = self.sim.next_event_time() {
+            if at > until {
+                break;
+            }
+            self.sim.advance_to(at);
+            self.sync();
+        }
+        self.sim.advance_to(until);
+        self.sync();
+    }
+
+    fn served_kind(kind: &str) -> Option<&'static str> {
+        resources::by_kind(kind).map(|r| r.kind)
+    }
+
+    /// Turns the timeline's new events (and objects that appeared without
+    /// one) into changes, and sends them to the watchers.
+    pub(super) fn sync(&mut self) {
+        let events: Vec<_> = self.sim.observation().events[self.seen_events..].to_vec();
+        self.seen_events = self.sim.observation().events.len();
+        for event in events {
+            let Some(kind) = Self::served_kind(&event.object.kind) else {
+                continue;
+            };
+            let namespace = if kind == "Node" {
+                String::new()
+            } else {
+                event.object.namespace.clone()
+            };
+            let key = (kind, namespace, event.object.name.clone());
+            let deleted = matches!(event.kind, EventKind::PodDeleted | EventKind::NodeDeleted);
+            // A pod deleted in the same instant it changed is shown gone.
+            let object = self
+                .view(kind, &key.1, &key.2, deleted)
+                .or_else(|| self.view(kind, &key.1, &key.2, !deleted));
+            let Some(object) = object else {
+                continue;
+            };
+            let kind_type = if deleted {
+                "DELETED"
+            } else {
+                self.history.change_type(&key)
+            };
+            self.push(key, kind_type, object);
+        }
+        // Objects whose state follows from their pods' and the budgets'
+        // events without one of their own (a workload's ready count, a
+        // budget's allowed disruptions, a claim made for a StatefulSet's
+        // pod, a workload created through the API): a change when their
+        // view changed.
+        self.sim.refresh_budgets();
+        for kind in DERIVED_KINDS {
+            let Some(resource) = resources::by_kind(kind) else {
+                continue;
+            };
+            self.sync_derived(resource);
+        }
+    }
+
+    fn sync_derived(&mut self, resource: &'static Resource) {
+        let kind = resource.kind;
+        let objects = self.objects().list(resource);
+        if DERIVED_LIFETIMES.contains(&kind) {
+            // Objects that exist only while the state they show does
+            // (an attachment until its volume detaches): gone from the
+            // list is a deletion, announced with its last state.
+            let current: BTreeSet<Key> = objects.iter().map(|o| key_of(kind, o)).collect();
+            let gone: Vec<(Key, Value)> = self
+                .history
+                .announced_of_kind(kind)
+                .filter(|(k, _)| !current.contains(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            for (key, object) in gone {
+                self.push(key, "DELETED", object);
+            }
+        }
+        for object in objects {
+            let key = key_of(kind, &object);
+            if self.history.is_unchanged(&key, &object) {
+                continue;
+            }
+            let kind_type = self.history.change_type(&key);
+            self.push(key, kind_type, object);
+        }
+    }
+
+    fn push(&mut self, key: Key, kind_type: &'static str, object: Value) {
+        let change = self.history.record(key, kind_type, object);
+        self.watchers.announce(change, self.sim.now());
+    }
+
+    /// Records an API edit that changed an object without a timeline
+    /// event; `before` is its state before the edit, announced as
+    /// `DELETED` if the edit removed it.
+    pub(super) fn api_change(&mut self, key: Key, before: Option<&Value>) {
+        let after = self.view(key.0, &key.1, &key.2, false);
+        match after {
+            Some(object) => {
+                if !self.history.is_unchanged(&key, &object) {
+                    let kind_type = self.history.change_type(&key);
+                    self.push(key, kind_type, object);
+                }
+            }
+            None => {
+                if let Some(mut object) = before.cloned()
+                    && self.history.is_announced(&key)
+                {
+                    strip_rv_mut(&mut object);
+                    self.push(key, "DELETED", object);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{cluster, lines, rv_of, watch_kind};
+
+    #[test]
+    fn the_drills_objects_are_announced_once_at_the_start() {
+        let mut cluster = cluster();
+        let first = cluster.history().rv();
+        assert!(first > 0);
+        let added: Vec<&str> = cluster
+            .history()
+            .since(0)
+            .filter(|c| c.kind == "Deployment")
+            .map(|c| c.kind_type)
+            .collect();
+        assert_eq!(added, ["ADDED", "ADDED"], "apps/api and apps/cache");
+        cluster.sync();
+        cluster.sync();
+        assert_eq!(
+            cluster.history().rv(),
+            first,
+            "nothing changed, nothing announced"
+        );
+    }
+
+    #[test]
+    fn a_crash_is_announced_to_watchers_under_versions_after_the_last() {
+        let mut cluster = cluster();
+        let before = cluster.history().rv();
+        let mut nodes = watch_kind(&mut cluster, "Node");
+        let node = cluster.sim.node_id("prod-worker-1").expect("a worker");
+        cluster.sim.crash_node_api(node);
+        cluster.sync();
+        let seen = lines(&mut nodes);
+        assert!(!seen.is_empty());
+        assert!(
+            seen.iter()
+                .all(|l| l["type"] == "MODIFIED" && rv_of(&l["object"]) > before),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter()
+                .any(|l| l["object"]["metadata"]["name"] == "prod-worker-1")
+        );
+        let versions: Vec<u64> = cluster.history().since(before).map(|c| c.rv).collect();
+        let expected: Vec<u64> = (before + 1..=cluster.history().rv()).collect();
+        assert_eq!(versions, expected, "one version per change, none skipped");
+    }
+
+    #[test]
+    fn advancing_time_moves_the_clock_and_syncs_every_instant() {
+        let mut cluster = cluster();
+        cluster.advance_to(90_000);
+        assert_eq!(cluster.sim.now(), 90_000);
+        // Whatever happened on the way has been announced: a sync now
+        // finds nothing new.
+        let rv = cluster.history().rv();
+        cluster.sync();
+        assert_eq!(cluster.history().rv(), rv);
+    }
+
+    #[test]
+    fn an_api_edit_is_announced_once_and_its_removal_as_deleted() {
+        let mut cluster = cluster();
+        let mut maps = watch_kind(&mut cluster, "ConfigMap");
+        let key: Key = ("ConfigMap", "apps".to_owned(), "settings".to_owned());
+        cluster.written.put_config_map(
+            "apps",
+            "settings",
+            json!({"kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "apps"}}),
+        );
+        cluster.api_change(key.clone(), None);
+        cluster.api_change(key.clone(), None);
+        let added = lines(&mut maps);
+        assert_eq!(added.len(), 1, "{added:?}");
+        assert_eq!(added[0]["type"], "ADDED");
+        let rv = rv_of(&added[0]["object"]);
+        assert_eq!(cluster.history().rv(), rv);
+        let before = cluster.view("ConfigMap", "apps", "settings", false);
+        cluster.written.remove_config_map("apps", "settings");
+        cluster.api_change(key.clone(), before.as_ref());
+        let deleted = lines(&mut maps);
+        assert_eq!(deleted.len(), 1);
+        assert_eq!(deleted[0]["type"], "DELETED");
+        assert_eq!(deleted[0]["object"]["metadata"]["name"], "settings");
+        assert_eq!(rv_of(&deleted[0]["object"]), rv + 1);
+        // Removing what was never announced announces nothing.
+        cluster.api_change(
+            ("ConfigMap", "apps".to_owned(), "x".to_owned()),
+            before.as_ref(),
+        );
+        assert_eq!(cluster.history().rv(), rv + 1);
+    }
+
+    #[test]
+    fn the_drills_labels_are_kept_and_kube_system_names_the_served_drill() {
+        let cluster = cluster();
+        let system = cluster
+            .view("Namespace", "", "kube-system", false)
+            .expect("kube-system");
+        assert_eq!(system["metadata"]["labels"][RUN_LABEL], "served-serve");
+    }
+}

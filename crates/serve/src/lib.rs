@@ -1,0 +1,479 @@
+//! `bench sim serve`: the simulator behind a Kubernetes API.
+//!
+//! A drill's cluster runs in the simulator on its own thread ([`state`]);
+//! a loopback HTTP server speaks enough of the Kubernetes REST protocol
+//! (discovery, list, get, watch, create, update, patch, delete, the
+//! eviction and scale subresources, server-side tables) that the real
+//! `kubectl` and kube-rs work against it. Handlers pass requests to the
+//! simulator thread over a channel and await its reply, so the model sees
+//! requests one at a time, in arrival order.
+//!
+//! The façade is a view of the simulator's state ([`drillbench_sim::view`]) and
+//! changes it only through the simulator's primitives
+//! ([`drillbench_sim::api_ops`]); no Kubernetes rule is written here.
+
+mod admit;
+mod api;
+mod cluster;
+mod commit;
+mod control;
+mod history;
+mod namespaces;
+mod objects;
+pub mod patch;
+mod read;
+pub mod resources;
+pub mod select;
+pub mod state;
+pub mod table;
+#[cfg(test)]
+mod testing;
+mod watch;
+mod write;
+mod written;
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::mpsc as std_mpsc;
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::sync::{mpsc, oneshot};
+
+use self::api::{Command, Reply, Request};
+pub use self::control::Clock;
+pub use self::state::DEFAULT_HISTORY_WINDOW;
+use self::state::Facade;
+use drillbench_model::drill::Drill;
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen; must be a loopback address (port 0 picks one).
+    pub listen: SocketAddr,
+    pub kubeconfig_out: Option<PathBuf>,
+    pub clock: Clock,
+    pub seed: u64,
+    /// How many changes a watch can resume from
+    /// ([`state::DEFAULT_HISTORY_WINDOW`] unless a test wants a small one).
+    pub history_window: usize,
+    /// Serve the cluster as kind and Talos provision it: this many tainted
+    /// standby nodes per autoscaled pool and no autoscaler of its own (the
+    /// bench emulates it); `None`: the simulator's own autoscaler.
+    pub standby_nodes: Option<u32>,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("refusing to listen on {0}: the façade serves loopback only")]
+    NotLoopback(SocketAddr),
+    #[error("--speed must be a positive number, not {0}")]
+    Speed(f64),
+    #[error("cannot start the simulation")]
+    Simulation(#[source] drillbench_sim::SimError),
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the kubeconfig {path}")]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start the server's threads")]
+    Thread(#[source] std::io::Error),
+}
+
+/// A running server; dropping it stops it.
+pub struct Server {
+    addr: SocketAddr,
+    commands: std_mpsc::Sender<Command>,
+    shutdown: Option<oneshot::Sender<()>>,
+    sim_thread: Option<JoinHandle<()>>,
+    http_thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Provisions the drill's cluster and starts serving it.
+    pub fn start(drill: &Drill, options: &ServeOptions) -> Result<Server, ServeError> {
+        if !options.listen.ip().is_loopback() {
+            return Err(ServeError::NotLoopback(options.listen));
+        }
+        if let Clock::Speed(speed) = options.clock
+            && !(speed.is_finite() && speed > 0.0)
+        {
+            return Err(ServeError::Speed(speed));
+        }
+        let listener =
+            std::net::TcpListener::bind(options.listen).map_err(|source| ServeError::Bind {
+                addr: options.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+            addr: options.listen,
+            source,
+        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        if let Some(path) = &options.kubeconfig_out {
+            write_kubeconfig(path, addr)?;
+        }
+        let (commands, inbox) = std_mpsc::channel();
+        // The simulation is not `Send` (it shares templates through `Rc`),
+        // so it is built on the thread that owns it; the drill is sent.
+        let (ready_tx, ready_rx) = std_mpsc::channel();
+        let (drill_copy, seed, clock) = (drill.clone(), options.seed, options.clock);
+        let window = options.history_window.max(1);
+        let standby = options.standby_nodes;
+        let sim_thread = std::thread::Builder::new()
+            .name("bench-sim".to_owned())
+            .spawn(move || match state::provision(&drill_copy, seed, standby) {
+                Ok(sim) => {
+                    let facade = Facade::new(&drill_copy, sim, clock, window, standby);
+                    let _ = ready_tx.send(Ok(()));
+                    simulator_loop(facade, inbox);
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                }
+            })
+            .map_err(ServeError::Thread)?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = sim_thread.join();
+                return Err(ServeError::Simulation(e));
+            }
+            Err(_) => {
+                let _ = sim_thread.join();
+                return Err(ServeError::Thread(std::io::Error::other(
+                    "the simulator thread ended before it was ready",
+                )));
+            }
+        }
+        let (shutdown, stopped) = oneshot::channel();
+        let to_sim = commands.clone();
+        let http_thread = std::thread::Builder::new()
+            .name("bench-http".to_owned())
+            .spawn(move || http_loop(listener, to_sim, stopped))
+            .map_err(ServeError::Thread)?;
+        Ok(Server {
+            addr,
+            commands,
+            shutdown: Some(shutdown),
+            sim_thread: Some(sim_thread),
+            http_thread: Some(http_thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops serving and waits for both threads.
+    pub fn stop(mut self) {
+        self.shutdown_now();
+    }
+
+    fn shutdown_now(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = self.commands.send(Command::Stop);
+        if let Some(t) = self.http_thread.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.sim_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown_now();
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "served at wall-clock speed, virtual time is paced by the real one"
+)]
+fn simulator_loop(mut facade: Facade, inbox: std_mpsc::Receiver<Command>) {
+    let started = Instant::now();
+    let virtual_start = facade.simulation().now();
+    let tick = std::time::Duration::from_millis(100);
+    let mut last_bookmark = Instant::now();
+    loop {
+        let command = match inbox.recv_timeout(tick) {
+            Ok(command) => Some(command),
+            Err(std_mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        if let Clock::Speed(speed) = facade.clock() {
+            let elapsed = started.elapsed().as_secs_f64() * 1000.0 * speed;
+            facade.advance_to(virtual_start + elapsed as u64);
+        }
+        match command {
+            Some(Command::Api(request, reply)) => {
+                let _ = reply.send(facade.handle(request));
+            }
+            Some(Command::Stop) => return,
+            None => {}
+        }
+        if last_bookmark.elapsed() >= std::time::Duration::from_secs(1) {
+            facade.bookmarks();
+            last_bookmark = Instant::now();
+        }
+    }
+}
+
+fn http_loop(
+    listener: std::net::TcpListener,
+    to_sim: std_mpsc::Sender<Command>,
+    stopped: oneshot::Receiver<()>,
+) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        let mut stopped = stopped;
+        loop {
+            tokio::select! {
+                _ = &mut stopped => return,
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let to_sim = to_sim.clone();
+                    tokio::spawn(async move {
+                        let service = service_fn(move |request| answer(request, to_sim.clone()));
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+            }
+        }
+    });
+}
+
+/// A response body: one JSON document, or a watch's lines as they come.
+pub enum ApiBody {
+    Full(Option<Bytes>),
+    Stream(mpsc::UnboundedReceiver<Bytes>),
+}
+
+impl Body for ApiBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            ApiBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            ApiBody::Stream(rx) => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, ApiBody::Full(None))
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        // A whole body has a known length, so it goes out with
+        // Content-Length; a watch stays chunked.
+        match self {
+            ApiBody::Full(bytes) => {
+                hyper::body::SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            ApiBody::Stream(_) => hyper::body::SizeHint::default(),
+        }
+    }
+}
+
+fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBody> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = hyper::Response::new(ApiBody::Full(Some(Bytes::from(bytes))));
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The query's pairs, decoded as a form (`+` is a space, `%XX` a byte); a
+/// key given twice keeps its last value.
+fn decode_query(query: Option<&str>) -> BTreeMap<String, String> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .into_owned()
+        .collect()
+}
+
+async fn answer(
+    request: hyper::Request<Incoming>,
+    to_sim: std_mpsc::Sender<Command>,
+) -> Result<hyper::Response<ApiBody>, Infallible> {
+    let header = |name: hyper::header::HeaderName| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let content_type = header(hyper::header::CONTENT_TYPE);
+    let accept = header(hyper::header::ACCEPT);
+    let method = request.method().as_str().to_owned();
+    let path = request.uri().path().to_owned();
+    let query = decode_query(request.uri().query());
+    let body = match request.into_body().collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            let status = api::status_body(400, "BadRequest", &format!("cannot read the body: {e}"));
+            return Ok(json_response(400, &status));
+        }
+    };
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let request = Request {
+        method,
+        path,
+        query,
+        content_type,
+        accept,
+        body,
+    };
+    let unavailable = || {
+        json_response(
+            503,
+            &api::status_body(503, "ServiceUnavailable", "the simulator stopped"),
+        )
+    };
+    if to_sim.send(Command::Api(request, reply_tx)).is_err() {
+        return Ok(unavailable());
+    }
+    let Ok(reply) = reply_rx.await else {
+        return Ok(unavailable());
+    };
+    Ok(match reply {
+        Reply::Json(status, body) => json_response(status, &body),
+        Reply::Watch { events, timeout } => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(forward(events, tx, timeout));
+            let mut response = hyper::Response::new(ApiBody::Stream(rx));
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+    })
+}
+
+/// Forwards watch lines until the client goes, the simulator stops, or
+/// the watch's timeout ends it (a zero timeout: what is queued, then end).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "served at wall-clock speed, virtual time is paced by the real one"
+)]
+async fn forward(
+    mut events: mpsc::UnboundedReceiver<Bytes>,
+    tx: mpsc::UnboundedSender<Bytes>,
+    timeout: Option<std::time::Duration>,
+) {
+    if timeout == Some(std::time::Duration::ZERO) {
+        while let Ok(line) = events.try_recv() {
+            let _ = tx.send(line);
+        }
+        return;
+    }
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    loop {
+        let next = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d, events.recv())
+                    .await
+                    .ok()
+                    .flatten(),
+                None => events.recv().await,
+            }
+        };
+        tokio::select! {
+            line = next => match line {
+                Some(line) => if tx.send(line).is_err() { return },
+                None => return,
+            },
+            _ = tx.closed() => return,
+        }
+    }
+}
+
+/// Writes a kubeconfig whose only context points at the server (plain
+/// HTTP on loopback, no credentials).
+pub fn write_kubeconfig(path: &Path, addr: SocketAddr) -> Result<(), ServeError> {
+    let text = kubeconfig(addr);
+    std::fs::write(path, text).map_err(|source| ServeError::Kubeconfig {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+pub fn kubeconfig(addr: SocketAddr) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: drillbench-sim\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: drillbench-sim\n  context:\n    cluster: drillbench-sim\n    user: drillbench-sim\n    namespace: default\ncurrent-context: drillbench-sim\nusers:\n- name: drillbench-sim\n  user: {{}}\n"
+    )
+}
+
+/// The options of `bench sim serve` as the command line gives them.
+#[derive(Debug, Clone)]
+pub struct CliOptions {
+    /// A built-in drill name or a drill file.
+    pub drill: String,
+    pub listen: SocketAddr,
+    pub kubeconfig_out: Option<PathBuf>,
+    /// `--speed`, or `None` for `--step`.
+    pub speed: Option<f64>,
+    pub seed: u64,
+    /// `--standby-nodes`: see [`ServeOptions::standby_nodes`].
+    pub standby_nodes: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_decode_percent_escapes() {
+        let q = decode_query(Some("labelSelector=app%3Dweb%2Ctier+in+(a)&watch=true&x"));
+        assert_eq!(q["labelSelector"], "app=web,tier in (a)");
+        assert_eq!(q["watch"], "true");
+        assert_eq!(q["x"], "");
+        assert_eq!(decode_query(Some("v=%zz%4"))["v"], "%zz%4");
+    }
+}

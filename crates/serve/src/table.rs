@@ -1,0 +1,348 @@
+//! The server-side table format (`Accept: application/json;as=Table;...`),
+//! computed from the same objects a plain read returns, so `kubectl get`
+//! prints the columns people expect (pods' READY and STATUS, nodes' ROLES,
+//! `-o wide`'s NODE and INTERNAL-IP). Rows carry the whole object, so
+//! `-L`, `--show-labels` and `-A` work.
+
+use serde_json::{Value, json};
+
+use drillbench_model::labels::NODE_ROLE_PREFIX;
+use drillbench_sim::EPOCH_SECONDS;
+
+pub fn wants_table(accept: &str) -> bool {
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
+}
+
+fn column(name: &str, kind: &str, priority: u8, format: &str) -> Value {
+    json!({"name": name, "type": kind, "format": format, "description": "", "priority": priority})
+}
+
+fn columns(kind: &str) -> Vec<Value> {
+    let name = column("Name", "string", 0, "name");
+    let age = column("Age", "string", 0, "");
+    match kind {
+        "Node" => vec![
+            name,
+            column("Status", "string", 0, ""),
+            column("Roles", "string", 0, ""),
+            age,
+            column("Version", "string", 0, ""),
+            column("Internal-IP", "string", 1, ""),
+            column("External-IP", "string", 1, ""),
+            column("OS-Image", "string", 1, ""),
+            column("Kernel-Version", "string", 1, ""),
+            column("Container-Runtime", "string", 1, ""),
+        ],
+        "Pod" => vec![
+            name,
+            column("Ready", "string", 0, ""),
+            column("Status", "string", 0, ""),
+            column("Restarts", "string", 0, ""),
+            age,
+            column("IP", "string", 1, ""),
+            column("Node", "string", 1, ""),
+        ],
+        "Deployment" | "StatefulSet" => vec![name, column("Ready", "string", 0, ""), age],
+        "DaemonSet" => vec![
+            name,
+            column("Desired", "integer", 0, ""),
+            column("Current", "integer", 0, ""),
+            column("Ready", "integer", 0, ""),
+            age,
+        ],
+        "PodDisruptionBudget" => vec![
+            name,
+            column("Min Available", "string", 0, ""),
+            column("Max Unavailable", "string", 0, ""),
+            column("Allowed Disruptions", "integer", 0, ""),
+            age,
+        ],
+        "PersistentVolumeClaim" => vec![
+            name,
+            column("Status", "string", 0, ""),
+            column("StorageClass", "string", 0, ""),
+            age,
+        ],
+        "PersistentVolume" => vec![
+            name,
+            column("Capacity", "string", 0, ""),
+            column("Access Modes", "string", 0, ""),
+            column("Reclaim Policy", "string", 0, ""),
+            column("Status", "string", 0, ""),
+            column("Claim", "string", 0, ""),
+            column("StorageClass", "string", 0, ""),
+            age,
+        ],
+        "VolumeAttachment" => vec![
+            name,
+            column("Attacher", "string", 0, ""),
+            column("PV", "string", 0, ""),
+            column("Node", "string", 0, ""),
+            column("Attached", "boolean", 0, ""),
+            age,
+        ],
+        "Namespace" => vec![name, column("Status", "string", 0, ""), age],
+        _ => vec![name, age],
+    }
+}
+
+fn text(object: &Value, pointer: &str) -> String {
+    match object.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => "<none>".to_owned(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn int(object: &Value, pointer: &str) -> i64 {
+    object.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// `kubectl`'s short age (`5m`, `2h3m`, `4d`).
+pub fn age(created: &Value, now_ms: u64) -> String {
+    let Some(created) = created
+        .as_str()
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+    else {
+        return "<unknown>".to_owned();
+    };
+    let now = EPOCH_SECONDS + (now_ms / 1000) as i64;
+    let seconds = (now - created.as_second()).max(0);
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 600 => format!("{}m{}s", s / 60, s % 60),
+        s if s < 3 * 3600 => format!("{}m", s / 60),
+        s if s < 8 * 3600 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+        s if s < 48 * 3600 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+fn pod_status(pod: &Value) -> String {
+    if pod
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+    {
+        return "Terminating".to_owned();
+    }
+    let phase = text(pod, "/status/phase");
+    if phase == "Succeeded" {
+        return "Completed".to_owned();
+    }
+    if let Some(reason) = pod.pointer("/status/reason").and_then(Value::as_str) {
+        return reason.to_owned();
+    }
+    let ready = pod_ready(pod);
+    match (phase.as_str(), ready) {
+        ("Running", true) => "Running".to_owned(),
+        ("Running", false) => "ContainerCreating".to_owned(),
+        _ => phase,
+    }
+}
+
+fn pod_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+}
+
+fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
+    let name = json!(text(object, "/metadata/name"));
+    let age = json!(age(
+        object
+            .pointer("/metadata/creationTimestamp")
+            .unwrap_or(&Value::Null),
+        now_ms
+    ));
+    match kind {
+        "Node" => {
+            let ready = object
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+                .map(|c| c["status"] == "True")
+                .unwrap_or(false);
+            let mut status = if ready { "Ready" } else { "NotReady" }.to_owned();
+            if object.pointer("/spec/unschedulable") == Some(&Value::Bool(true)) {
+                status.push_str(",SchedulingDisabled");
+            }
+            let roles: Vec<String> = object
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|l| {
+                    l.keys()
+                        .filter_map(|k| k.strip_prefix(NODE_ROLE_PREFIX))
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let roles = if roles.is_empty() {
+                "<none>".to_owned()
+            } else {
+                roles.join(",")
+            };
+            let ip = object
+                .pointer("/status/addresses")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().find(|a| a["type"] == "InternalIP"))
+                .and_then(|a| a["address"].as_str())
+                .unwrap_or("<none>")
+                .to_owned();
+            vec![
+                name,
+                json!(status),
+                json!(roles),
+                age,
+                json!(text(object, "/status/nodeInfo/kubeletVersion")),
+                json!(ip),
+                json!("<none>"),
+                json!(text(object, "/status/nodeInfo/osImage")),
+                json!(text(object, "/status/nodeInfo/kernelVersion")),
+                json!(text(object, "/status/nodeInfo/containerRuntimeVersion")),
+            ]
+        }
+        "Pod" => {
+            let containers = object
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = if pod_ready(object) { containers } else { 0 };
+            vec![
+                name,
+                json!(format!("{ready}/{containers}")),
+                json!(pod_status(object)),
+                json!("0"),
+                age,
+                json!(text(object, "/status/podIP")),
+                json!(text(object, "/spec/nodeName")),
+            ]
+        }
+        "Deployment" | "StatefulSet" => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                int(object, "/status/readyReplicas"),
+                int(object, "/spec/replicas")
+            )),
+            age,
+        ],
+        "DaemonSet" => vec![
+            name,
+            json!(int(object, "/status/desiredNumberScheduled")),
+            json!(int(object, "/status/currentNumberScheduled")),
+            json!(int(object, "/status/numberReady")),
+            age,
+        ],
+        "PodDisruptionBudget" => vec![
+            name,
+            json!(text(object, "/spec/minAvailable").replace("<none>", "N/A")),
+            json!(text(object, "/spec/maxUnavailable").replace("<none>", "N/A")),
+            json!(int(object, "/status/disruptionsAllowed")),
+            age,
+        ],
+        "PersistentVolumeClaim" => vec![
+            name,
+            json!(text(object, "/status/phase")),
+            json!(text(object, "/spec/storageClassName")),
+            age,
+        ],
+        "PersistentVolume" => {
+            let modes: Vec<&str> = object
+                .pointer("/spec/accessModes")
+                .and_then(Value::as_array)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(Value::as_str)
+                        .map(|m| match m {
+                            "ReadWriteOnce" => "RWO",
+                            "ReadOnlyMany" => "ROX",
+                            "ReadWriteMany" => "RWX",
+                            "ReadWriteOncePod" => "RWOP",
+                            other => other,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let claim = match (
+                object
+                    .pointer("/spec/claimRef/namespace")
+                    .and_then(Value::as_str),
+                object
+                    .pointer("/spec/claimRef/name")
+                    .and_then(Value::as_str),
+            ) {
+                (Some(namespace), Some(claim)) => format!("{namespace}/{claim}"),
+                _ => String::new(),
+            };
+            vec![
+                name,
+                json!(text(object, "/spec/capacity/storage")),
+                json!(modes.join(",")),
+                json!(text(object, "/spec/persistentVolumeReclaimPolicy")),
+                json!(text(object, "/status/phase")),
+                json!(claim),
+                json!(text(object, "/spec/storageClassName")),
+                age,
+            ]
+        }
+        "VolumeAttachment" => vec![
+            name,
+            json!(text(object, "/spec/attacher")),
+            json!(text(object, "/spec/source/persistentVolumeName")),
+            json!(text(object, "/spec/nodeName")),
+            json!(
+                object
+                    .pointer("/status/attached")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            ),
+            age,
+        ],
+        "Namespace" => vec![name, json!(text(object, "/status/phase")), age],
+        _ => vec![name, age],
+    }
+}
+
+pub fn table(kind: &str, objects: &[Value], resource_version: &str, now_ms: u64) -> Value {
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| json!({"cells": cells(kind, o, now_ms), "object": o}))
+        .collect();
+    json!({
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": columns(kind),
+        "rows": rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_like_kubectl() {
+        let created = json!("2026-01-01T00:00:00Z");
+        assert_eq!(age(&created, 30_000), "30s");
+        assert_eq!(age(&created, 300_000), "5m0s");
+        assert_eq!(age(&created, 3_600_000), "60m");
+        assert_eq!(age(&created, 5 * 86_400_000), "5d");
+        assert_eq!(age(&json!(null), 0), "<unknown>");
+    }
+
+    #[test]
+    fn a_cordoned_ready_node_says_so() {
+        let node = json!({"metadata": {"name": "w1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+                          "spec": {"unschedulable": true},
+                          "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let t = table("Node", &[node], "7", 0);
+        assert_eq!(t["rows"][0]["cells"][1], "Ready,SchedulingDisabled");
+        assert_eq!(t["rows"][0]["cells"][2], "control-plane");
+    }
+}

@@ -1,0 +1,295 @@
+//! Open watches and the lines they are sent: each watcher's filter (kind,
+//! namespace, label and field selectors), its rendering (the object or a
+//! one-row Table), and bookmarks for those that asked for them.
+
+use bytes::Bytes;
+use kube::core::Selector;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::history::{Change, text};
+use super::resources::Resource;
+use super::select::{self, FieldTerm};
+use super::table;
+use drillbench_sim::clock::Time;
+
+const WATCH_TYPES: [&str; 3] = ["ADDED", "MODIFIED", "DELETED"];
+
+/// What one watch asked to see, and where its lines go.
+pub(super) struct Watcher {
+    resource: &'static Resource,
+    namespace: Option<String>,
+    labels: Selector,
+    fields: Vec<FieldTerm>,
+    table: bool,
+    bookmarks: bool,
+    tx: mpsc::UnboundedSender<Bytes>,
+}
+
+/// How a watch filters and renders, as its request asked.
+pub(super) struct WatchFilter {
+    pub(super) resource: &'static Resource,
+    pub(super) namespace: Option<String>,
+    pub(super) labels: Selector,
+    pub(super) fields: Vec<FieldTerm>,
+    /// Send server-side Table rows instead of objects.
+    pub(super) table: bool,
+    /// `allowWatchBookmarks`.
+    pub(super) bookmarks: bool,
+}
+
+impl Watcher {
+    /// A watcher and the stream its lines arrive on.
+    pub(super) fn new(filter: WatchFilter) -> (Watcher, mpsc::UnboundedReceiver<Bytes>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let WatchFilter {
+            resource,
+            namespace,
+            labels,
+            fields,
+            table,
+            bookmarks,
+        } = filter;
+        let watcher = Watcher {
+            resource,
+            namespace,
+            labels,
+            fields,
+            table,
+            bookmarks,
+            tx,
+        };
+        (watcher, rx)
+    }
+
+    /// Sends an event about one object, whatever the filter.
+    pub(super) fn send_event(&self, kind_type: &str, object: &Value, now: Time) {
+        let _ = self.tx.send(event_line(self, kind_type, object, now));
+    }
+
+    /// Sends a change if the filter lets it through.
+    pub(super) fn send_change(&self, change: &Change, now: Time) {
+        if let Some(l) = watch_line(self, change, now) {
+            let _ = self.tx.send(l);
+        }
+    }
+
+    /// Sends a bare event (`ERROR`, a `BOOKMARK`) with its object as given.
+    pub(super) fn send_raw(&self, kind_type: &str, object: Value) {
+        let _ = self
+            .tx
+            .send(line(&json!({"type": kind_type, "object": object})));
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Watchers {
+    open: Vec<Watcher>,
+}
+
+impl Watchers {
+    pub(super) fn add(&mut self, watcher: Watcher) {
+        self.open.push(watcher);
+    }
+
+    /// Sends a change to every watcher it concerns, and forgets the
+    /// watchers whose clients have gone.
+    pub(super) fn announce(&mut self, change: &Change, now: Time) {
+        self.open.retain(|w| match watch_line(w, change, now) {
+            Some(line) => w.tx.send(line).is_ok(),
+            None => !w.tx.is_closed(),
+        });
+    }
+
+    /// Sends a bookmark at `rv` to every watcher that asked for them.
+    pub(super) fn bookmarks(&mut self, rv: u64) {
+        self.open.retain(|w| {
+            if !w.bookmarks {
+                return !w.tx.is_closed();
+            }
+            let object = json!({"kind": w.resource.kind, "apiVersion": w.resource.api_version(),
+                                "metadata": {"resourceVersion": rv.to_string()}});
+            w.tx.send(line(&json!({"type": "BOOKMARK", "object": object})))
+                .is_ok()
+        });
+    }
+}
+
+fn line(value: &Value) -> Bytes {
+    let mut text = serde_json::to_vec(value).unwrap_or_default();
+    text.push(b'\n');
+    Bytes::from(text)
+}
+
+fn event_line(watcher: &Watcher, kind_type: &str, object: &Value, now: Time) -> Bytes {
+    let object = if watcher.table {
+        let rv = text(object, "/metadata/resourceVersion");
+        table::table(
+            watcher.resource.kind,
+            std::slice::from_ref(object),
+            &rv,
+            now,
+        )
+    } else {
+        object.clone()
+    };
+    line(&json!({"type": kind_type, "object": object}))
+}
+
+fn watch_line(watcher: &Watcher, change: &Change, now: Time) -> Option<Bytes> {
+    if change.kind != watcher.resource.kind
+        || watcher
+            .namespace
+            .as_ref()
+            .is_some_and(|ns| *ns != change.namespace)
+        || !WATCH_TYPES.contains(&change.kind_type)
+        || !select::labels_match(&watcher.labels, &change.object)
+        || !select::fields_match(&watcher.fields, &change.object)
+    {
+        return None;
+    }
+    Some(event_line(watcher, change.kind_type, &change.object, now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::by_kind;
+    use crate::testing::lines;
+
+    fn filter(kind: &str, namespace: Option<&str>, labels: &str, fields: &str) -> WatchFilter {
+        WatchFilter {
+            resource: by_kind(kind).expect("a served kind"),
+            namespace: namespace.map(str::to_owned),
+            labels: select::parse_labels(labels).expect("labels"),
+            fields: select::parse_fields(fields).expect("fields"),
+            table: false,
+            bookmarks: false,
+        }
+    }
+
+    fn pod_change(
+        rv: u64,
+        kind_type: &'static str,
+        namespace: &str,
+        name: &str,
+        app: &str,
+    ) -> Change {
+        Change {
+            rv,
+            kind: "Pod",
+            namespace: namespace.to_owned(),
+            kind_type,
+            object: json!({"kind": "Pod", "apiVersion": "v1",
+                           "metadata": {"name": name, "namespace": namespace,
+                                        "resourceVersion": rv.to_string(),
+                                        "labels": {"app": app}},
+                           "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
+        }
+    }
+
+    #[test]
+    fn a_watcher_sees_only_the_changes_its_filter_lets_through() {
+        let (watcher, mut rx) = Watcher::new(filter("Pod", Some("apps"), "app=web", ""));
+        let mut watchers = Watchers::default();
+        watchers.add(watcher);
+        watchers.announce(&pod_change(1, "ADDED", "apps", "web-1", "web"), 0);
+        watchers.announce(&pod_change(2, "ADDED", "apps", "db-1", "db"), 0);
+        watchers.announce(&pod_change(3, "ADDED", "other", "web-2", "web"), 0);
+        let mut node = pod_change(4, "ADDED", "", "n1", "web");
+        node.kind = "Node";
+        watchers.announce(&node, 0);
+        watchers.announce(&pod_change(5, "DELETED", "apps", "web-1", "web"), 0);
+        let seen: Vec<(String, String)> = lines(&mut rx)
+            .iter()
+            .map(|l| {
+                (
+                    l["type"].as_str().unwrap_or_default().to_owned(),
+                    l["object"]["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("ADDED".to_owned(), "1".to_owned()),
+                ("DELETED".to_owned(), "5".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn field_selectors_filter_like_label_selectors() {
+        let (watcher, mut rx) = Watcher::new(filter("Pod", None, "", "spec.nodeName=n2"));
+        let mut watchers = Watchers::default();
+        watchers.add(watcher);
+        let mut on_n2 = pod_change(2, "MODIFIED", "apps", "b", "web");
+        on_n2.object["spec"]["nodeName"] = json!("n2");
+        watchers.announce(&pod_change(1, "MODIFIED", "apps", "a", "web"), 0);
+        watchers.announce(&on_n2, 0);
+        let seen = lines(&mut rx);
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0]["object"]["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn a_table_watcher_is_sent_one_row_tables() {
+        let mut wanted = filter("Pod", None, "", "");
+        wanted.table = true;
+        let (watcher, mut rx) = Watcher::new(wanted);
+        watcher.send_change(&pod_change(7, "ADDED", "apps", "web-1", "web"), 0);
+        let seen = lines(&mut rx);
+        assert_eq!(seen[0]["type"], "ADDED");
+        let table = &seen[0]["object"];
+        assert_eq!(table["kind"], "Table");
+        assert_eq!(table["metadata"]["resourceVersion"], "7");
+        assert_eq!(table["rows"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn bookmarks_go_only_to_watchers_that_asked_and_carry_the_version() {
+        let mut asked = filter("Node", None, "", "");
+        asked.bookmarks = true;
+        let (with, mut with_rx) = Watcher::new(asked);
+        let (without, mut without_rx) = Watcher::new(filter("Node", None, "", ""));
+        let mut watchers = Watchers::default();
+        watchers.add(with);
+        watchers.add(without);
+        watchers.bookmarks(12);
+        let seen = lines(&mut with_rx);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0]["type"], "BOOKMARK");
+        assert_eq!(seen[0]["object"]["kind"], "Node");
+        assert_eq!(seen[0]["object"]["metadata"]["resourceVersion"], "12");
+        assert!(lines(&mut without_rx).is_empty());
+    }
+
+    #[test]
+    fn a_watcher_whose_client_has_gone_is_dropped() {
+        let (kept, _kept_rx) = Watcher::new(filter("Pod", None, "", ""));
+        let (gone, gone_rx) = Watcher::new(filter("Pod", None, "", ""));
+        let (other_kind, other_rx) = Watcher::new(filter("Node", None, "", ""));
+        let mut watchers = Watchers::default();
+        watchers.add(kept);
+        watchers.add(gone);
+        watchers.add(other_kind);
+        drop(gone_rx);
+        drop(other_rx);
+        watchers.announce(&pod_change(1, "ADDED", "apps", "a", "web"), 0);
+        // The Node watcher was not sent the pod, but its client has gone
+        // all the same.
+        assert_eq!(watchers.open.len(), 1);
+    }
+
+    #[test]
+    fn only_added_modified_and_deleted_changes_are_watch_events() {
+        let (watcher, mut rx) = Watcher::new(filter("Pod", None, "", ""));
+        watcher.send_change(&pod_change(1, "BOOKMARK", "apps", "a", "web"), 0);
+        assert!(lines(&mut rx).is_empty());
+        watcher.send_raw("ERROR", json!({"code": 410}));
+        assert_eq!(lines(&mut rx)[0]["object"]["code"], 410);
+    }
+}

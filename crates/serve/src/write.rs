@@ -1,0 +1,678 @@
+//! The write path: create, update and patch (with the scale and status
+//! subresources), delete, and eviction. Each checks the request as the API
+//! server would, acts through the simulator's primitives, and announces
+//! what changed.
+
+use serde_json::{Value, json};
+
+use super::api::{ApiError, ApiResult, Reply, Request, status_body};
+use super::cluster::Cluster;
+use super::commit::{commit, replicas_of, set_replicas};
+use super::history::{Key, strip_rv, strip_rv_mut};
+use super::namespaces::delete_namespace;
+use super::objects::{scale_of, stamp};
+use super::resources::Resource;
+use super::{admit, patch};
+use drillbench_model::duration::Duration;
+use drillbench_sim::api_ops::Propagation;
+
+pub(super) fn create(
+    cluster: &mut Cluster,
+    request: &Request,
+    resource: &'static Resource,
+    namespace: String,
+) -> ApiResult {
+    let mut object = request.json_body()?;
+    if !object.is_object() {
+        return Err(ApiError::bad_request("the request body is not an object"));
+    }
+    if object.get("kind").and_then(Value::as_str) != Some(resource.kind) {
+        return Err(ApiError::bad_request(format!(
+            "the body's kind is not {}",
+            resource.kind
+        )));
+    }
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if name.is_empty() {
+        return Err(ApiError::invalid(format!(
+            "{} is invalid: metadata.name: Required value",
+            resource.kind
+        )));
+    }
+    if resource.namespaced {
+        match object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+        {
+            Some(ns) if ns != namespace => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => object["metadata"]["namespace"] = json!(namespace),
+        }
+    }
+    // Nothing is created in a namespace that was deleted; ConfigMaps,
+    // which the simulator does not derive from anything, also need it
+    // to exist, as on a real API server.
+    if resource.namespaced {
+        let exists = cluster.view("Namespace", "", &namespace, false).is_some();
+        let deleted = cluster.written.was_deleted(&namespace);
+        if exists && deleted {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!(
+                    "{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                    resource.qualified()
+                ),
+            ));
+        }
+        if !exists && (resource.kind == "ConfigMap" || deleted) {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                format!("namespaces \"{namespace}\" not found"),
+            ));
+        }
+    }
+    if cluster
+        .view(resource.kind, &namespace, &name, false)
+        .is_some()
+    {
+        return Err(ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", resource.qualified()),
+        ));
+    }
+    let key: Key = (resource.kind, namespace.clone(), name.clone());
+    match resource.kind {
+        "Namespace" => cluster.written.create_namespace(&name),
+        "ConfigMap" => {
+            strip_rv_mut(&mut object);
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert(
+                    "creationTimestamp".to_owned(),
+                    json!(stamp(cluster.sim.now() as i64)),
+                );
+            }
+            cluster
+                .written
+                .put_config_map(&namespace, &name, object.clone());
+        }
+        "Node" | "StorageClass" | "Lease" => {
+            return Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                format!(
+                    "{} are not created through the API: they come from the drill",
+                    resource.qualified()
+                ),
+            ));
+        }
+        "PersistentVolume" | "VolumeAttachment" => {
+            return Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                format!(
+                    "{} are not created through the API: the simulator provisions and attaches volumes for the claims and pods that use them",
+                    resource.qualified()
+                ),
+            ));
+        }
+        _ => {
+            cluster.apply_manifest(object.clone())?;
+        }
+    }
+    cluster.written.remember_metadata(key.clone(), &object);
+    cluster.sync();
+    cluster.api_change(key.clone(), None);
+    let created = cluster
+        .view(resource.kind, &namespace, &name, false)
+        .ok_or_else(|| {
+            ApiError::invalid(format!(
+                "{} \"{name}\" was refused by a guard",
+                resource.qualified()
+            ))
+        })?;
+    Ok(Reply::Json(201, created))
+}
+
+/// An eviction: `201` when the pod goes, `429` when a disruption budget
+/// forbids it, as the API server answers.
+pub(super) fn evict(
+    cluster: &mut Cluster,
+    request: &Request,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+) -> ApiResult {
+    let pod = cluster
+        .sim
+        .pod_id(namespace, name, false)
+        .ok_or_else(|| ApiError::not_found(resource, name))?;
+    let body = request.json_body_or_empty()?;
+    let grace = body
+        .pointer("/deleteOptions/gracePeriodSeconds")
+        .and_then(Value::as_u64)
+        .map(Duration::from_secs);
+    let result = cluster.sim.evict_api(pod, grace);
+    cluster.sync();
+    match result {
+        Ok(()) => Ok(Reply::Json(
+            201,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+        )),
+        Err(message) => {
+            let mut status = status_body(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+            );
+            status["details"] =
+                json!({"causes": [{"reason": "DisruptionBudget", "message": message}]});
+            Ok(Reply::Json(429, status))
+        }
+    }
+}
+
+/// A PUT or PATCH of an object or its subresource. A server-side apply
+/// of an object that does not exist creates it.
+pub(super) fn update(
+    cluster: &mut Cluster,
+    request: &Request,
+    resource: &'static Resource,
+    namespace: &str,
+    name: &str,
+    sub: Option<&str>,
+) -> ApiResult {
+    let apply = request.method == "PATCH" && patch::is_apply(&request.content_type);
+    let Some(current) = cluster.view(resource.kind, namespace, name, false) else {
+        if apply && sub.is_none() {
+            return create(cluster, request, resource, namespace.to_owned());
+        }
+        return Err(ApiError::not_found(resource, name));
+    };
+    let base = if sub == Some("scale") {
+        scale_of(&current)
+    } else {
+        current.clone()
+    };
+    let wanted = if request.method == "PATCH" {
+        let mut patched = base.clone();
+        patch::apply(&mut patched, &request.content_type, &request.body).map_err(|e| match e {
+            patch::PatchError::Unsupported(_) => {
+                ApiError::new(415, "UnsupportedMediaType", e.to_string())
+            }
+            other => ApiError::invalid(other.to_string()),
+        })?;
+        if apply {
+            let mut pruned = patch::prune_to(&patched, &base);
+            admit::readmit(&cluster.sim, cluster.guards(), namespace, &mut pruned);
+            pruned
+        } else {
+            patched
+        }
+    } else {
+        request.json_body()?
+    };
+    let stale = wanted
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| {
+            Some(rv)
+                != base
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+        });
+    if stale {
+        return Err(ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                resource.qualified()
+            ),
+        ));
+    }
+    if wanted
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_some_and(|n| n != name)
+    {
+        return Err(ApiError::bad_request(
+            "the name of the object does not match the name on the URL",
+        ));
+    }
+    let key: Key = (resource.kind, namespace.to_owned(), name.to_owned());
+    match sub {
+        Some("scale") => {
+            let replicas = replicas_of(&wanted)?;
+            set_replicas(cluster, namespace, resource.kind, name, replicas)?;
+            cluster.sync();
+            let after = cluster
+                .view(resource.kind, namespace, name, false)
+                .unwrap_or(current);
+            return Ok(Reply::Json(200, scale_of(&after)));
+        }
+        Some(_) => {
+            if strip_rv(&wanted).get("status") != strip_rv(&current).get("status") {
+                return Err(ApiError::invalid(
+                    "status is computed by the simulator and cannot be written",
+                ));
+            }
+        }
+        None => commit(cluster, resource, namespace, name, &current, &wanted)?,
+    }
+    cluster.sync();
+    cluster.api_change(key, Some(&current));
+    let after = cluster
+        .view(resource.kind, namespace, name, false)
+        .ok_or_else(|| ApiError::not_found(resource, name))?;
+    Ok(Reply::Json(200, after))
+}
+
+/// A DELETE with its options (grace period, propagation) from the query
+/// or the body; the answer is the object as it stands after.
+pub(super) fn delete(
+    cluster: &mut Cluster,
+    request: &Request,
+    resource: &'static Resource,
+    namespace: &str,
+    name: &str,
+) -> ApiResult {
+    let current = cluster
+        .view(resource.kind, namespace, name, false)
+        .ok_or_else(|| ApiError::not_found(resource, name))?;
+    let options = request.json_body_or_empty()?;
+    let grace = request
+        .query
+        .get("gracePeriodSeconds")
+        .and_then(|g| g.parse::<u64>().ok())
+        .or_else(|| options.get("gracePeriodSeconds").and_then(Value::as_u64))
+        .map(Duration::from_secs);
+    let propagation = request.query.get("propagationPolicy").cloned().or_else(|| {
+        options
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let propagation = match propagation.as_deref() {
+        None | Some("Background") | Some("Foreground") => Propagation::Cascade,
+        Some("Orphan") => Propagation::Orphan,
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "propagationPolicy: Unsupported value: \"{other}\""
+            )));
+        }
+    };
+    let key: Key = (resource.kind, namespace.to_owned(), name.to_owned());
+    match resource.kind {
+        "Node" => {
+            let node = cluster
+                .sim
+                .node_id(name)
+                .map_err(|_| ApiError::not_found(resource, name))?;
+            cluster.sim.delete_node_api(node)?;
+        }
+        "Pod" => {
+            let pod = cluster
+                .sim
+                .pod_id(namespace, name, false)
+                .ok_or_else(|| ApiError::not_found(resource, name))?;
+            cluster.sim.delete_pod_api(pod, grace);
+        }
+        "Deployment" | "StatefulSet" | "DaemonSet" | "Job" => {
+            let w = cluster
+                .sim
+                .workload_id(&format!("{namespace}/{}/{name}", resource.kind))
+                .ok_or_else(|| ApiError::not_found(resource, name))?;
+            cluster.sim.delete_workload(w, propagation);
+            cluster.written.forget_metadata(&key);
+        }
+        "PodDisruptionBudget" => {
+            let index = cluster
+                .sim
+                .pdb_index(namespace, name)
+                .ok_or_else(|| ApiError::not_found(resource, name))?;
+            cluster.sim.delete_pdb(index);
+            cluster.written.forget_metadata(&key);
+        }
+        "ConfigMap" => {
+            cluster.written.remove_config_map(namespace, name);
+            cluster.written.forget_metadata(&key);
+        }
+        "Namespace" => {
+            delete_namespace(cluster, name);
+            // Terminating until its pods are gone (no finalizers are
+            // modelled beyond that).
+            let mut terminating = current;
+            terminating["status"] = json!({"phase": "Terminating"});
+            let shown = cluster
+                .view(resource.kind, namespace, name, false)
+                .unwrap_or(terminating);
+            return Ok(Reply::Json(200, shown));
+        }
+        _ => {
+            return Err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                format!(
+                    "deleting {} is not modelled by the simulator",
+                    resource.qualified()
+                ),
+            ));
+        }
+    }
+    cluster.sync();
+    cluster.api_change(key.clone(), Some(&current));
+    let after = cluster
+        .view(resource.kind, namespace, name, false)
+        .unwrap_or(current);
+    Ok(Reply::Json(200, after))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::by_kind;
+    use crate::testing::{self, cluster, lines, request, rv_of};
+    use crate::watch::{WatchFilter, Watcher};
+
+    fn kind(kind: &str) -> &'static Resource {
+        by_kind(kind).expect("a served kind")
+    }
+
+    fn answer(result: ApiResult) -> (u16, Value) {
+        testing::json(result.unwrap_or_else(ApiError::reply))
+    }
+
+    fn config_map(namespace: &str, name: &str) -> String {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": namespace, "labels": {"k": "v"}},
+               "data": {"key": "value"}})
+        .to_string()
+    }
+
+    #[test]
+    fn an_eviction_a_budget_forbids_answers_429_and_the_pod_stays() {
+        let mut cluster = cluster();
+        let eviction = request("POST", "/", "");
+        let (code, body) = answer(evict(
+            &mut cluster,
+            &eviction,
+            kind("Pod"),
+            "apps",
+            "api-00000",
+        ));
+        assert_eq!(code, 429);
+        assert_eq!(body["reason"], "TooManyRequests");
+        assert_eq!(body["details"]["causes"][0]["reason"], "DisruptionBudget");
+        assert!(cluster.sim.pod_id("apps", "api-00000", false).is_some());
+    }
+
+    #[test]
+    fn an_eviction_without_a_budget_answers_201() {
+        let mut cluster = cluster();
+        let eviction = request(
+            "POST",
+            "/",
+            r#"{"deleteOptions": {"gracePeriodSeconds": 0}}"#,
+        );
+        let (code, body) = answer(evict(
+            &mut cluster,
+            &eviction,
+            kind("Pod"),
+            "apps",
+            "cache-00000",
+        ));
+        assert_eq!((code, body["status"].as_str()), (201, Some("Success")));
+        let (code, _) = answer(evict(&mut cluster, &eviction, kind("Pod"), "apps", "nope"));
+        assert_eq!(code, 404);
+    }
+
+    #[test]
+    fn a_deleted_pod_is_seen_by_watchers_as_deleted() {
+        let mut cluster = cluster();
+        let (watcher, mut events) = Watcher::new(WatchFilter {
+            resource: kind("Pod"),
+            namespace: Some("apps".to_owned()),
+            labels: crate::select::parse_labels("app=cache").expect("labels"),
+            fields: Vec::new(),
+            table: false,
+            bookmarks: false,
+        });
+        cluster.add_watcher(watcher);
+        let rv = cluster.history().rv();
+        let deletion = request("DELETE", "/?gracePeriodSeconds=0", "");
+        let (code, _) = answer(delete(
+            &mut cluster,
+            &deletion,
+            kind("Pod"),
+            "apps",
+            "cache-00000",
+        ));
+        assert_eq!(code, 200);
+        let seen = lines(&mut events);
+        let deleted: Vec<&Value> = seen.iter().filter(|l| l["type"] == "DELETED").collect();
+        assert_eq!(deleted.len(), 1, "{seen:?}");
+        assert_eq!(deleted[0]["object"]["metadata"]["name"], "cache-00000");
+        assert!(rv_of(&deleted[0]["object"]) > rv);
+        assert!(cluster.view("Pod", "apps", "cache-00000", false).is_none());
+    }
+
+    #[test]
+    fn a_deletion_refuses_an_unknown_propagation_policy() {
+        let mut cluster = cluster();
+        let deletion = request("DELETE", "/", r#"{"propagationPolicy": "Sideways"}"#);
+        let (code, body) = answer(delete(
+            &mut cluster,
+            &deletion,
+            kind("Deployment"),
+            "apps",
+            "api",
+        ));
+        assert_eq!(code, 422);
+        assert_eq!(
+            body["message"],
+            "propagationPolicy: Unsupported value: \"Sideways\""
+        );
+        assert!(cluster.view("Deployment", "apps", "api", false).is_some());
+    }
+
+    #[test]
+    fn a_config_map_is_created_once_and_only_in_a_namespace_that_exists() {
+        let mut cluster = cluster();
+        let maps = kind("ConfigMap");
+        let create_in = |ns: &str| request("POST", "/", &config_map(ns, "settings"));
+        let (code, body) = answer(create(
+            &mut cluster,
+            &create_in("apps"),
+            maps,
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 201);
+        assert_eq!(body["metadata"]["labels"]["k"], "v");
+        assert_eq!(
+            body["metadata"]["creationTimestamp"],
+            "2026-01-01T00:00:00Z"
+        );
+        assert_eq!(rv_of(&body), cluster.history().rv());
+        let (code, body) = answer(create(
+            &mut cluster,
+            &create_in("apps"),
+            maps,
+            "apps".to_owned(),
+        ));
+        assert_eq!(
+            (code, body["reason"].as_str()),
+            (409, Some("AlreadyExists"))
+        );
+        let (code, body) = answer(create(
+            &mut cluster,
+            &create_in("nowhere"),
+            maps,
+            "nowhere".to_owned(),
+        ));
+        assert_eq!(code, 404);
+        assert_eq!(body["message"], "namespaces \"nowhere\" not found");
+        let (code, _) = answer(create(
+            &mut cluster,
+            &create_in("other"),
+            maps,
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 400, "the body's namespace must match the path's");
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_terminating_namespace() {
+        let mut cluster = cluster();
+        let deletion = request("DELETE", "/", "");
+        let (code, body) = answer(delete(
+            &mut cluster,
+            &deletion,
+            kind("Namespace"),
+            "",
+            "apps",
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(body["status"]["phase"], "Terminating");
+        let creation = request("POST", "/", &config_map("apps", "late"));
+        let (code, _) = answer(create(
+            &mut cluster,
+            &creation,
+            kind("ConfigMap"),
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 403);
+    }
+
+    #[test]
+    fn nodes_and_volumes_are_not_created_through_the_api() {
+        let mut cluster = cluster();
+        let node = request(
+            "POST",
+            "/",
+            r#"{"kind": "Node", "metadata": {"name": "extra"}}"#,
+        );
+        let (code, _) = answer(create(&mut cluster, &node, kind("Node"), String::new()));
+        assert_eq!(code, 405);
+        let nameless = request("POST", "/", r#"{"kind": "ConfigMap", "metadata": {}}"#);
+        let (code, _) = answer(create(
+            &mut cluster,
+            &nameless,
+            kind("ConfigMap"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 422);
+        let wrong = request("POST", "/", r#"{"kind": "Pod", "metadata": {"name": "p"}}"#);
+        let (code, _) = answer(create(
+            &mut cluster,
+            &wrong,
+            kind("ConfigMap"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 400);
+    }
+
+    #[test]
+    fn an_update_from_a_stale_version_is_a_conflict() {
+        let mut cluster = cluster();
+        let current = cluster
+            .view("Deployment", "apps", "cache", false)
+            .expect("cache");
+        let mut stale = current.clone();
+        stale["metadata"]["resourceVersion"] = json!("1");
+        let put = request("PUT", "/", &stale.to_string());
+        let (code, _) = answer(update(
+            &mut cluster,
+            &put,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 409);
+        let mut wanted = current;
+        wanted["metadata"]["labels"] = json!({"tier": "cache"});
+        let put = request("PUT", "/", &wanted.to_string());
+        let (code, body) = answer(update(
+            &mut cluster,
+            &put,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(body["metadata"]["labels"], json!({"tier": "cache"}));
+        assert_eq!(rv_of(&body), cluster.history().rv(), "the edit is a change");
+    }
+
+    #[test]
+    fn a_patch_of_the_scale_subresource_scales_the_workload() {
+        let mut cluster = cluster();
+        let patch = request("PATCH", "/", r#"{"spec": {"replicas": 3}}"#);
+        let (code, scale) = answer(update(
+            &mut cluster,
+            &patch,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            Some("scale"),
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(scale["kind"], "Scale");
+        assert_eq!(scale["spec"]["replicas"], 3);
+        let cache = cluster
+            .view("Deployment", "apps", "cache", false)
+            .expect("cache");
+        assert_eq!(cache["spec"]["replicas"], 3);
+        let negative = request("PATCH", "/", r#"{"spec": {"replicas": -1}}"#);
+        let (code, _) = answer(update(
+            &mut cluster,
+            &negative,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            Some("scale"),
+        ));
+        assert_eq!(code, 422);
+    }
+
+    #[test]
+    fn status_is_the_simulators_and_cannot_be_written() {
+        let mut cluster = cluster();
+        let patch = request("PATCH", "/", r#"{"status": {"replicas": 9}}"#);
+        let (code, body) = answer(update(
+            &mut cluster,
+            &patch,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            Some("status"),
+        ));
+        assert_eq!(code, 422);
+        assert_eq!(
+            body["message"],
+            "status is computed by the simulator and cannot be written"
+        );
+        let mut unsupported = request("PATCH", "/", "{}");
+        unsupported.content_type = "text/plain".to_owned();
+        let (code, _) = answer(update(
+            &mut cluster,
+            &unsupported,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 415);
+    }
+}

@@ -1,0 +1,380 @@
+//! What the API façade may change in the simulated cluster, expressed with
+//! the simulator's own primitives and controllers: a label edit re-runs the
+//! scheduler, a Node deletion goes through the node lifecycle, an eviction
+//! through the disruption budgets. No Kubernetes rule is written here a
+//! second time.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+use super::backups::FailRefused;
+use super::clock::after;
+use super::world::{NodeId, NodePhase, Owner, Pdb, PodId, WorkloadId, WorkloadKind};
+use super::{Action, Simulation, load, node_ref};
+use drillbench_model::duration::Duration;
+use drillbench_model::k8s::disruption::{Budget, PdbSelector};
+use drillbench_model::manifest::Document;
+use drillbench_model::scenario::spec::GuardSpec;
+use drillbench_model::workload_ref::WorkloadRef;
+use drillbench_observe::EventKind;
+
+/// Why the façade's change was refused; the façade turns these into
+/// Kubernetes `Status` errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiOpError {
+    /// The object does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The object exists already, or is in a state that forbids the change.
+    #[error("{0}")]
+    Conflict(String),
+    /// The change is invalid, or asks for behaviour the simulator does not model.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What an applied manifest did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// A new object.
+    Created,
+    /// An existing object changed.
+    Updated,
+}
+
+/// How a deletion treats the objects a workload owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Delete the pods too (Background and Foreground alike: the simulator
+    /// has no finalizers to wait on).
+    Cascade,
+    /// Leave the pods, ownerless.
+    Orphan,
+}
+
+impl Simulation {
+    /// Runs the controllers and the scheduler after an API change, as the
+    /// real control loops would react to the watch event.
+    fn react(&mut self) {
+        self.retry_unschedulable();
+        self.settle();
+    }
+
+    /// Replaces a node's labels and annotations (as an update or a patch
+    /// left them). A label change moves the node to another scheduling
+    /// class, so pods that did not fit before are tried again.
+    pub fn set_node_metadata(
+        &mut self,
+        node: NodeId,
+        labels: BTreeMap<String, String>,
+        annotations: BTreeMap<String, String>,
+    ) {
+        self.world.node_mut(node).object.metadata.annotations =
+            (!annotations.is_empty()).then_some(annotations);
+        if !self.world.set_node_labels(node, labels) {
+            return;
+        }
+        self.reclassify(node);
+        self.daemonsets_dirty();
+        self.react();
+    }
+
+    /// Replaces a node's taints.
+    pub fn set_node_taints(&mut self, node: NodeId, taints: Vec<Taint>) {
+        if self.world.node(node).taints() == taints.as_slice() {
+            return;
+        }
+        let added: Vec<(String, String)> = taints
+            .iter()
+            .filter(|t| !self.world.node(node).taints().contains(t))
+            .map(|t| (t.key.clone(), t.effect.clone()))
+            .collect();
+        self.world.set_taints(node, taints);
+        self.reclassify(node);
+        let name = self.world.node(node).name.clone();
+        for (key, effect) in added {
+            self.record(
+                EventKind::NodeTainted,
+                node_ref(&name),
+                Some(node),
+                &format!("{key}:{effect}"),
+            );
+        }
+        self.react();
+    }
+
+    /// The scheduling class of a node follows its labels and taints.
+    fn reclassify(&mut self, node: NodeId) {
+        let class = self.scheduler.class_for(self.world.node(node));
+        self.world.node_mut(node).class = class;
+    }
+
+    /// Cordons or uncordons a node.
+    pub fn set_unschedulable(&mut self, node: NodeId, unschedulable: bool) {
+        if unschedulable {
+            self.cordon(node);
+        } else if self.world.node(node).unschedulable() {
+            self.world.uncordon(node);
+            let name = self.world.node(node).name.clone();
+            self.record(
+                EventKind::NodeUncordoned,
+                node_ref(&name),
+                Some(node),
+                "node uncordoned",
+            );
+            self.react();
+        }
+    }
+
+    /// Deletes the Node object (the server keeps running, as after
+    /// `kubectl delete node`): the node lifecycle and pod GC take over.
+    pub fn delete_node_api(&mut self, node: NodeId) -> Result<(), ApiOpError> {
+        if self.world.node(node).phase == NodePhase::Gone {
+            return Err(ApiOpError::NotFound(format!(
+                "nodes \"{}\" not found",
+                self.world.node(node).name
+            )));
+        }
+        self.delete_node_object(node, "the Node was deleted through the API");
+        self.settle();
+        Ok(())
+    }
+
+    /// Crashes a node (the bench endpoint: Kubernetes has no verb for it).
+    pub fn crash_node_api(&mut self, node: NodeId) {
+        let name = self.world.node(node).name.clone();
+        self.mark_fault(Some(node), &format!("crash {name} (through the bench API)"));
+        self.crash_node(node);
+        self.settle();
+    }
+
+    /// Deletes a pod. `grace` overrides its termination grace period
+    /// (`gracePeriodSeconds`); zero removes it at once.
+    pub fn delete_pod_api(&mut self, pod: PodId, grace: Option<Duration>) {
+        self.delete_pod(pod);
+        self.apply_grace(pod, grace);
+        self.settle();
+    }
+
+    fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
+        match grace {
+            Some(g) if g == Duration::ZERO => self.pod_gone(pod),
+            Some(g) if g < self.engine.timings().termination_grace => {
+                // The default termination is still queued; whichever comes
+                // first removes the pod and the other finds it gone.
+                let at = after(self.now(), g);
+                self.schedule(at, Action::PodTerminated(pod));
+            }
+            _ => {}
+        }
+    }
+
+    /// The eviction subresource: the simulator's eviction API (budgets
+    /// honoured); a refusal is the 429 message.
+    pub fn evict_api(&mut self, pod: PodId, grace: Option<Duration>) -> Result<(), String> {
+        let result = self.evict(pod);
+        if result.is_ok() {
+            self.apply_grace(pod, grace);
+        }
+        self.settle();
+        result
+    }
+
+    /// Sets a workload's desired replicas (the `scale` subresource).
+    pub fn set_replicas(&mut self, w: WorkloadId, replicas: u32) -> Result<(), ApiOpError> {
+        let key = self.world.workload(w).key.clone();
+        if self.world.workload(w).replicas == replicas {
+            return Ok(());
+        }
+        self.scale_workload(&key, replicas)
+            .map_err(|e| ApiOpError::NotFound(e.to_string()))
+    }
+
+    /// Deletes a workload: it stops reconciling, and its pods are deleted
+    /// (or orphaned).
+    pub fn delete_workload(&mut self, w: WorkloadId, propagation: Propagation) {
+        self.world.unindex_workload(w);
+        // A bare-pod workload with no replicas never acts again: the
+        // deleted controller is inert whatever marks it dirty later.
+        self.world.workload_mut(w).kind = WorkloadKind::Pod;
+        self.world.workload_mut(w).replicas = 0;
+        let pods = self.world.workload(w).pods.clone();
+        for pod in pods {
+            match propagation {
+                Propagation::Cascade => {
+                    if self.world.pod(pod).is_active() {
+                        self.delete_pod(pod);
+                    }
+                }
+                Propagation::Orphan => self.world.pod_mut(pod).owner = Owner::None,
+            }
+        }
+        self.settle();
+    }
+
+    /// Creates a workload, bare pod, claim or budget from a manifest, through
+    /// the same loader (and guards) the drill's manifests went through. An
+    /// existing workload may only change its replicas here.
+    pub fn apply_manifest(
+        &mut self,
+        value: serde_json::Value,
+        guards: &[GuardSpec],
+    ) -> Result<Applied, ApiOpError> {
+        let document = Document {
+            source: "<api>".to_owned(),
+            index: 0,
+            line: 1,
+            column: 1,
+            value,
+        };
+        let kind = document.kind().unwrap_or_default().to_owned();
+        let name = document.name().unwrap_or_default().to_owned();
+        if name.is_empty() {
+            return Err(ApiOpError::Invalid(format!(
+                "{kind}: metadata.name: Required value"
+            )));
+        }
+        let loaded = load::load(
+            std::slice::from_ref(&document),
+            guards,
+            self.volumes.default_class(),
+        )
+        .map_err(|e| ApiOpError::Invalid(e.to_string()))?;
+        if let Some(not) = loaded.not_simulated.first() {
+            return Err(ApiOpError::Invalid(format!(
+                "the simulator does not model {} objects",
+                not.kind
+            )));
+        }
+        let mut updated = false;
+        let mut fresh = load::Loaded {
+            admissions: loaded.admissions,
+            ..Default::default()
+        };
+        for w in loaded.workloads {
+            let key = WorkloadRef::new(&w.namespace, w.kind_name, &w.name).to_string();
+            match self.world.workload_id(&key) {
+                Some(id) => {
+                    if self.world.workload(id).template.spec != w.template.spec
+                        || self.world.workload(id).template.labels != w.template.labels
+                    {
+                        return Err(ApiOpError::Invalid(format!(
+                            "{key}: changing the pod template of an existing workload (a rollout) is not modelled; change replicas, or delete and re-create it"
+                        )));
+                    }
+                    if self.world.workload(id).replicas != w.replicas {
+                        self.set_replicas(id, w.replicas)?;
+                    }
+                    updated = true;
+                }
+                None => fresh.workloads.push(w),
+            }
+        }
+        for claim in loaded.claims {
+            if self
+                .volumes
+                .claim_id(&claim.namespace, &claim.name)
+                .is_some()
+            {
+                updated = true;
+            } else {
+                fresh.claims.push(claim);
+            }
+        }
+        for (object, budget, selector) in loaded.pdbs {
+            let key = (
+                object
+                    .metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".to_owned()),
+                object.metadata.name.clone().unwrap_or_default(),
+            );
+            match self.pdb_index(&key.0, &key.1) {
+                Some(i) => {
+                    self.set_pdb(i, object)?;
+                    updated = true;
+                }
+                None => fresh.pdbs.push((object, budget, selector)),
+            }
+        }
+        let not_simulated = std::mem::take(&mut self.obs.not_simulated);
+        self.apply(fresh);
+        self.obs.not_simulated = not_simulated;
+        self.refresh_pdb_status();
+        self.react();
+        Ok(if updated {
+            Applied::Updated
+        } else {
+            Applied::Created
+        })
+    }
+
+    /// The budget of that namespace and name.
+    pub fn pdb_index(&self, namespace: &str, name: &str) -> Option<usize> {
+        self.world.pdb_index(namespace, name)
+    }
+
+    /// Replaces a budget's spec (and metadata); its status is recomputed.
+    pub fn set_pdb(&mut self, index: usize, object: PodDisruptionBudget) -> Result<(), ApiOpError> {
+        let spec = object.spec.clone().unwrap_or_default();
+        let budget = Budget::from_spec(&spec).map_err(|e| ApiOpError::Invalid(e.to_string()))?;
+        let selector =
+            PdbSelector::from_spec(&spec).map_err(|e| ApiOpError::Invalid(e.to_string()))?;
+        let disrupted = std::mem::take(&mut self.world.pdb_mut(index).disrupted);
+        let mut object = object;
+        object.status = None;
+        object.metadata.generation = Some(object.metadata.generation.unwrap_or(1) + 1);
+        *self.world.pdb_mut(index) = Pdb {
+            object,
+            budget,
+            selector,
+            disrupted,
+        };
+        self.refresh_pdb_status();
+        Ok(())
+    }
+
+    /// Deletes a budget.
+    pub fn delete_pdb(&mut self, index: usize) {
+        self.world.remove_pdb(index);
+    }
+
+    /// Recomputes every budget's status (the disruption controller), so a
+    /// read shows what an eviction would be judged against.
+    pub fn refresh_budgets(&mut self) {
+        self.refresh_pdb_status();
+    }
+
+    /// Marks the newest finished backup of a schedule Failed (the bench
+    /// endpoint: a backup failure has no Kubernetes verb). A backup still in
+    /// progress is refused: its scheduled finish would overwrite the phase.
+    pub fn fail_backup(&mut self, schedule: &str) -> Result<String, ApiOpError> {
+        let name = match self.backups.fail_newest(schedule, self.now()) {
+            Ok(name) => name,
+            Err(FailRefused::NoBackup) => {
+                return Err(ApiOpError::NotFound(format!(
+                    "no backup of schedule `{schedule}`"
+                )));
+            }
+            Err(FailRefused::InProgress(name)) => {
+                return Err(ApiOpError::Conflict(format!(
+                    "backup {name} is still in progress; advance until it finishes"
+                )));
+            }
+        };
+        self.mark_fault(
+            None,
+            &format!("backup {name} failed (through the bench API)"),
+        );
+        self.record(
+            EventKind::BackupFinished,
+            super::backup_ref(&name),
+            None,
+            &format!("backup {name} finished: Failed"),
+        );
+        Ok(name)
+    }
+}

@@ -1,0 +1,311 @@
+//! The pod lifecycle: a pod is created pending, bound by the scheduler
+//! (its single-attach volumes attached, or the pod blocked until they
+//! detach), Ready after its start delay, terminated after its grace period
+//! when deleted on a running node, and gone. Claims bind as their class
+//! says.
+
+use std::rc::Rc;
+
+use super::clock::after;
+use super::volumes::Attach;
+use super::world::{
+    ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, SimPod, WorkloadId, WorkloadKind,
+};
+use super::{Action, Simulation, claim_ref};
+use drillbench_model::scenario::spec::BindingMode;
+use drillbench_observe::{EventKind, Placement};
+
+impl Simulation {
+    /// Binds pending pods in creation order; true if any was bound.
+    pub(super) fn schedule_pending(&mut self) -> bool {
+        if !self.scheduler.has_pending() {
+            return false;
+        }
+        let pending = self.scheduler.pending();
+        self.scheduler.refresh(&self.world);
+        let mut bound = false;
+        for pod in pending {
+            if self.world.pod(pod).phase != PodPhase::Pending {
+                continue;
+            }
+            let picked = self
+                .scheduler
+                .pick(&self.world, &self.volumes, self.engine.rng(), pod);
+            match picked {
+                Ok(node) => {
+                    self.bind(pod, node);
+                    self.scheduler.after_bind(&self.world, node);
+                    bound = true;
+                }
+                Err(reason) => {
+                    if !self.world.pod(pod).unschedulable_reported {
+                        self.world.pod_mut(pod).unschedulable_reported = true;
+                        let r = self.world.pod_ref(pod);
+                        self.record(EventKind::PodUnschedulable, r, None, &reason);
+                    }
+                }
+            }
+        }
+        bound
+    }
+
+    /// Forgets that pods were reported unschedulable, after the cluster
+    /// changed in a way that may let them fit.
+    pub(super) fn retry_unschedulable(&mut self) {
+        for pod in self.scheduler.pending() {
+            self.world.pod_mut(pod).unschedulable_reported = false;
+        }
+    }
+
+    pub(super) fn mark_owner_dirty(&mut self, pod: PodId) {
+        if let Owner::Workload(w, _) = self.world.pod(pod).owner {
+            self.controllers.mark_dirty(w);
+        }
+    }
+
+    pub(super) fn create_pod(&mut self, w: WorkloadId, ordinal: Option<u32>, node: Option<NodeId>) {
+        let workload = self.world.workload(w);
+        let name = match (&workload.kind, ordinal) {
+            (_, Some(i)) => format!("{}-{i}", workload.name),
+            (WorkloadKind::Pod, None) => workload.name.clone(),
+            _ => format!("{}-{:05x}", workload.name, workload.next_suffix),
+        };
+        let namespace = workload.namespace.clone();
+        let template = workload.template.clone();
+        let mut claims = Vec::new();
+        if let (WorkloadKind::StatefulSet { claim_templates }, Some(i)) = (&workload.kind, ordinal)
+        {
+            let sts = workload.name.clone();
+            for (claim, class) in claim_templates.clone() {
+                claims.push(self.claim(&namespace, &format!("{claim}-{sts}-{i}"), class));
+            }
+        }
+        for claim in template.claim_volumes.clone() {
+            claims.push(self.claim(&namespace, &claim, None));
+        }
+        self.world.workload_mut(w).next_suffix += 1;
+        let id = self.world.add_pod(SimPod {
+            namespace,
+            name,
+            owner: Owner::Workload(w, ordinal),
+            template,
+            claims,
+            node: None,
+            phase: PodPhase::Pending,
+            created_at: self.now(),
+            unschedulable_reported: false,
+            holds_resources: false,
+        });
+        let r = self.world.pod_ref(id);
+        self.record(EventKind::PodCreated, r, None, "pod created");
+        match node {
+            Some(n) => self.bind(id, n),
+            None => self.scheduler.enqueue(self.now(), id),
+        }
+    }
+
+    /// Binds a pod to a node and starts it, unless a volume blocks it.
+    pub(super) fn bind(&mut self, pod: PodId, node: NodeId) {
+        let created_at = self.world.pod(pod).created_at;
+        self.scheduler.dequeue(created_at, pod);
+        self.world.bind(pod, node);
+        self.world.pod_mut(pod).phase = PodPhase::Starting;
+        let r = self.world.pod_ref(pod);
+        let name = self.world.node(node).name.clone();
+        self.record(
+            EventKind::PodScheduled,
+            r,
+            Some(node),
+            &format!("bound to {name}"),
+        );
+        self.record_placement(pod, node);
+        for claim in self.world.pod(pod).claims.clone() {
+            self.bind_claim_for(claim, node);
+        }
+        self.try_start(pod);
+    }
+
+    pub(super) fn record_placement(&mut self, pod: PodId, node: NodeId) {
+        // Labels are shared between placements rather than copied into
+        // each: a template's labels never change, and a node's are reused
+        // until they change.
+        let node_labels = self.world.shared_labels(node);
+        let p = self.world.pod(pod);
+        let n = self.world.node(node);
+        let workload = match p.owner {
+            Owner::Workload(w, _) => Some(self.world.workload(w).key.clone()),
+            Owner::None => None,
+        };
+        let autoscaled = self
+            .topology
+            .pool(&n.pool)
+            .is_some_and(|pool| pool.is_autoscaled());
+        let pod_labels = p
+            .template
+            .shared_labels
+            .get_or_init(|| Rc::new(p.template.labels.clone()))
+            .clone();
+        let placement = Placement {
+            at: self.now(),
+            pod: p.key(),
+            namespace: p.namespace.clone(),
+            pod_labels,
+            workload,
+            node: n.name.clone(),
+            pool: n.pool.clone(),
+            autoscaled,
+            node_labels,
+            claims: p
+                .claims
+                .iter()
+                .map(|&c| {
+                    let claim = self.volumes.claim(c);
+                    (claim.name.clone(), claim.class.clone())
+                })
+                .collect(),
+        };
+        self.obs.placements.push(placement);
+    }
+
+    /// Attaches the pod's single-attach volumes, or records why it cannot.
+    pub(super) fn try_start(&mut self, pod: PodId) {
+        let Some(node) = self.world.pod(pod).node else {
+            return;
+        };
+        for claim in self.world.pod(pod).claims.clone() {
+            match self.volumes.attach(claim, node, self.now()) {
+                Attach::Replicated | Attach::AlreadyThere => {}
+                Attach::Attached => {
+                    let r = claim_ref(self.volumes.claim(claim));
+                    self.record(EventKind::VolumeAttached, r, Some(node), "volume attached");
+                }
+                Attach::Elsewhere(other) => {
+                    if self.world.pod(pod).phase != PodPhase::Blocked {
+                        self.world.pod_mut(pod).phase = PodPhase::Blocked;
+                        let r = self.world.pod_ref(pod);
+                        let message = format!(
+                            "Multi-Attach error for volume {}: already exclusively attached to {}",
+                            self.volumes.claim(claim).name,
+                            self.world.node(other).name
+                        );
+                        self.record(EventKind::PodBlocked, r, Some(node), &message);
+                    }
+                    return;
+                }
+            }
+        }
+        self.world.pod_mut(pod).phase = PodPhase::Starting;
+        let delay = self.world.pod(pod).template.start_delay;
+        self.schedule(self.now() + delay, Action::PodStarted(pod));
+    }
+
+    pub(super) fn pod_started(&mut self, pod: PodId) {
+        let Some(node) = self.world.pod(pod).node else {
+            return;
+        };
+        if self.world.pod(pod).phase != PodPhase::Starting || !self.world.node(node).is_ready() {
+            return;
+        }
+        self.world.pod_mut(pod).phase = PodPhase::Ready;
+        let r = self.world.pod_ref(pod);
+        self.record(EventKind::PodReady, r, Some(node), "pod Ready");
+        self.mark_owner_dirty(pod);
+        if let Owner::Workload(w, _) = self.world.pod(pod).owner
+            && let WorkloadKind::Job { run_for, .. } = self.world.workload(w).kind
+        {
+            self.schedule(self.now() + run_for, Action::JobPodDone(pod));
+        }
+    }
+
+    /// Deletes a pod: a pod on a healthy node terminates after its grace
+    /// period; one on a lost node stays Terminating until its node is gone.
+    pub(super) fn delete_pod(&mut self, pod: PodId) {
+        match self.world.pod(pod).phase {
+            PodPhase::Gone | PodPhase::Terminating => return,
+            _ => {}
+        }
+        match self.world.pod(pod).node {
+            None => self.pod_gone(pod),
+            Some(node) => {
+                self.world.pod_mut(pod).phase = PodPhase::Terminating;
+                self.mark_owner_dirty(pod);
+                if self.world.node(node).server_up && self.world.node(node).phase != NodePhase::Gone
+                {
+                    let at = after(self.now(), self.engine.timings().termination_grace);
+                    self.schedule(at, Action::PodTerminated(pod));
+                }
+            }
+        }
+    }
+
+    pub(super) fn pod_gone(&mut self, pod: PodId) {
+        if self.world.pod(pod).phase == PodPhase::Gone {
+            return;
+        }
+        let created_at = self.world.pod(pod).created_at;
+        self.scheduler.dequeue(created_at, pod);
+        self.world.release(pod);
+        self.world.pod_mut(pod).phase = PodPhase::Gone;
+        let node = self.world.pod(pod).node;
+        let r = self.world.pod_ref(pod);
+        self.record(EventKind::PodDeleted, r, node, "pod deleted");
+        self.mark_owner_dirty(pod);
+        self.world.forget_disruption(pod);
+        if let Some(node) = node
+            && self.world.node(node).server_up
+            && self.world.node(node).phase != NodePhase::Gone
+        {
+            for claim in self.world.pod(pod).claims.clone() {
+                if self.volumes.attached(claim) == Some(node) {
+                    let at = after(self.now(), self.engine.timings().detach);
+                    self.schedule(at, Action::Detach(claim, node));
+                }
+            }
+        }
+    }
+
+    pub(super) fn detach(&mut self, claim: ClaimId, node: NodeId) {
+        self.volumes.detach(claim);
+        let key = self.volumes.key(claim);
+        let node_name = self.world.node(node).name.clone();
+        let now = self.now();
+        if let Some(s) = self
+            .obs
+            .strandings
+            .iter_mut()
+            .find(|s| s.claim == key && s.node == node_name && s.released.is_none())
+        {
+            s.released = Some(now);
+        }
+        let r = claim_ref(self.volumes.claim(claim));
+        self.record(EventKind::VolumeDetached, r, Some(node), "volume detached");
+        // Pods waiting for this volume can start now.
+        let waiting: Vec<PodId> = (0..self.world.pods().len())
+            .filter(|&p| {
+                self.world.pod(p).phase == PodPhase::Blocked
+                    && self.world.pod(p).claims.contains(&claim)
+            })
+            .collect();
+        for pod in waiting {
+            self.try_start(pod);
+        }
+    }
+
+    /// The claim of that name, created if it does not exist yet; a claim
+    /// created with `Immediate` binding is bound at once.
+    pub(super) fn claim(&mut self, namespace: &str, name: &str, class: Option<String>) -> ClaimId {
+        let (id, created) = self.volumes.get_or_create(namespace, name, class);
+        if created && self.volumes.claim(id).binding == BindingMode::Immediate {
+            self.volumes
+                .bind_now(id, self.world.nodes(), self.engine.rng());
+        }
+        id
+    }
+
+    /// `WaitForFirstConsumer` binding: the volume is provisioned where its
+    /// first consumer was scheduled, so it carries that node's domain.
+    pub(super) fn bind_claim_for(&mut self, claim: ClaimId, node: NodeId) {
+        self.volumes
+            .bind_for_consumer(claim, node, self.world.node(node).labels());
+    }
+}

@@ -1,0 +1,754 @@
+//! The scheduler: kube-scheduler's filters and scores, over the simulator's
+//! nodes.
+//!
+//! Filters: the node is Ready and not being deleted; cordon (unless
+//! tolerated); taints with NoSchedule/NoExecute; `nodeSelector` and required
+//! node affinity; requests against allocatable (CPU, memory, pod count);
+//! the node affinity of the pod's bound volumes (VolumeBinding); required
+//! pod affinity and anti-affinity by topology key. Scores, with the
+//! default plugin weights: NodeResourcesFit least-allocated (1), NodeAffinity
+//! preferred terms normalised to 0–100 (2), TaintToleration
+//! PreferNoSchedule (3), NodeResourcesBalancedAllocation (1). Ties are
+//! broken by the seeded generator.
+//!
+//! Like kube-scheduler, it stops filtering once it has found enough
+//! feasible nodes (`percentageOfNodesToScore`, adaptive: 50 % minus one
+//! per 125 nodes, at least 5 %, at least 100 nodes), starting where the
+//! previous pod stopped. Node affinity, taints and the preferred-affinity
+//! and PreferNoSchedule standing are judged once per (pod template, node
+//! class) and cached on the template; the scan itself reads a compact
+//! per-node array (`HotNode`: free CPU and memory, pod room, class, one
+//! flag) instead of the full node structs, and only the capacity part of
+//! the score is computed per node (and kept until that node's requests
+//! change). Every shortcut decides exactly what the full filters decide:
+//! a node the flag does not vouch for goes through them.
+//!
+//! Not modelled: PodTopologySpread (including the default constraints),
+//! preferred inter-pod affinity, image locality, volume limits per node,
+//! preferred node-affinity terms on per-node fields (the hostname).
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::classes::{ClassView, Classes};
+use super::clock::Time;
+use super::state::World;
+use super::volumes::Volumes;
+use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
+use drillbench_model::k8s::taints::{
+    cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker,
+};
+use drillbench_model::rng::SeededRng;
+
+/// kube-scheduler's `minFeasibleNodesToFind`.
+const MIN_FEASIBLE: usize = 100;
+
+/// How many feasible nodes to look for among `all` nodes.
+pub fn feasible_nodes_to_find(all: usize) -> usize {
+    if all < MIN_FEASIBLE {
+        return all;
+    }
+    let percentage = (50 - (all as i64) / 125).max(5) as usize;
+    (all * percentage / 100).max(MIN_FEASIBLE)
+}
+
+/// Why a pod did not fit a node, for the unschedulable message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Misfit {
+    NotReady,
+    Unschedulable,
+    Taint,
+    Affinity,
+    Resources,
+    VolumeAffinity,
+    PodAffinity,
+}
+
+impl Misfit {
+    fn describe(self) -> &'static str {
+        match self {
+            Misfit::NotReady => "node(s) not ready",
+            Misfit::Unschedulable => "node(s) were unschedulable",
+            Misfit::Taint => "node(s) had untolerated taint(s)",
+            Misfit::Affinity => "node(s) didn't match Pod's node affinity/selector",
+            Misfit::Resources => "Insufficient cpu, memory or pods",
+            Misfit::VolumeAffinity => "node(s) had volume node affinity conflict",
+            Misfit::PodAffinity => "node(s) didn't satisfy pod (anti-)affinity rules",
+        }
+    }
+}
+
+/// The scheduler's state: the node classes, the queue of pods waiting to
+/// be bound, where the last scan stopped, and the caches a scan reads.
+#[derive(Debug, Default)]
+pub(crate) struct Scheduler {
+    classes: Classes,
+    /// Pods not bound yet, by creation time.
+    pending: BTreeSet<(Time, PodId)>,
+    /// Where the next scan starts.
+    cursor: usize,
+    /// The compact per-node state (see [`HotNode`]).
+    hot: Vec<HotNode>,
+    /// Per node: the index after its run of consecutive same-class nodes.
+    run_end: Vec<u32>,
+    /// Per node: the pod requests its capacity score was computed for, and
+    /// that score; valid until the node's requests change.
+    capacity_scores: Vec<(Resources, i64)>,
+    /// Buffers reused from pod to pod.
+    feasible_buf: Vec<NodeId>,
+    best_buf: Vec<NodeId>,
+    class_score_buf: Vec<i64>,
+}
+
+impl Scheduler {
+    /// The scheduling class of a node shaped as `node` is (created when it
+    /// is the first of its kind): nodes with the same pool, labels but the
+    /// hostname, taints and capacity are interchangeable to every filter
+    /// but the per-node ones.
+    pub(crate) fn class_for(&mut self, node: &SimNode) -> usize {
+        let allocatable = (node.allocatable.cpu, node.allocatable.memory);
+        self.classes
+            .class_for(&node.pool, &node.object, allocatable)
+    }
+
+    /// A pod waits to be bound.
+    pub(crate) fn enqueue(&mut self, created_at: Time, pod: PodId) {
+        self.pending.insert((created_at, pod));
+    }
+
+    /// A pod no longer waits (bound, or gone).
+    pub(crate) fn dequeue(&mut self, created_at: Time, pod: PodId) {
+        self.pending.remove(&(created_at, pod));
+    }
+
+    /// The pods waiting, oldest first.
+    pub(crate) fn pending(&self) -> Vec<PodId> {
+        self.pending.iter().map(|&(_, p)| p).collect()
+    }
+
+    /// Whether a pod waits.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The compact state of every node, rebuilt from the nodes: nodes may
+    /// have changed in any way since the last pass; within a pass only
+    /// bindings change them, and [`Scheduler::after_bind`] follows those.
+    pub(crate) fn refresh(&mut self, world: &World) {
+        // The buffers are reused: small drills settle thousands of times.
+        let mut hot = std::mem::take(&mut self.hot);
+        hot.clear();
+        hot.extend((0..world.nodes().len()).map(|n| self.hot_node(world.node(n))));
+        // Where each node's run of same-class neighbours ends.
+        let mut run_end = std::mem::take(&mut self.run_end);
+        run_end.clear();
+        run_end.resize(hot.len(), 0);
+        for n in (0..hot.len()).rev() {
+            run_end[n] = if n + 1 < hot.len() && hot[n + 1].class == hot[n].class {
+                run_end[n + 1]
+            } else {
+                (n + 1) as u32
+            };
+        }
+        self.hot = hot;
+        self.run_end = run_end;
+        self.capacity_scores.clear();
+        self.capacity_scores
+            .resize(world.nodes().len(), (NOT_SCORED, 0));
+    }
+
+    /// A node's compact state after a pod was bound to it: only its
+    /// requests and pod count changed.
+    pub(crate) fn after_bind(&mut self, world: &World, node: NodeId) {
+        let n = world.node(node);
+        let h = &mut self.hot[node];
+        h.free = n.allocatable.minus(n.requested);
+        h.room = n.max_pods.saturating_sub(n.pods.len() as u32);
+        self.capacity_scores[node].0 = NOT_SCORED;
+    }
+
+    /// One node's compact state.
+    fn hot_node(&self, n: &SimNode) -> HotNode {
+        HotNode {
+            free: n.allocatable.minus(n.requested),
+            room: n.max_pods.saturating_sub(n.pods.len() as u32),
+            class: n.class as u32,
+            plain: n.is_ready()
+                && n.server_up
+                && !n.draining
+                && !n.unschedulable()
+                && n.taints() == self.classes.taints(n.class),
+        }
+    }
+
+    /// The node kube-scheduler would pick for a pending pod, or why none
+    /// fits. Call [`Scheduler::refresh`] first.
+    pub(crate) fn pick(
+        &mut self,
+        world: &World,
+        volumes: &Volumes,
+        rng: &mut SeededRng,
+        pod: PodId,
+    ) -> Result<NodeId, String> {
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let template = world.pod(pod).template.clone();
+        fill_class_views(self.classes.objects(), &template);
+        let views = template.class_views.borrow();
+        let all = world.nodes().len();
+        let wanted = feasible_nodes_to_find(all);
+        let mut feasible = std::mem::take(&mut self.feasible_buf);
+        feasible.clear();
+        let start = self.cursor % all.max(1);
+        let (node_level, pod_level) = s.levels(&template, pod);
+        let mut examined = 0;
+        let mut remaining = all;
+        let mut node = start;
+        // The maxima the score normalises by, over the feasible nodes.
+        let mut max_preferred = 0;
+        let mut max_intolerable = 0;
+        while remaining > 0 {
+            let h = s.hot[node];
+            let view = views[h.class as usize].unwrap_or_default();
+            // A node of a class the pod's affinity refuses fails whatever
+            // else holds, and so does every node of its run (the nodes after
+            // it of the same class): they are examined, infeasible, at once.
+            // Counting why exactly only matters when nothing fits, and then
+            // the pass below recounts in filter order.
+            if !view.fits {
+                let run = (s.run_end[node] as usize - node).min(remaining);
+                examined += run;
+                remaining -= run;
+                node += run;
+                if node == all {
+                    node = 0;
+                }
+                continue;
+            }
+            examined += 1;
+            remaining -= 1;
+            if s.fits(&template, &views, pod, node, node_level, pod_level) {
+                feasible.push(node);
+                max_preferred = max_preferred.max(view.preferred);
+                max_intolerable = max_intolerable.max(view.intolerable);
+                if feasible.len() >= wanted {
+                    break;
+                }
+            }
+            node += 1;
+            if node == all {
+                node = 0;
+            }
+        }
+        self.cursor = (start + examined) % all.max(1);
+        if feasible.is_empty() {
+            self.feasible_buf = feasible;
+            let mut misfits: [usize; 7] = [0; 7];
+            for node in 0..all {
+                if let Some(m) = s.misfit(&template, &views, pod, node) {
+                    misfits[m as usize] += 1;
+                }
+            }
+            let reasons: Vec<String> = [
+                Misfit::NotReady,
+                Misfit::Unschedulable,
+                Misfit::Taint,
+                Misfit::Affinity,
+                Misfit::Resources,
+                Misfit::VolumeAffinity,
+                Misfit::PodAffinity,
+            ]
+            .iter()
+            .filter(|m| misfits[**m as usize] > 0)
+            .map(|m| format!("{} {}", misfits[*m as usize], m.describe()))
+            .collect();
+            return Err(format!(
+                "0/{} nodes are available: {}",
+                world
+                    .nodes()
+                    .iter()
+                    .filter(|n| n.phase != super::world::NodePhase::Gone)
+                    .count(),
+                reasons.join(", ")
+            ));
+        }
+        let best = self.best(
+            world,
+            rng,
+            &template,
+            &views,
+            &feasible,
+            (max_preferred, max_intolerable),
+        );
+        self.feasible_buf = feasible;
+        Ok(best)
+    }
+
+    /// The highest-scoring feasible node; ties broken by the seeded generator.
+    fn best(
+        &mut self,
+        world: &World,
+        rng: &mut SeededRng,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        feasible: &[NodeId],
+        (max_preferred, max_intolerable): (i64, usize),
+    ) -> NodeId {
+        // The node-affinity and taint parts depend only on the class once
+        // the maxima are known.
+        let mut class_part = std::mem::take(&mut self.class_score_buf);
+        class_part.clear();
+        class_part.extend(classes.iter().map(|c| {
+            let c = c.unwrap_or_default();
+            let affinity = if max_preferred > 0 {
+                c.preferred * 100 / max_preferred
+            } else {
+                0
+            };
+            let taint = if max_intolerable > 0 {
+                100 - (c.intolerable as i64) * 100 / (max_intolerable as i64)
+            } else {
+                100
+            };
+            2 * affinity + 3 * taint
+        }));
+        let requests = template.requests;
+        let mut best_score = i64::MIN;
+        let mut best = std::mem::take(&mut self.best_buf);
+        best.clear();
+        for &node in feasible {
+            let (scored_for, cached) = self.capacity_scores[node];
+            let capacity = if scored_for == requests {
+                cached
+            } else {
+                let n = world.node(node);
+                let score = capacity_score(n.allocatable, n.requested.plus(requests));
+                self.capacity_scores[node] = (requests, score);
+                score
+            };
+            let score = capacity + class_part[self.hot[node].class as usize];
+            if score > best_score {
+                best_score = score;
+                best.clear();
+                best.push(node);
+            } else if score == best_score {
+                best.push(node);
+            }
+        }
+        let picked = best[rng.index(best.len())];
+        self.best_buf = best;
+        self.class_score_buf = class_part;
+        picked
+    }
+
+    /// Whether, for every pod template in `templates` (with one of its
+    /// pods) and every node, the compact path decides what the full
+    /// filters decide; returns (compared, fitting, vouched for by the
+    /// compact flag), or the first disagreement.
+    #[cfg(test)]
+    pub(crate) fn compact_path_agrees(
+        &mut self,
+        world: &World,
+        volumes: &Volumes,
+        templates: &[(std::rc::Rc<Template>, PodId)],
+    ) -> Result<(usize, usize, usize), String> {
+        self.refresh(world);
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let (mut compared, mut fitting, mut vouched) = (0, 0, 0);
+        for (template, pod) in templates {
+            fill_class_views(self.classes.objects(), template);
+            let views = template.class_views.borrow();
+            let (node_level, pod_level) = s.levels(template, *pod);
+            for node in 0..world.nodes().len() {
+                let full = s.misfit(template, &views, *pod, node).is_none();
+                let fast = s.fits(template, &views, *pod, node, node_level, pod_level);
+                if fast != full {
+                    return Err(format!(
+                        "{} on {}",
+                        world.pod(*pod).key(),
+                        world.node(node).name
+                    ));
+                }
+                compared += 1;
+                fitting += usize::from(full);
+                vouched += usize::from(s.hot[node].plain);
+            }
+        }
+        Ok((compared, fitting, vouched))
+    }
+}
+
+/// What one template makes of each node class: whether the class's labels
+/// admit it and its taints are tolerated, and the class's
+/// preferred-affinity and PreferNoSchedule standing. Judged once per
+/// (template, class) and kept on the template, since a class's nodes
+/// differ only by name and a class never changes (a relabelled node
+/// moves to another class).
+fn fill_class_views(class_objects: &[Node], template: &Template) {
+    let mut cache = template.class_views.borrow_mut();
+    if cache.len() >= class_objects.len() && cache.iter().all(Option::is_some) {
+        return;
+    }
+    if cache.len() < class_objects.len() {
+        cache.resize(class_objects.len(), None);
+    }
+    for (class, object) in class_objects.iter().enumerate() {
+        if cache[class].is_some() {
+            continue;
+        }
+        let taints = object
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[]);
+        cache[class] = Some(ClassView {
+            fits: template.per_node || template.required.matches(object),
+            tolerated: scheduling_blocker(taints, &template.tolerations).is_none(),
+            preferred: template.preferences.score(object),
+            intolerable: intolerable_prefer_no_schedule(taints, &template.tolerations),
+        });
+    }
+}
+
+/// What the filters read during one pass: the world and the compact state.
+struct Scan<'a> {
+    world: &'a World,
+    volumes: &'a Volumes,
+    hot: &'a [HotNode],
+    run_end: &'a [u32],
+}
+
+impl Scan<'_> {
+    /// Whether a pod needs more than the compact state: required rules
+    /// that name single nodes or bound volumes confined to a domain (node
+    /// level), or pod (anti-)affinity (pod level).
+    fn levels(&self, template: &Template, pod: PodId) -> (bool, bool) {
+        let node_level = template.per_node
+            || self
+                .world
+                .pod(pod)
+                .claims
+                .iter()
+                .any(|&c| self.volumes.claim(c).pv_topology.is_some());
+        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
+        (node_level, pod_level)
+    }
+
+    /// Whether the pod fits the node: from the compact state when the
+    /// node's flag and the class's verdicts vouch for everything but
+    /// capacity, through the full filters otherwise. Decides exactly what
+    /// `misfit(…).is_none()` decides (a test holds it to that).
+    #[inline]
+    fn fits(
+        &self,
+        template: &Template,
+        views: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+        node_level: bool,
+        pod_level: bool,
+    ) -> bool {
+        let h = self.hot[node];
+        let view = views[h.class as usize].unwrap_or_default();
+        if h.plain && view.fits && view.tolerated && !node_level {
+            let requests = template.requests;
+            requests.cpu <= h.free.cpu
+                && requests.memory <= h.free.memory
+                && h.room > 0
+                && (!pod_level || self.pod_affinity_ok(template, pod, self.world.node(node)))
+        } else {
+            self.misfit(template, views, pod, node).is_none()
+        }
+    }
+
+    fn misfit(
+        &self,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+    ) -> Option<Misfit> {
+        let n = self.world.node(node);
+        if !n.is_ready() || !n.server_up || n.draining {
+            return Some(Misfit::NotReady);
+        }
+        if n.unschedulable() && cordon_blocks(true, &template.tolerations) {
+            return Some(Misfit::Unschedulable);
+        }
+        // Taints can differ within a class (a node tainted unreachable or
+        // for deletion), so they are read from the node itself.
+        if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
+            return Some(Misfit::Taint);
+        }
+        let fits = classes[n.class].is_some_and(|c| c.fits);
+        if !fits || (template.per_node && !template.required.matches(&n.object)) {
+            return Some(Misfit::Affinity);
+        }
+        let requests = template.requests;
+        if !n.requested.plus(requests).fits_in(n.allocatable) || n.pods.len() as u32 >= n.max_pods {
+            return Some(Misfit::Resources);
+        }
+        if !self.volume_topology_ok(pod, n) {
+            return Some(Misfit::VolumeAffinity);
+        }
+        if !self.pod_affinity_ok(template, pod, n) {
+            return Some(Misfit::PodAffinity);
+        }
+        None
+    }
+
+    /// VolumeBinding for bound volumes: the node is in the topology domain
+    /// each of the pod's volumes was provisioned in (its PV node affinity).
+    fn volume_topology_ok(&self, pod: PodId, n: &SimNode) -> bool {
+        self.world.pod(pod).claims.iter().all(|&c| {
+            let claim = self.volumes.claim(c);
+            match (&claim.topology_key, &claim.pv_topology) {
+                (Some(key), Some(value)) => n.labels().get(key) == Some(value),
+                _ => true,
+            }
+        })
+    }
+
+    fn pod_affinity_ok(&self, template: &Template, pod: PodId, n: &SimNode) -> bool {
+        if template.anti_affinity.is_empty() && template.affinity.is_empty() {
+            return true;
+        }
+        let pods = self.world.pods();
+        let namespace = &pods[pod].namespace;
+        // Pods in the same topology domain as `n` (only hostname-like keys
+        // and keys every node of a pool shares are modelled: the domain is
+        // the set of nodes carrying the same value of the key).
+        let in_domain = |key: &str, selector: &kube_core::Selector| -> bool {
+            let value = n.labels().get(key);
+            self.world
+                .nodes()
+                .iter()
+                .filter(|m| m.labels().get(key) == value && value.is_some())
+                .any(|m| {
+                    m.pods.iter().any(|&other| {
+                        other != pod
+                            && pods[other].phase != PodPhase::Gone
+                            && &pods[other].namespace == namespace
+                            && kube_core::SelectorExt::matches(
+                                selector,
+                                &pods[other].template.labels,
+                            )
+                    })
+                })
+        };
+        template
+            .anti_affinity
+            .iter()
+            .all(|(selector, key)| !in_domain(key, selector))
+            && template.affinity.iter().all(|(selector, key)| {
+                in_domain(key, selector) || self.first_of_its_kind(template, pod, selector)
+            })
+    }
+
+    /// A pod whose affinity selects its own labels may go anywhere when no
+    /// matching pod exists yet (kube-scheduler's special case), so the first
+    /// replica of a self-affine workload can start.
+    fn first_of_its_kind(
+        &self,
+        template: &Template,
+        pod: PodId,
+        selector: &kube_core::Selector,
+    ) -> bool {
+        kube_core::SelectorExt::matches(selector, &template.labels)
+            && !self.world.pods().iter().enumerate().any(|(i, p)| {
+                i != pod
+                    && p.node.is_some()
+                    && p.phase != PodPhase::Gone
+                    && kube_core::SelectorExt::matches(selector, &p.template.labels)
+            })
+    }
+}
+
+/// A capacity score that was never computed (no pod requests -1 CPU).
+pub(super) const NOT_SCORED: Resources = Resources {
+    cpu: -1,
+    memory: -1,
+};
+
+/// What the scheduler's scan reads of a node: kept compact so that the
+/// scan over thousands of nodes stays in cache. Rebuilt at the start of
+/// every scheduling pass and refreshed for each node a pod is bound to.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct HotNode {
+    /// Allocatable minus requested.
+    free: Resources,
+    /// Pods it can still take.
+    room: u32,
+    /// Its scheduling class.
+    class: u32,
+    /// Ready, running, not draining, not cordoned, and tainted exactly as
+    /// its class: the class's verdict on taints holds for it.
+    plain: bool,
+}
+
+/// NodeResourcesFit least-allocated plus BalancedAllocation, for a node
+/// with `after` requested.
+fn capacity_score(allocatable: Resources, after: Resources) -> i64 {
+    let least =
+        (free_share(allocatable.cpu, after.cpu) + free_share(allocatable.memory, after.memory)) / 2;
+    least + balanced_allocation(allocatable, after)
+}
+
+/// LeastAllocated for one resource: the share left free, 0–100.
+fn free_share(allocatable: i64, requested: i64) -> i64 {
+    if allocatable <= 0 || requested > allocatable {
+        return 0;
+    }
+    (allocatable - requested) * 100 / allocatable
+}
+
+/// BalancedAllocation: 100 when CPU and memory are used in equal shares.
+fn balanced_allocation(
+    allocatable: super::world::Resources,
+    requested: super::world::Resources,
+) -> i64 {
+    if allocatable.cpu <= 0 || allocatable.memory <= 0 {
+        return 0;
+    }
+    let cpu = requested.cpu as f64 / allocatable.cpu as f64;
+    let memory = requested.memory as f64 / allocatable.memory as f64;
+    // Two resources: the standard deviation is half the difference.
+    let std = ((cpu - memory).abs() / 2.0).min(1.0);
+    ((1.0 - std) * 100.0) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{node, pod, template, template_with};
+    use crate::world::{NodePhase, Owner};
+
+    #[test]
+    fn the_sample_size_follows_kube_scheduler() {
+        assert_eq!(feasible_nodes_to_find(9), 9);
+        assert_eq!(feasible_nodes_to_find(99), 99);
+        assert_eq!(feasible_nodes_to_find(100), 100);
+        // 5000 nodes: 50 - 40 = 10 % = 500.
+        assert_eq!(feasible_nodes_to_find(5000), 500);
+        // 10000 nodes: 50 - 80 < 5, so 5 % = 500.
+        assert_eq!(feasible_nodes_to_find(10_000), 500);
+        // 1000 nodes: 42 % = 420.
+        assert_eq!(feasible_nodes_to_find(1000), 420);
+    }
+
+    fn cluster(nodes: usize) -> (World, Scheduler) {
+        let mut world = World::default();
+        let mut scheduler = Scheduler::default();
+        for i in 0..nodes {
+            let mut n = node(&format!("n-{i}"));
+            n.phase = NodePhase::Ready;
+            n.class = scheduler.class_for(&n);
+            world.add_node(n);
+        }
+        (world, scheduler)
+    }
+
+    fn pick(
+        world: &World,
+        scheduler: &mut Scheduler,
+        pod: PodId,
+        seed: u64,
+    ) -> Result<NodeId, String> {
+        scheduler.refresh(world);
+        let volumes = Volumes::new(Vec::new());
+        scheduler.pick(world, &volumes, &mut SeededRng::new(seed), pod)
+    }
+
+    #[test]
+    fn pending_pods_wait_in_creation_order() {
+        let mut s = Scheduler::default();
+        assert!(!s.has_pending());
+        s.enqueue(20, 1);
+        s.enqueue(10, 2);
+        s.enqueue(20, 0);
+        assert_eq!(s.pending(), [2, 0, 1]);
+        s.dequeue(10, 2);
+        s.dequeue(10, 1);
+        assert_eq!(s.pending(), [0, 1], "a pod leaves by its own creation time");
+    }
+
+    #[test]
+    fn the_least_allocated_node_wins_and_ties_go_by_seed() {
+        let (mut world, mut scheduler) = cluster(3);
+        let t = template("web");
+        for (i, on) in [0, 0, 1].into_iter().enumerate() {
+            let p = world.add_pod(pod(&format!("old-{i}"), Owner::None, t.clone(), Vec::new()));
+            world.bind(p, on);
+        }
+        let p = world.add_pod(pod("new", Owner::None, t.clone(), Vec::new()));
+        assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(2));
+        let tie = |seed| {
+            let (mut world, mut scheduler) = cluster(3);
+            let busy = world.add_pod(pod("busy", Owner::None, t.clone(), Vec::new()));
+            world.bind(busy, 0);
+            let p = world.add_pod(pod("new", Owner::None, t.clone(), Vec::new()));
+            pick(&world, &mut scheduler, p, seed).expect("fits")
+        };
+        let picks: BTreeSet<NodeId> = (0..16).map(tie).collect();
+        assert_eq!(
+            picks,
+            BTreeSet::from([1, 2]),
+            "either empty node, never the busy one"
+        );
+        assert_eq!(tie(5), tie(5));
+    }
+
+    #[test]
+    fn a_pod_that_fits_nowhere_says_why_per_node() {
+        let (mut world, mut scheduler) = cluster(3);
+        world.node_mut(1).phase = NodePhase::NotReady;
+        let t = template_with("fast", serde_json::json!({"nodeSelector": {"disk": "ssd"}}));
+        let p = world.add_pod(pod("fast", Owner::None, t, Vec::new()));
+        assert_eq!(
+            pick(&world, &mut scheduler, p, 1),
+            Err("0/3 nodes are available: 1 node(s) not ready, 2 node(s) didn't match Pod's node affinity/selector".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_relabelled_node_is_judged_in_its_new_class() {
+        let (mut world, mut scheduler) = cluster(3);
+        let t = template_with("fast", serde_json::json!({"nodeSelector": {"disk": "ssd"}}));
+        let p = world.add_pod(pod("fast", Owner::None, t.clone(), Vec::new()));
+        assert!(pick(&world, &mut scheduler, p, 1).is_err());
+        assert_eq!(
+            t.class_views.borrow().len(),
+            1,
+            "one class judged: it does not fit"
+        );
+        let mut labels = world.node(1).labels().clone();
+        labels.insert("disk".to_owned(), "ssd".to_owned());
+        assert!(world.set_node_labels(1, labels));
+        let class = scheduler.class_for(world.node(1));
+        world.node_mut(1).class = class;
+        assert_eq!(class, 1, "a new class");
+        assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(1));
+        assert_eq!(
+            t.class_views.borrow().len(),
+            2,
+            "the new class was judged too"
+        );
+    }
+
+    #[test]
+    fn least_allocated_prefers_free_nodes() {
+        assert_eq!(free_share(8000, 2000), 75);
+        assert_eq!(free_share(8000, 8000), 0);
+        assert_eq!(free_share(8000, 9000), 0);
+    }
+}

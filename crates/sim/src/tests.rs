@@ -1,0 +1,236 @@
+//! Tests of the parts working together inside a simulation: what needs a
+//! provisioned cluster rather than one part on its own.
+
+use super::Simulation;
+use super::world::{NodePhase, PodPhase};
+
+/// A drill of `pools` (YAML list items) running `manifests`.
+fn simulation(pools: &str, manifests: &str, seed: u64) -> Simulation {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    let text = format!(
+        "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {{name: parts}}
+cluster:
+  pools:
+{pools}workloads: [{{path: manifests.yaml}}]
+"
+    );
+    let source = drillbench_model::scenario::SourceFile::new(dir.path().join("drill.yaml"), text);
+    let drill = drillbench_model::drill::Drill::from_source(source)
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    Simulation::new(&drill, seed).expect("provisions")
+}
+
+fn deployment(name: &str, replicas: u32, memory: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: apps}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+{spec}      containers: [{{name: c, image: pause, resources: {{requests: {{cpu: 100m, memory: {memory}}}}}}}]
+---
+"
+    )
+}
+
+/// A cluster whose nodes are in every state the compact flag must not
+/// vouch for: cordoned, draining, NotReady with the unreachable taints,
+/// tainted beyond their class; and templates at node level (hostname
+/// affinity), pod level (anti-affinity), tolerating everything, too big.
+fn varied() -> Simulation {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let manifests = [
+        deployment("plain", 6, "1Gi", "      nodeSelector: {tier: a}\n"),
+        deployment(
+            "spread",
+            3,
+            "1Gi",
+            "      tolerations: [{key: dedicated, operator: Equal, value: b, effect: NoSchedule}]\n      affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: spread}}, topologyKey: kubernetes.io/hostname}]}}\n",
+        ),
+        deployment(
+            "pinned",
+            1,
+            "1Gi",
+            "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [a-2, b-1]}]}]}}}\n",
+        ),
+        deployment("anywhere", 2, "1Gi", "      tolerations: [{operator: Exists}]\n"),
+        deployment("huge", 1, "30Gi", "      nodeSelector: {tier: a}\n"),
+    ]
+    .concat();
+    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    let text = "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: varied}
+cluster:
+  pools:
+    - {name: a, count: 5, serverType: cx43, namePattern: 'a-{n}', labels: {tier: a}}
+    - name: b
+      count: 4
+      serverType: cx43
+      namePattern: 'b-{n}'
+      labels: {tier: b}
+      taints: [{key: dedicated, value: b, effect: NoSchedule}]
+workloads: [{path: manifests.yaml}]
+";
+    let source =
+        drillbench_model::scenario::SourceFile::new(dir.path().join("drill.yaml"), text.to_owned());
+    let drill = drillbench_model::drill::Drill::from_source(source)
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let mut sim = Simulation::new(&drill, 3).expect("provisions");
+    sim.advance_to(60_000);
+    let id = |sim: &Simulation, name: &str| sim.node_id(name).expect("node");
+    let cordoned = id(&sim, "a-2");
+    sim.cordon(cordoned);
+    let draining = id(&sim, "a-4");
+    sim.world.node_mut(draining).draining = true;
+    let lost = id(&sim, "b-3");
+    sim.crash_node(lost);
+    let extra = id(&sim, "a-5");
+    sim.add_taint(extra, "example.com/maintenance", "NoSchedule");
+    let soft = id(&sim, "b-2");
+    sim.add_taint(soft, "example.com/slow", "PreferNoSchedule");
+    sim.advance_to(3 * 60_000);
+    sim
+}
+
+#[test]
+fn the_compact_path_decides_what_the_full_filters_decide() {
+    let mut sim = varied();
+    let lost = sim.node_id("b-3").expect("node");
+    assert!(
+        !sim.nodes()[lost].is_ready(),
+        "the crashed node is NotReady"
+    );
+    let templates: Vec<_> = sim
+        .workloads()
+        .iter()
+        .filter_map(|w| Some((w.template.clone(), *w.pods.first()?)))
+        .collect();
+    let (compared, fitting, vouched) = sim
+        .scheduler
+        .compact_path_agrees(&sim.world, &sim.volumes, &templates)
+        .unwrap_or_else(|e| panic!("the paths disagree: {e}"));
+    // The comparison covers both outcomes and both paths.
+    assert!(fitting > 0 && fitting < compared, "{fitting} of {compared}");
+    assert!(vouched > 0 && vouched < compared, "{vouched} of {compared}");
+}
+
+#[test]
+fn a_relabelled_node_moves_class_and_a_waiting_pod_is_placed_on_it() {
+    let pools =
+        "    - {name: a, count: 3, serverType: cx43, namePattern: 'a-{n}', labels: {tier: a}}\n";
+    let manifests = deployment("fast", 1, "1Gi", "      nodeSelector: {disk: ssd}\n");
+    let mut sim = simulation(pools, &manifests, 1);
+    sim.advance_to(60_000);
+    let pod = sim.pod_id("apps", "fast", false);
+    assert!(
+        pod.is_none(),
+        "no pod of that exact name: names are generated"
+    );
+    let waiting: Vec<_> = sim
+        .pods()
+        .iter()
+        .filter(|p| p.name.starts_with("fast-"))
+        .collect();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].phase, PodPhase::Pending, "no node has the label");
+    let template = waiting[0].template.clone();
+    let node = sim.node_id("a-2").expect("node");
+    let before = sim.nodes()[node].class;
+    let same = sim.nodes()[sim.node_id("a-1").expect("node")].class;
+    assert_eq!(before, same, "nodes of a pool share a class");
+    let views_before = template.class_views.borrow().len();
+    let mut labels = sim.nodes()[node].labels().clone();
+    labels.insert("disk".to_owned(), "ssd".to_owned());
+    sim.set_node_metadata(node, labels.clone(), Default::default());
+    let after = sim.nodes()[node].class;
+    assert_ne!(after, before, "a relabelled node is in another class");
+    assert!(
+        template.class_views.borrow().len() > views_before,
+        "the template judged the new class"
+    );
+    sim.advance_to(sim.now() + 60_000);
+    let placed = sim
+        .pods()
+        .iter()
+        .find(|p| p.name.starts_with("fast-"))
+        .and_then(|p| p.node);
+    assert_eq!(placed, Some(node));
+    // The same labels again change nothing; the old labels bring the old class back.
+    sim.set_node_metadata(node, labels, Default::default());
+    assert_eq!(sim.nodes()[node].class, after);
+    let mut plain = sim.nodes()[node].labels().clone();
+    plain.remove("disk");
+    sim.set_node_metadata(node, plain, Default::default());
+    assert_eq!(sim.nodes()[node].class, before);
+}
+
+#[test]
+fn resources_count_on_a_node_while_its_pods_hold_them() {
+    let pools = "    - {name: a, count: 1, serverType: cx43, namePattern: 'a-{n}'}\n";
+    let mut sim = simulation(pools, &deployment("web", 3, "1Gi", ""), 1);
+    sim.advance_to(60_000);
+    let node = sim.node_id("a-1").expect("node");
+    let n = &sim.nodes()[node];
+    assert_eq!(n.pods.len(), 3);
+    assert_eq!(n.requested.cpu, 300);
+    sim.scale_workload("apps/Deployment/web", 1)
+        .expect("scales");
+    sim.advance_to(sim.now() + 60_000);
+    let n = &sim.nodes()[node];
+    assert_eq!(n.pods.len(), 1, "terminated pods no longer count");
+    assert_eq!(n.requested.cpu, 100);
+    let live = sim
+        .pods()
+        .iter()
+        .filter(|p| p.phase != PodPhase::Gone)
+        .count();
+    assert_eq!(live, 1);
+}
+
+#[test]
+fn a_crashed_control_plane_loses_its_vote_and_the_endpoint_moves() {
+    let path = drillbench_model::test_support::repo_file("scenarios/cp-recreate.yaml");
+    let drill = drillbench_model::drill::Drill::load(&path)
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let mut sim = Simulation::new(&drill, 1).expect("provisions");
+    assert_eq!(sim.control_plane().voters(), 3);
+    assert!(sim.api_available());
+    let holder = sim.endpoint_holder().expect("a holder");
+    let next = sim
+        .pool_nodes(drillbench_model::topology::CONTROL_PLANE_POOL)
+        .into_iter()
+        .find(|n| *n != holder)
+        .expect("another control plane");
+    let node = sim.node_id(&holder).expect("node");
+    sim.crash_node(node);
+    assert_eq!(
+        sim.control_plane().healthy_voters(),
+        2,
+        "the vote is lost at once"
+    );
+    assert!(sim.control_plane().has_quorum(), "two of three");
+    assert!(!sim.api_available(), "the holder is down");
+    sim.advance_to(sim.now() + 5 * 60_000);
+    assert_eq!(
+        sim.endpoint_holder(),
+        Some(next),
+        "the first healthy by name"
+    );
+    assert!(sim.api_available());
+    assert_eq!(sim.nodes()[node].phase, NodePhase::NotReady);
+    let moved = sim
+        .observation()
+        .events
+        .iter()
+        .filter(|e| e.kind == drillbench_observe::EventKind::EndpointMoved)
+        .count();
+    assert_eq!(moved, 1, "one failover");
+}
