@@ -29,6 +29,9 @@ enum Command {
         #[arg(long, value_enum)]
         backend: Option<BackendArg>,
     },
+    /// The built-in drills as files.
+    #[command(subcommand)]
+    Scenarios(ScenariosCommand),
     /// Check drill files for syntax and meaning without running anything.
     Validate {
         /// Drill files, or built-in drill names, to check.
@@ -57,6 +60,17 @@ enum Command {
         /// List what would be removed, remove nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ScenariosCommand {
+    /// Write the built-in drills and the files they read (ksail import,
+    /// manifests, schema) under DIR, keeping their layout, to edit and run
+    /// as files. Nothing that exists with other contents is overwritten.
+    Export {
+        /// The folder to write to (created if missing).
+        dir: PathBuf,
     },
 }
 
@@ -315,6 +329,9 @@ pub fn main() -> ExitCode {
     };
     let exit = match cli.command {
         Command::List { backend } => app::list(backend.map(BackendArg::backend), &mut io),
+        Command::Scenarios(ScenariosCommand::Export { dir }) => {
+            app::export_scenarios(&dir, &mut io)
+        }
         Command::Validate { files } => app::validate(&files, &mut io),
         Command::Run(args) => app::run(&args.into_options(), &mut io),
         Command::Preflight(PreflightCommand::CpRecreate(args)) => {

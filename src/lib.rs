@@ -12,6 +12,7 @@ pub mod backend;
 pub mod bench_protocol;
 pub mod drill;
 pub mod duration;
+pub mod embedded;
 pub mod endpoint;
 pub mod error_text;
 pub mod exit;

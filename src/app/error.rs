@@ -11,7 +11,7 @@ use crate::report::ReportError;
 use crate::report::compare::CompareError;
 use crate::report::sweep::SweepError;
 use crate::run::RunError;
-use crate::scenario::catalog::ResolveError;
+use crate::scenario::catalog::{ExportError, ResolveError};
 use crate::scenario::diagnostic::{Diagnostic, Diagnostics};
 use crate::serve::ServeError;
 
@@ -37,6 +37,8 @@ pub(crate) enum CommandError {
     Catalog(#[source] Diagnostic),
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    #[error("cannot export the built-in drills")]
+    Export(#[source] ExportError),
     #[error("--backend kubeconfig needs --kubeconfig FILE")]
     NoKubeconfig,
     #[error("--runs sweeps seeds of the simulator; a real cluster runs one drill at a time")]
@@ -134,6 +136,7 @@ fn error_exit(error: &CommandError) -> Exit {
     match error {
         E::Drill(_)
         | E::Resolve(_)
+        | E::Export(_)
         | E::NoKubeconfig
         | E::SweepOnCluster
         | E::Runs { .. }

@@ -14,6 +14,7 @@ pub use crate::backend::BackendKind as Backend;
 use crate::drill::Drill;
 use crate::exit::Exit;
 pub use crate::io::Io;
+use crate::io::printable;
 use crate::report::compare::{self, Noise};
 use crate::report::sweep::{self, SWEEP_FORMAT, SweepReport};
 use crate::report::{DrillReport, html, junit, markdown};
@@ -48,6 +49,27 @@ fn list_drills(backend: Option<Backend>, io: &mut Io<'_>) -> Result<Ending, Comm
         let _ = writeln!(io.out, "{:width$}  {}", entry.name, entry.summary);
     }
     Ok(Ending::Held)
+}
+
+/// `bench scenarios export DIR`: the built-in drills and the files they
+/// read, written out for editing, one path a line.
+pub fn export_scenarios(dir: &Path, io: &mut Io<'_>) -> Exit {
+    let result = catalog::export(dir)
+        .map_err(CommandError::Export)
+        .map(|written| {
+            for path in &written {
+                let _ = writeln!(io.out, "{}", printable(&path.display().to_string()));
+            }
+            if written.is_empty() {
+                let _ = writeln!(
+                    io.err,
+                    "{} already holds every built-in file",
+                    dir.display()
+                );
+            }
+            Ending::Held
+        });
+    finish(result, io)
 }
 
 /// `bench validate FILE...`: every problem of every file; exit 2 if any.

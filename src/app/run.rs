@@ -259,6 +259,10 @@ pub fn summary(report: &DrillReport) -> String {
             text.push_str(&format!("       {}\n", a.summary));
         }
     }
+    text.push_str(&format!(
+        "replay: {}\n",
+        report.drill.replay(&report.backend, report.seed)
+    ));
     text
 }
 
@@ -344,10 +348,9 @@ fn sweep(
     for failing in sweep.failing_seeds.iter().take(10) {
         let _ = writeln!(
             io.out,
-            "  failing seed {}: bench run {} --seed {} ({})",
+            "  failing seed {}: {} ({})",
             failing.seed,
-            crate::run::display_path(&drill.source.path),
-            failing.seed,
+            printable(&sweep.drill.replay(&sweep.backend, failing.seed)),
             printable(&failing.assertions.join(", "))
         );
     }

@@ -34,6 +34,7 @@ mod kube_backend;
 mod loader_props;
 #[cfg(unix)]
 mod local_path;
+mod portable_binary;
 mod preflight_cli;
 #[cfg(unix)]
 mod preflight_live_cli;
