@@ -138,6 +138,19 @@ struct RunArgs {
     /// the most the bench's emulated autoscaler can add to one.
     #[arg(long, value_name = "N", default_value_t = 2)]
     standby_nodes: u32,
+    /// What standard output carries: `text` for people (inside GitHub
+    /// Actions, with `::error` annotations), `github` for the annotations
+    /// anywhere, `json` for the report alone. Inside Actions the Markdown
+    /// report is also appended to $GITHUB_STEP_SUMMARY.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    format: RunFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RunFormat {
+    Text,
+    Github,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -382,6 +395,11 @@ impl RunArgs {
             context: self.context,
             allow_destructive: self.allow_destructive,
             standby_nodes: self.standby_nodes,
+            format: match self.format {
+                RunFormat::Text => app::OutputFormat::Text,
+                RunFormat::Github => app::OutputFormat::Github,
+                RunFormat::Json => app::OutputFormat::Json,
+            },
         }
     }
 }

@@ -3,11 +3,13 @@
 //! [`Exit`] the CLI contract promises, so tests can drive them directly.
 //! How a command ended becomes an exit code in one place (`error`).
 
+mod actions;
 mod error;
 mod run;
 
 use std::path::{Path, PathBuf};
 
+pub use self::actions::OutputFormat;
 use self::error::{CommandError, Ending, finish};
 pub use self::run::RunOptions;
 pub use crate::backend::BackendKind as Backend;

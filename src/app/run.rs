@@ -1,11 +1,13 @@
 //! `bench run`: one seed on any backend, or a sweep of seeds on the
 //! simulator.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
+use super::actions::{Output, OutputFormat};
 use super::error::{CommandError, Ending};
 use crate::backend::BackendKind;
 use crate::backend::factory::{Existing, Factory};
@@ -14,7 +16,7 @@ use crate::io::{Io, printable};
 use crate::out_dir::{self, OutDir};
 use crate::progress::Progress;
 use crate::report::sweep::{self, SweepReport};
-use crate::report::{DrillReport, Outcome, Verdict, format_ms, write_all};
+use crate::report::{DrillReport, Outcome, Verdict, format_ms, github, markdown, write_all};
 use crate::run::run_drill;
 use crate::scenario::catalog;
 
@@ -39,6 +41,8 @@ pub struct RunOptions {
     /// Standby nodes per autoscaled pool on kind and Talos: the most nodes
     /// the emulated autoscaler can add to a pool.
     pub standby_nodes: u32,
+    /// What standard output carries.
+    pub format: OutputFormat,
 }
 
 /// The most seeds one sweep runs. Every swept seed's report is kept until
@@ -111,9 +115,9 @@ fn run_and_report(
         path: out.to_path_buf(),
         source,
     })?;
-    let _ = write!(io.out, "{}", printable(&summary(&report)));
+    let mut terminal = printable(&summary(&report)).into_owned();
     let _ = writeln!(
-        io.out,
+        terminal,
         "reports: {}",
         written
             .iter()
@@ -121,6 +125,13 @@ fn run_and_report(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let output = Output {
+        terminal,
+        json: report.to_json(),
+        markdown: markdown::render(&report),
+        annotations: github::annotations(&report),
+    };
+    output.publish(options.format, io);
     Ok(if report.passed() {
         Ending::Held
     } else {
@@ -318,8 +329,9 @@ fn sweep(
             path: out.to_path_buf(),
             source,
         })?;
+    let mut text = String::new();
     let _ = writeln!(
-        io.out,
+        text,
         "{} on {}: {} runs from seed {}, {} failed",
         drill.name(),
         options.backend.name(),
@@ -336,7 +348,7 @@ fn sweep(
             }
         };
         let _ = writeln!(
-            io.out,
+            text,
             "  {}: p50 {} p95 {} p99 {} max {}",
             printable(name),
             show(d.p50),
@@ -347,7 +359,7 @@ fn sweep(
     }
     for failing in sweep.failing_seeds.iter().take(10) {
         let _ = writeln!(
-            io.out,
+            text,
             "  failing seed {}: {} ({})",
             failing.seed,
             printable(&sweep.drill.replay(&sweep.backend, failing.seed)),
@@ -355,10 +367,17 @@ fn sweep(
         );
     }
     let _ = writeln!(
-        io.out,
+        text,
         "reports: {}",
         out.join("sweep.{json,md,junit.xml,html}").display()
     );
+    let output = Output {
+        terminal: text,
+        json: sweep.to_json(),
+        markdown: sweep::markdown(&sweep),
+        annotations: github::sweep_annotations(&sweep),
+    };
+    output.publish(options.format, io);
     Ok(if sweep.failures == 0 {
         Ending::Held
     } else {

@@ -10,6 +10,7 @@
 //! gives the same bytes.
 
 pub mod compare;
+pub mod github;
 pub mod html;
 pub mod junit;
 pub mod markdown;

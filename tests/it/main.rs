@@ -27,6 +27,7 @@ mod emulated_autoscaler;
 mod endpoint_proxy;
 #[cfg(unix)]
 mod fake_cli;
+mod github_actions;
 mod golden_replay;
 #[cfg(unix)]
 mod kind_driver;

@@ -37,6 +37,8 @@ impl Copied {
                 .args(args)
                 .current_dir(self.work())
                 .env_remove("BENCH_SCENARIO_DIR")
+                .env_remove("GITHUB_ACTIONS")
+                .env_remove("GITHUB_STEP_SUMMARY")
                 .env("NO_COLOR", "1")
                 .output()
                 .expect("the copied bench runs"),
