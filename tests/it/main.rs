@@ -35,6 +35,8 @@ mod kube_backend;
 mod loader_props;
 #[cfg(unix)]
 mod local_path;
+#[cfg(unix)]
+mod nightly_verdict;
 mod portable_binary;
 mod preflight_cli;
 #[cfg(unix)]
