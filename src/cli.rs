@@ -30,6 +30,9 @@ enum Command {
         #[arg(long, value_enum)]
         backend: Option<BackendArg>,
     },
+    /// The built-in drills as files.
+    #[command(subcommand)]
+    Scenarios(ScenariosCommand),
     /// Check drill files for syntax and meaning without running anything.
     Validate {
         /// Drill files, or built-in drill names, to check.
@@ -58,6 +61,17 @@ enum Command {
         /// List what would be removed, remove nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ScenariosCommand {
+    /// Write the built-in drills and the files they read (ksail import,
+    /// manifests, schema) under DIR, keeping their layout, to edit and run
+    /// as files. Nothing that exists with other contents is overwritten.
+    Export {
+        /// The folder to write to (created if missing).
+        dir: PathBuf,
     },
 }
 
@@ -125,6 +139,19 @@ struct RunArgs {
     /// the most the bench's emulated autoscaler can add to one.
     #[arg(long, value_name = "N", default_value_t = 2)]
     standby_nodes: u32,
+    /// What standard output carries: `text` for people (inside GitHub
+    /// Actions, with `::error` annotations), `github` for the annotations
+    /// anywhere, `json` for the report alone. Inside Actions the Markdown
+    /// report is also appended to $GITHUB_STEP_SUMMARY.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    format: RunFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RunFormat {
+    Text,
+    Github,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -316,6 +343,9 @@ pub fn main() -> ExitCode {
     };
     let exit = match cli.command {
         Command::List { backend } => app::list(backend.map(BackendArg::backend), &mut io),
+        Command::Scenarios(ScenariosCommand::Export { dir }) => {
+            app::export_scenarios(&dir, &mut io)
+        }
         Command::Validate { files } => app::validate(&files, &mut io),
         Command::Run(args) => app::run(&args.into_options(), &mut io),
         Command::Preflight(PreflightCommand::CpRecreate(args)) => {
@@ -366,6 +396,11 @@ impl RunArgs {
             context: self.context,
             allow_destructive: self.allow_destructive,
             standby_nodes: self.standby_nodes,
+            format: match self.format {
+                RunFormat::Text => app::OutputFormat::Text,
+                RunFormat::Github => app::OutputFormat::Github,
+                RunFormat::Json => app::OutputFormat::Json,
+            },
         }
     }
 }

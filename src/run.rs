@@ -82,7 +82,7 @@ pub fn run_drill(
         drill: DrillIdentity {
             name: drill.name().to_owned(),
             description: drill.spec.metadata.description.clone().unwrap_or_default(),
-            file: display_path(&drill.source.path),
+            file: (!drill.is_builtin()).then(|| display_path(&drill.source.path)),
             content_hash: drill.content_hash(),
         },
         backend: backend_name.to_owned(),

@@ -1,29 +1,50 @@
 #!/usr/bin/env bash
-# Reads "NAME EXIT" lines and tells the two failures apart: any 3 (or a
-# missing file: the job broke before it ran anything) means the runner or
-# the bench broke; otherwise any 1 means the platform regressed. Prints
-# annotations, sets the step output `verdict`, and exits with that code.
+# Reads "NAME EXIT" lines and tells the failures apart. A drill's exit 1 is
+# the platform regressing. Everything else that is not 0 means the night's
+# results cannot be trusted: an end-to-end test (a name starting `e2e-`)
+# that failed, or a drill the bench refused (exit 2), is the bench broken;
+# exit 3 is the bench or the runner broken (a CLI missing, a cluster that
+# would not come up), as is a missing file (the job broke before anything
+# ran). Broken outranks regressed. Prints one annotation per failure, sets
+# the step output `verdict` (passed, platform-regressed, bench-broke,
+# runner-broke) and exits 0, 1 (regressed) or 3 (broke).
 set -uo pipefail
 codes="${1:?usage: nightly-verdict.sh EXIT-CODES-FILE}"
 out="${GITHUB_OUTPUT:-/dev/null}"
 if [ ! -s "$codes" ]; then
-  echo "::error::runner broke: no drill ran (exit 3)"
+  echo "::error title=Bench or runner broke (exit 3)::no drill ran"
   echo "verdict=runner-broke" >> "$out"
+  echo "verdict: runner-broke"
   exit 3
 fi
-verdict=passed
-exit_code=0
+regressed=0 bench_broke=0 runner_broke=0
 while read -r name code; do
-  case "$code" in
-    0) echo "ok: $name" ;;
-    1) echo "::error title=platform regressed::$name: an assertion failed (exit 1)"
-       if [ "$exit_code" -ne 3 ]; then verdict=platform-regressed; exit_code=1; fi ;;
-    2) echo "::error title=bad input::$name: the drill or its flags are invalid (exit 2)"
-       verdict=runner-broke; exit_code=3 ;;
-    *) echo "::error title=runner broke::$name: infrastructure error (exit $code)"
-       verdict=runner-broke; exit_code=3 ;;
+  [ -n "${name:-}" ] || continue
+  case "$name:$code" in
+    *:0) echo "ok: $name" ;;
+    e2e-*:*)
+      echo "::error title=Bench broke (exit 3)::$name: an end-to-end test of the bench failed (exit $code)"
+      bench_broke=1 ;;
+    *:1)
+      echo "::error title=Platform regressed (exit 1)::$name: a drill assertion failed"
+      regressed=1 ;;
+    *:2)
+      echo "::error title=Bench broke (exit 3)::$name: the bench refused its own drill or flags (exit 2)"
+      bench_broke=1 ;;
+    *)
+      echo "::error title=Bench or runner broke (exit 3)::$name: infrastructure error (exit $code)"
+      runner_broke=1 ;;
   esac
 done < "$codes"
+if [ "$runner_broke" -eq 1 ]; then
+  verdict=runner-broke exit_code=3
+elif [ "$bench_broke" -eq 1 ]; then
+  verdict=bench-broke exit_code=3
+elif [ "$regressed" -eq 1 ]; then
+  verdict=platform-regressed exit_code=1
+else
+  verdict=passed exit_code=0
+fi
 echo "verdict=$verdict" >> "$out"
 echo "verdict: $verdict"
 exit "$exit_code"

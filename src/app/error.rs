@@ -8,7 +8,7 @@ use crate::run::RunError;
 use drillbench_backend::BackendError;
 use drillbench_backend::clean::{CleanError, RegistryError};
 use drillbench_model::exit::Exit;
-use drillbench_model::scenario::catalog::ResolveError;
+use drillbench_model::scenario::catalog::{ExportError, ResolveError};
 use drillbench_model::scenario::diagnostic::{Diagnostic, Diagnostics};
 use drillbench_report::ReportError;
 use drillbench_report::compare::CompareError;
@@ -37,6 +37,8 @@ pub(crate) enum CommandError {
     Catalog(#[source] Diagnostic),
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    #[error("cannot export the built-in drills")]
+    Export(#[source] ExportError),
     #[error("--backend kubeconfig needs --kubeconfig FILE")]
     NoKubeconfig,
     #[error("--runs sweeps seeds of the simulator; a real cluster runs one drill at a time")]
@@ -134,6 +136,7 @@ fn error_exit(error: &CommandError) -> Exit {
     match error {
         E::Drill(_)
         | E::Resolve(_)
+        | E::Export(_)
         | E::NoKubeconfig
         | E::SweepOnCluster
         | E::Runs { .. }

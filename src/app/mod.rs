@@ -3,14 +3,17 @@
 //! [`Exit`] the CLI contract promises, so tests can drive them directly.
 //! How a command ended becomes an exit code in one place (`error`).
 
+mod actions;
 mod error;
 mod run;
 
 use std::path::{Path, PathBuf};
 
+pub use self::actions::OutputFormat;
 use self::error::{CommandError, Ending, finish};
 pub use self::run::RunOptions;
 pub use crate::io::Io;
+use crate::io::printable;
 pub use drillbench_backend::BackendKind as Backend;
 use drillbench_model::drill::Drill;
 use drillbench_model::exit::Exit;
@@ -50,6 +53,27 @@ fn list_drills(backend: Option<Backend>, io: &mut Io<'_>) -> Result<Ending, Comm
         let _ = writeln!(io.out, "{:width$}  {}", entry.name, entry.summary);
     }
     Ok(Ending::Held)
+}
+
+/// `bench scenarios export DIR`: the built-in drills and the files they
+/// read, written out for editing, one path a line.
+pub fn export_scenarios(dir: &Path, io: &mut Io<'_>) -> Exit {
+    let result = catalog::export(dir)
+        .map_err(CommandError::Export)
+        .map(|written| {
+            for path in &written {
+                let _ = writeln!(io.out, "{}", printable(&path.display().to_string()));
+            }
+            if written.is_empty() {
+                let _ = writeln!(
+                    io.err,
+                    "{} already holds every built-in file",
+                    dir.display()
+                );
+            }
+            Ending::Held
+        });
+    finish(result, io)
 }
 
 /// `bench validate FILE...`: every problem of every file; exit 2 if any.

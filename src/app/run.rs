@@ -1,11 +1,13 @@
 //! `bench run`: one seed on any backend, or a sweep of seeds on the
 //! simulator.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
+use super::actions::{Output, OutputFormat};
 use super::error::{CommandError, Ending};
 use crate::io::{Io, printable};
 use crate::progress::Progress;
@@ -16,7 +18,7 @@ use drillbench_model::drill::Drill;
 use drillbench_model::scenario::catalog;
 use drillbench_report::out_dir::{self, OutDir};
 use drillbench_report::sweep::{self, SweepReport};
-use drillbench_report::{DrillReport, Outcome, Verdict, format_ms, write_all};
+use drillbench_report::{DrillReport, Outcome, Verdict, format_ms, github, markdown, write_all};
 
 /// The options of `bench run`.
 #[derive(Debug, Clone)]
@@ -39,6 +41,8 @@ pub struct RunOptions {
     /// Standby nodes per autoscaled pool on kind and Talos: the most nodes
     /// the emulated autoscaler can add to a pool.
     pub standby_nodes: u32,
+    /// What standard output carries.
+    pub format: OutputFormat,
 }
 
 /// The most seeds one sweep runs. Every swept seed's report is kept until
@@ -111,9 +115,9 @@ fn run_and_report(
         path: out.to_path_buf(),
         source,
     })?;
-    let _ = write!(io.out, "{}", printable(&summary(&report)));
+    let mut terminal = printable(&summary(&report)).into_owned();
     let _ = writeln!(
-        io.out,
+        terminal,
         "reports: {}",
         written
             .iter()
@@ -121,6 +125,13 @@ fn run_and_report(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let output = Output {
+        terminal,
+        json: report.to_json(),
+        markdown: markdown::render(&report),
+        annotations: github::annotations(&report),
+    };
+    output.publish(options.format, io);
     Ok(if report.passed() {
         Ending::Held
     } else {
@@ -259,6 +270,10 @@ pub fn summary(report: &DrillReport) -> String {
             text.push_str(&format!("       {}\n", a.summary));
         }
     }
+    text.push_str(&format!(
+        "replay: {}\n",
+        report.drill.replay(&report.backend, report.seed)
+    ));
     text
 }
 
@@ -314,8 +329,9 @@ fn sweep(
             path: out.to_path_buf(),
             source,
         })?;
+    let mut text = String::new();
     let _ = writeln!(
-        io.out,
+        text,
         "{} on {}: {} runs from seed {}, {} failed",
         drill.name(),
         options.backend.name(),
@@ -332,7 +348,7 @@ fn sweep(
             }
         };
         let _ = writeln!(
-            io.out,
+            text,
             "  {}: p50 {} p95 {} p99 {} max {}",
             printable(name),
             show(d.p50),
@@ -343,19 +359,25 @@ fn sweep(
     }
     for failing in sweep.failing_seeds.iter().take(10) {
         let _ = writeln!(
-            io.out,
-            "  failing seed {}: bench run {} --seed {} ({})",
+            text,
+            "  failing seed {}: {} ({})",
             failing.seed,
-            crate::run::display_path(&drill.source.path),
-            failing.seed,
+            printable(&sweep.drill.replay(&sweep.backend, failing.seed)),
             printable(&failing.assertions.join(", "))
         );
     }
     let _ = writeln!(
-        io.out,
+        text,
         "reports: {}",
         out.join("sweep.{json,md,junit.xml,html}").display()
     );
+    let output = Output {
+        terminal: text,
+        json: sweep.to_json(),
+        markdown: sweep::markdown(&sweep),
+        annotations: github::sweep_annotations(&sweep),
+    };
+    output.publish(options.format, io);
     Ok(if sweep.failures == 0 {
         Ending::Held
     } else {

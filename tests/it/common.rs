@@ -29,11 +29,14 @@ pub fn bench_bin() -> assert_cmd::Command {
 }
 
 /// `bench` as a person runs it in `dir`: no colour, no input, and no
-/// scenario directory inherited from the environment.
+/// scenario directory inherited from the environment; nor the GitHub
+/// Actions step the tests may run in, whose job summary is not theirs.
 pub fn bench_cmd(dir: &Path) -> assert_cmd::Command {
     let mut cmd = bench_bin();
     cmd.current_dir(dir)
         .env_remove("BENCH_SCENARIO_DIR")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
         .env("NO_COLOR", "1");
     cmd
 }

@@ -5,12 +5,12 @@
 //! blessed on purpose with `BENCH_BLESS_GOLDEN=1 cargo test golden`.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use drillbench::run::run_drill;
 use drillbench_backend::BackendError;
 use drillbench_backend::sim::SimBackend;
 use drillbench_model::drill::Drill;
+use drillbench_model::scenario::catalog;
 use drillbench_sim::Simulation;
 use sha2::{Digest, Sha256};
 
@@ -25,24 +25,20 @@ fn provision(
     Ok(Box::new(SimBackend::new(sim)))
 }
 
-/// `drill seed sha256` lines for every built-in drill, in name order. The
-/// drill is loaded by a path relative to the repository root (the test's
-/// working directory), so the report's `drill.file` is the same on every
-/// checkout.
+/// `drill seed sha256` lines for every built-in drill, in name order, each
+/// loaded by name as `bench run NAME` loads it (from the binary), so the
+/// digests do not depend on the folder the test runs in.
 fn digests() -> String {
-    let mut names: Vec<String> = std::fs::read_dir("scenarios")
-        .expect("the built-in drills")
-        .filter_map(|entry| {
-            let name = entry.expect("entry").file_name().into_string().ok()?;
-            name.strip_suffix(".yaml").map(str::to_owned)
-        })
-        .collect();
-    names.sort();
-    assert!(names.len() >= 8, "every built-in drill is here: {names:?}");
+    let entries = catalog::list().expect("the built-in drills");
+    assert!(
+        entries.len() >= 8,
+        "every built-in drill is here: {entries:?}"
+    );
     let mut out = String::new();
-    for name in names {
-        let path = format!("scenarios/{name}.yaml");
-        let drill = Drill::load(Path::new(&path)).unwrap_or_else(|e| panic!("{e:?}"));
+    for entry in entries {
+        let name = entry.name;
+        let path = catalog::resolve(&name).expect("a built-in resolves by name");
+        let drill = Drill::load(&path).unwrap_or_else(|e| panic!("{e:?}"));
         for seed in 0..SEEDS {
             let json = run_drill(&drill, seed, &provision)
                 .expect("the drill runs")

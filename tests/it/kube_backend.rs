@@ -73,6 +73,7 @@ fn run(
         kubeconfig: kubeconfig.map(Path::to_path_buf),
         context: None,
         allow_destructive: allow.map(str::to_owned),
+        format: app::OutputFormat::default(),
     };
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let exit = app::run(

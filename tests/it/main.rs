@@ -27,6 +27,7 @@ mod emulated_autoscaler;
 mod endpoint_proxy;
 #[cfg(unix)]
 mod fake_cli;
+mod github_actions;
 mod golden_replay;
 #[cfg(unix)]
 mod kind_driver;
@@ -35,6 +36,9 @@ mod layering;
 mod loader_props;
 #[cfg(unix)]
 mod local_path;
+#[cfg(unix)]
+mod nightly_verdict;
+mod portable_binary;
 mod preflight_cli;
 #[cfg(unix)]
 mod preflight_live_cli;

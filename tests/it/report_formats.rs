@@ -82,7 +82,7 @@ fn sample(failing: bool) -> DrillReport {
         drill: DrillIdentity {
             name: "autoscaler-scale-down".to_owned(),
             description: "Burst, then reclaim.".to_owned(),
-            file: "scenarios/autoscaler-scale-down.yaml".to_owned(),
+            file: Some("scenarios/autoscaler-scale-down.yaml".to_owned()),
             content_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
                 .to_owned(),
         },

@@ -203,9 +203,7 @@ fn a_sweep_is_one_junit_testsuite() {
     );
     let text = failure.text().unwrap_or_default();
     assert!(
-        text.contains(
-            "seed 4: bench run scenarios/autoscaler-scale-down.yaml --backend sim --seed 4"
-        ),
+        text.contains("seed 4: bench run scenarios/autoscaler-scale-down.yaml --seed 4"),
         "{text}"
     );
     assert!(text.contains("--seed 8"), "{text}");
@@ -250,7 +248,7 @@ fn html_of_a_thousand_seeds() {
     // Every failing seed is listed with its exact replay command.
     for f in &s.failing_seeds {
         let cmd = format!(
-            "bench run scenarios/autoscaler-scale-down.yaml --backend sim --seed {}</code>",
+            "bench run scenarios/autoscaler-scale-down.yaml --seed {}</code>",
             f.seed
         );
         assert!(text.contains(&cmd), "seed {}", f.seed);

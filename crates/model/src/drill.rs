@@ -1,11 +1,14 @@
 //! A drill ready to run: the parsed file, its resolved topology, and every
 //! reference between them checked.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
+use crate::embedded;
 use crate::manifest::{self, Document, ManifestError};
 use crate::scenario::assertion::Assertion;
+use crate::scenario::catalog;
 use crate::scenario::check::{Checker, check, check_requirement};
 use crate::scenario::parse::{MAX_DRILL_BYTES, parse, read_source};
 use crate::scenario::spec::{
@@ -82,17 +85,31 @@ impl Drill {
         &self.spec.metadata.name
     }
 
-    /// `sha256:<hex>` over the drill file and every manifest file it
-    /// deploys, so two reports are compared only when they ran the same
-    /// drill on the same manifests.
+    /// Whether this is a built-in drill: one of `bench list` with this name
+    /// and the same contents, wherever it was read from (the binary, or an
+    /// exported or checked-out copy), so reports name it the same way.
+    pub fn is_builtin(&self) -> bool {
+        builtin_hashes()
+            .get(self.name())
+            .is_some_and(|hash| *hash == self.content_hash())
+    }
+
+    /// `sha256:<hex>` over the drill file, the ksail file it imports and
+    /// every manifest file it deploys, so two reports are compared only when
+    /// they ran the same drill on the same inputs. Paths are not hashed: a
+    /// built-in read from the binary and its copy on disk hash the same.
     pub fn content_hash(&self) -> String {
         use sha2::{Digest, Sha256};
         let mut hasher = Sha256::new();
         hasher.update(self.source.text.as_bytes());
-        for file in &self.workload_files {
+        let import = self.spec.cluster.import.as_ref().map(|import| {
+            let drill_dir = self.source.path.parent().unwrap_or(Path::new(""));
+            embedded::join(drill_dir, &import.value)
+        });
+        for file in import.iter().chain(&self.workload_files) {
             // A file that vanished since validation hashes as empty; the run
             // that needs it fails loudly when it reads it.
-            let bytes = std::fs::read(file).unwrap_or_default();
+            let bytes = embedded::read_bytes(file).unwrap_or_default();
             hasher.update((bytes.len() as u64).to_le_bytes());
             hasher.update(&bytes);
         }
@@ -100,6 +117,23 @@ impl Drill {
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         format!("sha256:{hex}")
     }
+}
+
+/// The content hash of every built-in drill, by name, computed once.
+fn builtin_hashes() -> &'static BTreeMap<String, String> {
+    static HASHES: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+    HASHES.get_or_init(|| {
+        // A built-in that does not load is reported by `bench list` and its
+        // tests; here it is simply no match.
+        catalog::list()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|entry| {
+                let drill = Drill::load(&entry.path).ok()?;
+                Some((entry.name, drill.content_hash()))
+            })
+            .collect()
+    })
 }
 
 /// Reads every workload file and inline object. A file that is missing or
@@ -116,9 +150,9 @@ fn load_workloads(
     for workload in &spec.workloads {
         match &workload.value {
             WorkloadSource::Path(path) => {
-                let resolved = drill_dir.join(path);
-                if !resolved.is_file() {
-                    let what = if resolved.exists() {
+                let resolved = embedded::join(drill_dir, path);
+                if !embedded::is_file(&resolved) {
+                    let what = if embedded::exists(&resolved) {
                         "is not a regular file (a folder, pipe or device)"
                     } else {
                         "does not exist"

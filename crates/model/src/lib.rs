@@ -11,6 +11,7 @@
 pub mod bench_protocol;
 pub mod drill;
 pub mod duration;
+pub mod embedded;
 pub mod error_text;
 pub mod exit;
 pub mod interrupt;

@@ -218,7 +218,11 @@ pub fn read_source(path: &Path) -> Result<(String, String), ManifestError> {
         source,
     };
     let mut bytes = Vec::new();
-    if path == Path::new("-") {
+    if crate::embedded::is_embedded(path) {
+        bytes = crate::embedded::read_bytes(path)
+            .map_err(read_err)?
+            .into_owned();
+    } else if path == Path::new("-") {
         std::io::stdin()
             .lock()
             .take(MAX_INPUT_BYTES + 1)

@@ -108,10 +108,8 @@ pub fn render(report: &DrillReport) -> String {
     }
     let _ = writeln!(
         h,
-        "<section id=\"replay\"><h2>Replay</h2><pre>bench run {} --backend {} --seed {}</pre></section>",
-        esc(&report.drill.file),
-        esc(&report.backend),
-        report.seed
+        "<section id=\"replay\"><h2>Replay</h2><pre>{}</pre></section>",
+        esc(&report.drill.replay(&report.backend, report.seed))
     );
     h.push_str("</body></html>\n");
     h

@@ -10,6 +10,7 @@
 //! gives the same bytes.
 
 pub mod compare;
+pub mod github;
 pub mod html;
 pub mod junit;
 pub mod markdown;
@@ -83,10 +84,27 @@ pub struct WorkloadAvailability {
 pub struct DrillIdentity {
     pub name: String,
     pub description: String,
-    /// The drill file, as given.
-    pub file: String,
+    /// The drill file as given, for a drill that is not built in. A
+    /// built-in is named by its name and hash alone, wherever it was read
+    /// from, so running it by name or by path writes the same report and
+    /// its replay line works in any folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// SHA-256 of the drill file and every manifest it deploys.
     pub content_hash: String,
+}
+
+impl DrillIdentity {
+    /// The command that replays `seed` of this drill on `backend`: the
+    /// built-in's name, else the file as it was given.
+    pub fn replay(&self, backend: &str, seed: u64) -> String {
+        let drill = self.file.as_deref().unwrap_or(&self.name);
+        if backend == "sim" {
+            format!("bench run {drill} --seed {seed}")
+        } else {
+            format!("bench run {drill} --backend {backend} --seed {seed}")
+        }
+    }
 }
 
 /// The overall verdict of a drill.

@@ -109,8 +109,8 @@ pub fn render(report: &DrillReport) -> String {
     }
     let _ = writeln!(
         md,
-        "\nReplay: `bench run {} --backend {} --seed {}`",
-        report.drill.file, report.backend, report.seed
+        "\nReplay: `{}`",
+        report.drill.replay(&report.backend, report.seed)
     );
     md
 }

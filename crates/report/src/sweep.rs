@@ -329,10 +329,7 @@ impl SweepReport {
 
     /// The command that replays one seed of this sweep.
     pub fn replay(&self, seed: u64) -> String {
-        format!(
-            "bench run {} --backend {} --seed {seed}",
-            self.drill.file, self.backend
-        )
+        self.drill.replay(&self.backend, seed)
     }
 
     fn headline(&self) -> String {

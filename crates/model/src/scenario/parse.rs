@@ -19,6 +19,18 @@ pub(crate) const MAX_DRILL_BYTES: u64 = 1024 * 1024;
 
 /// Reads a text file of at most `limit` bytes, as a diagnostic on failure.
 pub(crate) fn read_source(path: &Path, limit: u64) -> Result<SourceFile, Diagnostic> {
+    if crate::embedded::is_embedded(path) {
+        return match crate::embedded::read(path) {
+            Some(text) => Ok(SourceFile::new(path, text)),
+            None => Err(Diagnostic::file(
+                path,
+                format!(
+                    "cannot read the file: {}",
+                    crate::embedded::not_embedded(path)
+                ),
+            )),
+        };
+    }
     // Opening a FIFO blocks until something writes to it, and a device may
     // never end: only regular files are read.
     let metadata = std::fs::metadata(path)

@@ -266,7 +266,7 @@ pub fn resolve(
 ) -> Result<Topology, Diagnostics> {
     let base = match &cluster.import {
         Some(path) => Some(ksail::import(
-            &drill_dir.join(&path.value),
+            &crate::embedded::join(drill_dir, &path.value),
             path.at,
             source,
         )?),
