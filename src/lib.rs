@@ -33,6 +33,7 @@ pub mod run;
 pub mod scenario;
 pub mod serve;
 pub mod sim;
+pub mod suggest;
 #[doc(hidden)]
 pub mod test_support;
 pub mod topology;
