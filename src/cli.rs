@@ -441,6 +441,7 @@ fn usage_error(error: clap::Error) -> ExitCode {
         // Not `println!`: it panics when stdout is closed.
         let _ = writeln!(std::io::stdout(), "ready=false");
     }
+    let error = with_meant_flag(error);
     // Printing help or an error can only fail if the terminal is gone.
     let _ = error.print();
     if informational {
@@ -448,6 +449,33 @@ fn usage_error(error: clap::Error) -> ExitCode {
     } else {
         Exit::BadInput.into()
     }
+}
+
+/// Flags typed for another flag than the one spelt most alike: clap
+/// suggests `--seed` for `--seeds`, but many seeds are `--runs`.
+const MEANT_FLAGS: [(&str, &str); 1] = [(
+    "--seeds",
+    "to sweep many seeds, use '--runs N' (N seeds from --seed)",
+)];
+
+/// The error with a tip for a flag of [`MEANT_FLAGS`], beside clap's own.
+fn with_meant_flag(mut error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return error;
+    }
+    let typed = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(typed)) => typed.clone(),
+        _ => return error,
+    };
+    let flag = typed.split('=').next().unwrap_or_default();
+    if let Some((_, tip)) = MEANT_FLAGS.iter().find(|(meant, _)| *meant == flag) {
+        error.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![(*tip).into()]),
+        );
+    }
+    error
 }
 
 fn preflight_cp_recreate(args: CpRecreateArgs) -> ExitCode {

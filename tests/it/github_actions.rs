@@ -202,3 +202,44 @@ fn a_failing_sweep_in_a_step_annotates_each_failing_assertion_once() {
     let markdown = std::fs::read_to_string(out.join("sweep.md")).expect("sweep.md");
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), markdown);
 }
+
+/// The `::error` lines of one run of the failing example in a step whose
+/// summary is `summary` and whose runner temp folder is `temp`.
+fn annotated_in_step(summary: &Path, temp: &Path, out: &Path) -> Vec<String> {
+    let mut cmd = bench_cmd(&root());
+    cmd.args(["run", FAILING, "--out", out.to_str().unwrap()])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", summary)
+        .env("RUNNER_TEMP", temp);
+    let run = Run::from(cmd.output().expect("bench runs"));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    errors(&run.stdout).into_iter().map(str::to_owned).collect()
+}
+
+#[test]
+fn runs_sharing_a_step_share_its_ten_annotations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let summary = dir.path().join("step_summary.md");
+    let out = dir.path().join("out");
+    // The example fails 3 assertions: 3 + 3 + 3, then the one left says
+    // how many more, then nothing: GitHub would drop it.
+    let counts: Vec<usize> = (0..5)
+        .map(|_| annotated_in_step(&summary, dir.path(), &out).len())
+        .collect();
+    assert_eq!(counts, [3, 3, 3, 1, 0]);
+    let fresh = annotated_in_step(&dir.path().join("fresh.md"), dir.path(), &out);
+    assert_eq!(fresh.len(), 3, "another step starts again: {fresh:?}");
+    let last_of_step = {
+        let other = dir.path().join("other_step.md");
+        for _ in 0..3 {
+            annotated_in_step(&other, dir.path(), &out);
+        }
+        annotated_in_step(&other, dir.path(), &out)
+    };
+    assert_eq!(
+        last_of_step,
+        [
+            "::error title=autoscaler-scale-down-without-guard/+3 more::3 more failing assertions (see the job summary): hcloud-off-autoscalers, no-stranded-volumes, displaced-pods-recover"
+        ]
+    );
+}

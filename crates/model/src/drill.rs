@@ -340,6 +340,13 @@ fn check_references(
     }
 }
 
+/// " (did you mean `x`?)" when a known name is close to `wanted`.
+fn did_you_mean<'k>(wanted: &str, known: impl IntoIterator<Item = &'k str>) -> String {
+    crate::suggest::closest(wanted, known)
+        .map(|name| format!(" (did you mean `{name}`?)"))
+        .unwrap_or_default()
+}
+
 /// "expected one of: a, b", or where such names would be defined.
 fn one_of(known: &[&str], section: &str) -> String {
     const SHOWN: usize = 12;
@@ -407,8 +414,9 @@ impl<'t> References<'t> {
             checker.error(
                 workload.at,
                 format!(
-                    "the drill deploys no workload `{}`; {}",
+                    "the drill deploys no workload `{}`{}; {}",
                     workload.value,
+                    did_you_mean(&workload.value, known.iter().copied()),
                     one_of(&known, "workloads")
                 ),
             );
@@ -427,8 +435,13 @@ impl<'t> References<'t> {
             checker.error(
                 pool.at,
                 format!(
-                    "`{}` is not a pool of the cluster; expected one of: {}",
+                    "`{}` is not a pool of the cluster{}; expected one of: {}",
                     pool.value,
+                    did_you_mean(
+                        &pool.value,
+                        std::iter::once(CONTROL_PLANE_POOL)
+                            .chain(self.topology.pools.iter().map(|p| p.name.as_str()))
+                    ),
                     self.pool_names()
                 ),
             );
@@ -525,7 +538,8 @@ impl<'t> References<'t> {
                     checker.error_with_help(
                         target.at,
                         format!(
-                            "`{name}` is not a node of the cluster; expected one of: {}",
+                            "`{name}` is not a node of the cluster{}; expected one of: {}",
+                            did_you_mean(name, self.nodes.iter().map(String::as_str)),
                             self.nodes.join(", ")
                         ),
                         "autoscaler nodes get random names; target them with `randomNodeOf` or `autoscalerPick`",
@@ -560,7 +574,8 @@ impl<'t> References<'t> {
             Target::Node(name) if !self.control_planes.contains(name) => checker.error(
                 target.at,
                 format!(
-                    "`{name}` is not a control plane; expected one of: {}",
+                    "`{name}` is not a control plane{}; expected one of: {}",
+                    did_you_mean(name, self.control_planes.iter().map(String::as_str)),
                     self.control_planes.join(", ")
                 ),
             ),
@@ -646,8 +661,9 @@ impl<'t> References<'t> {
                 checker.error(
                     guard.at,
                     format!(
-                        "`{}` is not a guard of the drill; {}",
+                        "`{}` is not a guard of the drill{}; {}",
                         guard.value,
+                        did_you_mean(&guard.value, known.iter().copied()),
                         one_of(&known, "guards")
                     ),
                 );
@@ -688,8 +704,9 @@ impl<'t> References<'t> {
                         checker.error(
                             target.at,
                             format!(
-                                "`{}` is not an assertion of the drill; expected one of: {}",
+                                "`{}` is not an assertion of the drill{}; expected one of: {}",
                                 target.value,
+                                did_you_mean(&target.value, names.iter().copied()),
                                 names.iter().copied().collect::<Vec<_>>().join(", ")
                             ),
                         );

@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod name_pattern;
 pub mod rng;
 pub mod scenario;
+pub mod suggest;
 #[doc(hidden)]
 pub mod test_support;
 pub mod topology;

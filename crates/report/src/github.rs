@@ -52,9 +52,34 @@ fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// The `::error` lines for a drill's failing assertions, at most
-/// [`MAX_ANNOTATIONS`]; an aborted drill with no failing assertion gets one.
-pub fn annotations(report: &DrillReport) -> Vec<String> {
+/// The failures of one drill or sweep, to print as `::error` lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotations {
+    drill: String,
+    found: Vec<Annotation>,
+}
+
+impl Annotations {
+    /// How many failures there are to annotate.
+    pub fn len(&self) -> usize {
+        self.found.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// The `::error` lines, at most `limit`: all if they fit, else the
+    /// first ones and a last that names the rest, so nothing is dropped
+    /// without a word.
+    pub fn lines(&self, limit: usize) -> Vec<String> {
+        capped(&self.drill, self.found.clone(), limit)
+    }
+}
+
+/// The failing assertions of a drill; an aborted drill with no failing
+/// assertion gets one annotation of its own.
+pub fn annotations(report: &DrillReport) -> Annotations {
     let drill = &report.drill.name;
     let replay = report.drill.replay(&report.backend, report.seed);
     let mut found: Vec<Annotation> = report
@@ -75,12 +100,15 @@ pub fn annotations(report: &DrillReport) -> Vec<String> {
             message: format!("the drill stopped before its last step; replay: {replay}"),
         });
     }
-    capped(drill, found)
+    Annotations {
+        drill: drill.clone(),
+        found,
+    }
 }
 
-/// The `::error` lines for the assertions that failed in any seed of a
-/// sweep, each with its count and the first failing seed's replay.
-pub fn sweep_annotations(sweep: &SweepReport) -> Vec<String> {
+/// The assertions that failed in any seed of a sweep, each with its count
+/// and the first failing seed's replay.
+pub fn sweep_annotations(sweep: &SweepReport) -> Annotations {
     let drill = &sweep.drill.name;
     let found = sweep
         .assertions
@@ -99,14 +127,18 @@ pub fn sweep_annotations(sweep: &SweepReport) -> Vec<String> {
             }
         })
         .collect();
-    capped(drill, found)
+    Annotations {
+        drill: drill.clone(),
+        found,
+    }
 }
 
-/// All annotations if they fit; else the first ones and a last that names
-/// the rest, so nothing is dropped without a word.
-fn capped(drill: &str, mut found: Vec<Annotation>) -> Vec<String> {
-    if found.len() > MAX_ANNOTATIONS {
-        let rest = found.split_off(MAX_ANNOTATIONS - 1);
+fn capped(drill: &str, mut found: Vec<Annotation>, limit: usize) -> Vec<String> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    if found.len() > limit {
+        let rest = found.split_off(limit - 1);
         let names: Vec<&str> = rest
             .iter()
             .map(|a| a.title.rsplit('/').next().unwrap_or(&a.title))
@@ -191,14 +223,26 @@ mod tests {
 
     #[test]
     fn ten_annotations_fit_and_the_eleventh_folds_the_rest_into_the_last() {
-        assert_eq!(capped("d", found(10)).len(), 10);
-        assert!(capped("d", found(10))[9].contains("::m10"));
-        let folded = capped("d", found(13));
+        assert_eq!(capped("d", found(10), MAX_ANNOTATIONS).len(), 10);
+        assert!(capped("d", found(10), MAX_ANNOTATIONS)[9].contains("::m10"));
+        let folded = capped("d", found(13), MAX_ANNOTATIONS);
         assert_eq!(folded.len(), MAX_ANNOTATIONS);
         assert!(folded[8].ends_with("::m9"), "{}", folded[8]);
         assert_eq!(
             folded[9],
             "::error title=d/+4 more::4 more failing assertions (see the job summary): a10, a11, a12, a13"
+        );
+    }
+
+    #[test]
+    fn what_is_left_of_the_step_s_limit_bounds_a_later_drill() {
+        assert_eq!(capped("d", found(3), 0), Vec::<String>::new());
+        assert_eq!(capped("d", found(1), 1), ["::error title=d/a1::m1"]);
+        assert_eq!(
+            capped("d", found(3), 1),
+            [
+                "::error title=d/+3 more::3 more failing assertions (see the job summary): a1, a2, a3"
+            ]
         );
     }
 

@@ -82,12 +82,21 @@ fn first_sentence(text: &str) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     /// Neither a file nor a built-in name.
-    #[error("no drill named `{name}`; expected a drill file or one of: {known}")]
+    #[error("no drill named `{name}`{}; expected a drill file or one of: {known}", did_you_mean(.suggestion))]
     Unknown {
         name: String,
+        /// The built-in name closest to `name`, if one is close.
+        suggestion: Option<String>,
         /// The built-in names, comma-separated.
         known: String,
     },
+}
+
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    suggestion
+        .as_ref()
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
 }
 
 /// Resolves `bench run NAME|FILE`: an existing file, or a built-in by name.
@@ -103,18 +112,14 @@ pub fn resolve(name_or_path: &str) -> Result<PathBuf, ResolveError> {
     if embedded::is_file(&candidate) {
         return Ok(candidate);
     }
-    let known = list()
-        .map(|entries| {
-            entries
-                .into_iter()
-                .map(|e| e.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
+    let names: Vec<String> = list()
+        .map(|entries| entries.into_iter().map(|e| e.name).collect())
         .unwrap_or_default();
     Err(ResolveError::Unknown {
         name: name_or_path.to_owned(),
-        known,
+        suggestion: crate::suggest::closest(name_or_path, names.iter().map(String::as_str))
+            .map(str::to_owned),
+        known: names.join(", "),
     })
 }
 

@@ -165,15 +165,29 @@ impl Diagnostic {
             let handler = GraphicalReportHandler::new_themed(theme)
                 .with_width(100)
                 .with_context_lines(2);
-            let mut snippet = String::new();
-            if handler.render_report(&mut snippet, &Snippet(self)).is_ok() {
-                out.push_str(&snippet);
+            let mut report = String::new();
+            if handler.render_report(&mut report, &Snippet(self)).is_ok() {
+                out.push_str(snippet_only(&report));
             }
         } else if let Some(help) = &self.help {
             out.push_str(&format!("  help: {help}\n"));
         }
         out
     }
+}
+
+/// A miette report without its own `× message` header, whose sentence the
+/// `error:` line above already says: each error is printed once. The
+/// snippet starts at the line that opens the source frame (`╭─[file]`).
+fn snippet_only(report: &str) -> &str {
+    let mut start = 0;
+    for line in report.split_inclusive('\n') {
+        if line.contains('╭') {
+            return &report[start..];
+        }
+        start += line.len();
+    }
+    report
 }
 
 impl fmt::Display for Diagnostic {
