@@ -4,6 +4,7 @@
 
 mod controls;
 mod trace;
+mod weaken;
 
 use std::collections::BTreeMap;
 
@@ -60,9 +61,14 @@ pub fn run_drill(
     let mut figures = BTreeMap::new();
     for assertion in &drill.assertions {
         let judged = match &assertion.kind {
-            AssertionKind::NegativeControl(control) => {
-                controls::judge(drill, seed, assertion, control, &obs, provision)?
-            }
+            AssertionKind::NegativeControl(control) => match &outcome {
+                // Nothing to compare a weakened run with, and no reason to
+                // touch a cluster again: the real run already stopped.
+                StepsOutcome::Aborted(why) => controls::not_run(drill, assertion, control, why),
+                StepsOutcome::Completed => {
+                    controls::judge(drill, seed, assertion, control, &obs, provision)?
+                }
+            },
             _ => assert::judge(assertion, &obs, &drill.topology),
         };
         figures.extend(judged.figures);
@@ -316,7 +322,7 @@ fn run_steps(
             );
             let stop = match run_step(drill, step, backend.as_mut()) {
                 Err(RunError::Backend(BackendError::NotFound(what))) if weakened => {
-                    let reason = format!("{}: the fault found no target: {what}", step.label);
+                    let reason = format!("{}: {}: {what}", step.label, trace::NO_TARGET);
                     push_event(
                         backend.as_mut(),
                         drill,

@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::weaken::{ablate, describe_change, describe_weakening, dropped_steps, weaken_drill};
 use super::{Provision, RunError, run_steps, trace};
 use crate::assert::{self, Judged, pods_match};
 use crate::backend::BackendError;
@@ -29,12 +30,7 @@ use crate::report::{
 };
 use crate::scenario::assertion::{Assertion, AssertionKind, Control};
 use crate::scenario::located::Located;
-use crate::scenario::spec::{
-    AblationControl, AdmissionControl, DrillChange, Fault, GuardChange, GuardSpec, NodeFault,
-    PreflightGuard, Subject, Target, WeakenControl,
-};
-use crate::scenario::step::{Action, Step};
-use crate::topology::EndpointMode;
+use crate::scenario::spec::{AdmissionControl, DrillChange, GuardSpec, PreflightGuard, Subject};
 
 /// What a weakened run must show.
 enum Expect<'a> {
@@ -63,7 +59,41 @@ pub(super) fn judge(
     real: &Observation,
     provision: &Provision<'_>,
 ) -> Result<Judged, RunError> {
-    let (weakened, how, expect, subjects, declared) = match control {
+    judge_with(drill, seed, spec, control, real, provision, &|_| {})
+}
+
+/// A control left unrun because the real run stopped early; an admission
+/// control needs no run and is judged all the same.
+pub(super) fn not_run(drill: &Drill, spec: &Assertion, control: &Control, why: &str) -> Judged {
+    if let Control::Admission(admission) = control {
+        return admission_control(drill, spec, admission);
+    }
+    unproven(
+        spec,
+        ControlConclusion::Inconclusive,
+        "the drill weakened as written".to_owned(),
+        "not run".to_owned(),
+        format!(
+            "the real run stopped early ({why}), so there is nothing to compare a weakened run with"
+        ),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    )
+}
+
+/// [`judge`], with the weakened drill changed once more before it runs:
+/// the tests break a control the vacuous way through it.
+fn judge_with(
+    drill: &Drill,
+    seed: u64,
+    spec: &Assertion,
+    control: &Control,
+    real: &Observation,
+    provision: &Provision<'_>,
+    sabotage: &dyn Fn(&mut Drill),
+) -> Result<Judged, RunError> {
+    let (mut weakened, how, expect, subjects, declared) = match control {
         Control::Admission(admission) => return Ok(admission_control(drill, spec, admission)),
         Control::Ablation(ablation) => {
             let Some(guard) = drill
@@ -120,6 +150,7 @@ pub(super) fn judge(
             )
         }
     };
+    sabotage(&mut weakened);
     let real_trace = trace::trace(real);
     let backend = match provision(&weakened, seed) {
         Ok(backend) => backend,
@@ -532,133 +563,6 @@ fn unproven(
     }
 }
 
-fn describe_change(change: &GuardChange) -> String {
-    match change {
-        GuardChange::Remove => "removed".to_owned(),
-        GuardChange::ReplaceRequirement(r) => format!("replaced by `{}`", assert::describe(r)),
-        GuardChange::SetValues(v) => format!("set to values [{}]", v.join(",")),
-        GuardChange::AddUnlabelledTerm => "given an extra unlabelled OR term".to_owned(),
-    }
-}
-
-fn describe_weakening(change: &DrillChange) -> String {
-    match change {
-        DrillChange::SecondFaultBeforePromotion => {
-            "a second control plane crashing before the new member's promotion".to_owned()
-        }
-        DrillChange::EndpointWithoutFailover => "an endpoint that does not fail over".to_owned(),
-        DrillChange::KubeconfigOnNode => {
-            "a kubeconfig naming the holder node instead of the stable endpoint".to_owned()
-        }
-        DrillChange::StartWithControlPlanes(n) => {
-            format!("a cluster that starts with {n} control planes (and voters)")
-        }
-        DrillChange::StartWithLearner => {
-            "a cluster that starts with an etcd learner (a membership change in progress)"
-                .to_owned()
-        }
-        DrillChange::NoNodeReplacement => "the lost node never replaced".to_owned(),
-    }
-}
-
-/// The steps a weakening drops, by label.
-fn dropped_steps(drill: &Drill, change: &DrillChange) -> Vec<String> {
-    match change {
-        DrillChange::NoNodeReplacement => drill
-            .steps
-            .iter()
-            .filter(|s| is_replacement(s))
-            .map(|s| s.label.clone())
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn is_replacement(step: &Step) -> bool {
-    matches!(&step.action, Action::Fault(f) if matches!(f.value, Fault::ReplaceNode(_)))
-}
-
-/// The drill with one guard weakened.
-fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
-    let mut weakened = drill.clone();
-    let guards = &mut weakened.spec.guards;
-    if let Some(index) = guards
-        .iter()
-        .position(|g| g.name.as_str() == ablation.guard.as_str())
-    {
-        match &ablation.change.value {
-            GuardChange::Remove => {
-                guards.remove(index);
-            }
-            GuardChange::ReplaceRequirement(r) => {
-                guards[index].value.require.node_affinity.value = r.clone()
-            }
-            GuardChange::SetValues(v) => {
-                guards[index].value.require.node_affinity.value.values = Some(v.clone())
-            }
-            GuardChange::AddUnlabelledTerm => guards[index].value.unlabelled_term = true,
-        }
-    }
-    weakened
-}
-
-/// The drill with one safeguard of its procedure taken away.
-fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
-    let mut weakened = drill.clone();
-    match &weaken.change.value {
-        DrillChange::SecondFaultBeforePromotion => {
-            // Right after each recreate, before anything waits for the
-            // new member: another control plane goes down.
-            let mut steps = Vec::new();
-            for step in weakened.steps {
-                let recreate = matches!(
-                    &step.action,
-                    Action::Fault(f) if matches!(f.value, Fault::RecreateControlPlane(_))
-                );
-                let at = match &step.action {
-                    Action::Fault(f) => f.at,
-                    _ => weaken.change.at,
-                };
-                steps.push(step);
-                if recreate {
-                    steps.push(Step {
-                        label: "a second control plane goes down before the promotion".to_owned(),
-                        action: Action::Fault(Located::at(
-                            Fault::CrashNode(NodeFault {
-                                target: Located::at(Target::OtherControlPlane, at),
-                                drain: false,
-                                boot_delay: None,
-                            }),
-                            at,
-                        )),
-                    });
-                }
-            }
-            weakened.steps = steps;
-        }
-        DrillChange::EndpointWithoutFailover => {
-            if let Some(e) = &mut weakened.topology.endpoint {
-                e.mode = EndpointMode::Pinned;
-            }
-        }
-        DrillChange::KubeconfigOnNode => {
-            if let Some(e) = &mut weakened.topology.endpoint {
-                e.mode = EndpointMode::HolderNode;
-            }
-        }
-        DrillChange::StartWithControlPlanes(n) => {
-            weakened
-                .topology
-                .control_planes
-                .ordinals
-                .truncate(*n as usize);
-        }
-        DrillChange::StartWithLearner => weakened.topology.control_planes.learners_at_start = 1,
-        DrillChange::NoNodeReplacement => weakened.steps.retain(|s| !is_replacement(s)),
-    }
-    weakened
-}
-
 /// An admission control: the planted object must be refused by the guard.
 fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
     let guard = drill
@@ -740,3 +644,6 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
     judged.result.evidence = evidence;
     judged
 }
+
+#[cfg(test)]
+mod tests;

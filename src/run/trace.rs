@@ -18,6 +18,9 @@ use crate::report::TraceStep;
 /// The label of the wait for a converged cluster, before the first step.
 const CONVERGE: &str = "converge";
 
+/// How a weakened run says a fault found nothing to hit.
+pub(crate) const NO_TARGET: &str = "the fault found no target";
+
 /// The steps, faults, preflights and waits of a run, in time order, and
 /// how it stopped if it stopped early.
 pub(crate) fn trace(obs: &Observation) -> Vec<TraceStep> {
@@ -40,6 +43,15 @@ pub(crate) fn trace(obs: &Observation) -> Vec<TraceStep> {
             EventKind::WaitSatisfied if drill_event => "condition held".to_owned(),
             EventKind::WaitTimedOut if drill_event => {
                 stopped = true;
+                // A fault announced and then refused for want of a target
+                // was never injected: it leaves the trace.
+                if event.message.contains(NO_TARGET)
+                    && out.last().is_some_and(|t: &TraceStep| {
+                        t.step == step && t.what.starts_with("fault: ")
+                    })
+                {
+                    out.pop();
+                }
                 format!("stopped: {}", event.message)
             }
             _ => continue,
@@ -124,12 +136,12 @@ pub(crate) fn diverged(
         used[i] = true;
         cursor = i + 1;
         let ours = theirs[i];
-        if ours.node != fault.node
-            && fault
-                .node
-                .as_ref()
-                .is_some_and(|n| weakened_nodes.contains(n))
-        {
+        let real_node_exists = fault
+            .node
+            .as_ref()
+            .is_some_and(|n| weakened_nodes.contains(n));
+        let hit_nothing = fault.node.is_some() && ours.node.is_none();
+        if ours.node != fault.node && (real_node_exists || hit_nothing) {
             out.push(format!(
                 "step `{}`: the fault hit {} instead of {}, which the weakened run also had",
                 fault.step,

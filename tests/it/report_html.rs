@@ -415,7 +415,7 @@ fn at_scale(pods: usize) -> DrillReport {
                 labels: BTreeMap::new(),
             })
             .collect(),
-            control: None,
+        control: None,
     };
     r.outcome = Outcome::Failed;
     r.figures.insert(
