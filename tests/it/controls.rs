@@ -144,3 +144,26 @@ fn cp_recreate_reports_tell_controls_apart() {
     let controls = &controls[..controls.find("\n### ").unwrap_or(controls.len())];
     insta::assert_snapshot!("cp_recreate_markdown_controls", controls);
 }
+
+/// `bench validate` says which assertions no control can make fail, and
+/// stays exit 0: a warning, not bad input.
+#[test]
+fn validate_warns_about_an_assertion_no_control_can_make_fail() {
+    let uncovered = crate::common::bench(&["validate", "node-loss"]);
+    assert_eq!(uncovered.code, 0, "{}", uncovered.stderr);
+    assert!(
+        uncovered.stderr.contains(
+            "warning: node-loss: assertion `api-keeps-serving` has no negative control that can make it fail"
+        ),
+        "{}",
+        uncovered.stderr
+    );
+    assert!(
+        !uncovered.stderr.contains("`hcloud-consumers-recover`"),
+        "a control names it: {}",
+        uncovered.stderr
+    );
+    let covered = crate::common::bench(&["validate", "cp-recreate"]);
+    assert_eq!(covered.code, 0, "{}", covered.stderr);
+    assert!(!covered.stderr.contains("warning"), "{}", covered.stderr);
+}
