@@ -143,6 +143,9 @@ fn cp_recreate_reports_tell_controls_apart() {
         .expect("a controls section")..];
     let controls = &controls[..controls.find("\n### ").unwrap_or(controls.len())];
     insta::assert_snapshot!("cp_recreate_markdown_controls", controls);
+    let html = drillbench::report::html::render(&report);
+    assert!(html.contains("<section id=\"controls\"><h2>Negative controls</h2>"));
+    assert!(html.contains("weakened run: "), "both traces, folded away");
 }
 
 /// `bench validate` says which assertions no control can make fail, and
