@@ -2,24 +2,24 @@
 //! assertion judged over what was observed, negative controls re-run with
 //! their guard weakened, and the report assembled.
 
+mod controls;
+mod trace;
+mod weaken;
+
 use std::collections::BTreeMap;
 
-use drillbench_assert::{self as assert, Judged};
+use drillbench_assert as assert;
 use drillbench_backend::{Backend, BackendError, BackendKind};
 use drillbench_model::drill::Drill;
 use drillbench_model::duration::Duration;
-use drillbench_model::scenario::assertion::{Assertion, AssertionKind, Control};
-use drillbench_model::scenario::spec::{
-    AblationControl, AdmissionControl, Condition, Fault, GuardChange, Target,
-};
+use drillbench_model::scenario::assertion::AssertionKind;
+use drillbench_model::scenario::spec::{Condition, Fault, Target};
 use drillbench_model::scenario::step::{Action, Step};
 use drillbench_model::topology::CONTROL_PLANE_POOL;
 use drillbench_observe::{Event, EventKind, ObjectRef, Observation};
-use drillbench_policy::admission::{Candidate, admit, claim_classes};
 use drillbench_preflight::{self as preflight, Policy};
 use drillbench_report::{
-    AssertionResult, DrillIdentity, DrillReport, Evidence, Outcome, REPORT_FORMAT, Verdict,
-    WorkloadAvailability,
+    DrillIdentity, DrillReport, Outcome, REPORT_FORMAT, Verdict, WorkloadAvailability,
 };
 
 /// Why a drill could not run (the platform's verdicts are in the report;
@@ -56,23 +56,35 @@ pub fn run_drill(
     let backend = provision(drill, seed).map_err(RunError::Provision)?;
     check_capabilities(drill, backend.as_ref())?;
     let backend_name = backend.name();
-    let (obs, outcome) = run_steps(drill, backend)?;
+    let (obs, outcome) = run_steps(drill, backend, false)?;
     let mut assertions = Vec::new();
     let mut figures = BTreeMap::new();
     for assertion in &drill.assertions {
         let judged = match &assertion.kind {
-            AssertionKind::NegativeControl(control) => {
-                negative_control(drill, seed, assertion, control, provision)?
-            }
+            AssertionKind::NegativeControl(control) => match &outcome {
+                // Nothing to compare a weakened run with, and no reason to
+                // touch a cluster again: the real run already stopped.
+                StepsOutcome::Aborted(why) => controls::not_run(drill, assertion, control, why),
+                StepsOutcome::Completed => {
+                    controls::judge(drill, seed, assertion, control, &obs, provision)?
+                }
+            },
             _ => assert::judge(assertion, &obs, &drill.topology),
         };
         figures.extend(judged.figures);
         assertions.push(judged.result);
     }
-    let failed = assertions.iter().any(|a| a.verdict == Verdict::Fail);
+    let failed = |controls: bool| {
+        assertions
+            .iter()
+            .any(|a| a.verdict == Verdict::Fail && a.is_control() == controls)
+    };
+    // A platform that regressed outranks a control that proved nothing:
+    // the first is news about the cluster, the second about the drill.
     let outcome = match outcome {
         StepsOutcome::Aborted(_) => Outcome::Aborted,
-        StepsOutcome::Completed if failed => Outcome::Failed,
+        StepsOutcome::Completed if failed(false) => Outcome::Failed,
+        StepsOutcome::Completed if failed(true) => Outcome::Unproven,
         StepsOutcome::Completed => Outcome::Passed,
     };
     let workloads = workload_availability(&obs);
@@ -281,9 +293,13 @@ fn push_event(backend: &mut dyn Backend, drill: &Drill, kind: EventKind, message
 pub const CONVERGE_TIMEOUT: Duration = Duration::from_mins(30);
 
 /// Runs the steps; a no-go preflight or a timed-out wait stops the drill.
+/// In a negative control's weakened run (`weakened`), a fault that finds
+/// no target stops the drill too, so the control can say it diverged; in
+/// the real run that is the bench's own failure.
 fn run_steps(
     drill: &Drill,
     mut backend: Box<dyn Backend>,
+    weakened: bool,
 ) -> Result<(Observation, StepsOutcome), RunError> {
     let mut outcome = StepsOutcome::Completed;
     // A drill starts from a converged cluster: every workload up.
@@ -306,7 +322,20 @@ fn run_steps(
                 EventKind::StepStarted,
                 step.label.clone(),
             );
-            if let Some(reason) = run_step(drill, step, backend.as_mut())? {
+            let stop = match run_step(drill, step, backend.as_mut()) {
+                Err(RunError::Backend(BackendError::NotFound(what))) if weakened => {
+                    let reason = format!("{}: {}: {what}", step.label, trace::NO_TARGET);
+                    push_event(
+                        backend.as_mut(),
+                        drill,
+                        EventKind::WaitTimedOut,
+                        reason.clone(),
+                    );
+                    Some(reason)
+                }
+                other => other?,
+            };
+            if let Some(reason) = stop {
                 outcome = StepsOutcome::Aborted(reason);
                 break;
             }
@@ -549,219 +578,6 @@ fn inject(
         }
     }
     Ok(None)
-}
-
-/// A negative control: proof that a guard bites.
-fn negative_control(
-    drill: &Drill,
-    seed: u64,
-    spec: &Assertion,
-    control: &Control,
-    provision: &Provision<'_>,
-) -> Result<Judged, RunError> {
-    let ablation = match control {
-        Control::Admission(admission) => return Ok(admission_control(drill, spec, admission)),
-        Control::Ablation(ablation) => ablation,
-    };
-    let weakened = ablate(drill, ablation);
-    let backend = match provision(&weakened, seed) {
-        Ok(backend) => backend,
-        // Never green: a control that could not run proves nothing.
-        Err(BackendError::NoReprovision(why)) => {
-            let mut judged = no_teeth(
-                spec,
-                format!("the negative control was not run: {why}"),
-                Vec::new(),
-            );
-            judged.result.measured = "not run".to_owned();
-            return Ok(judged);
-        }
-        Err(e) => return Err(RunError::Provision(e)),
-    };
-    let (obs, _) = run_steps(&weakened, backend)?;
-    let mut evidence = Vec::new();
-    let mut still_green = Vec::new();
-    for target in &ablation.must_fail {
-        let Some(assertion) = drill.assertions.iter().find(|a| a.name == target.as_str()) else {
-            continue;
-        };
-        let judged = assert::judge(assertion, &obs, &weakened.topology);
-        match judged.result.verdict {
-            Verdict::Fail => evidence.push(Evidence {
-                at_ms: judged.result.evidence.first().map_or(obs.end, |e| e.at_ms),
-                pod: judged.result.evidence.first().and_then(|e| e.pod.clone()),
-                node: judged.result.evidence.first().and_then(|e| e.node.clone()),
-                rule: format!("with the guard weakened, `{target}` must fail"),
-                detail: format!("`{target}` failed as it must: {}", judged.result.summary),
-                labels: BTreeMap::new(),
-            }),
-            Verdict::Pass => still_green.push(target.value.clone()),
-        }
-    }
-    let change = describe_change(&ablation.change.value);
-    let bound = format!(
-        "{} must fail with guard `{}` {change}",
-        ablation
-            .must_fail
-            .iter()
-            .map(|m| m.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        ablation.guard.value
-    );
-    if still_green.is_empty() {
-        Ok(Judged {
-            result: AssertionResult {
-                name: spec.name.clone(),
-                kind: "negativeControl".to_owned(),
-                verdict: Verdict::Pass,
-                bound,
-                measured: "bites".to_owned(),
-                summary: format!(
-                    "with guard `{}` {change}, every named assertion failed: the check has teeth",
-                    ablation.guard.value
-                ),
-                evidence,
-            },
-            figures: BTreeMap::new(),
-        })
-    } else {
-        Ok(no_teeth(
-            spec,
-            format!(
-                "with guard `{}` {change}, {} still passed: this check has no teeth",
-                ablation.guard.value,
-                still_green.join(", ")
-            ),
-            evidence,
-        ))
-    }
-}
-
-fn no_teeth(spec: &Assertion, summary: String, evidence: Vec<Evidence>) -> Judged {
-    Judged {
-        result: AssertionResult {
-            name: spec.name.clone(),
-            kind: "negativeControl".to_owned(),
-            verdict: Verdict::Fail,
-            bound: "the weakened drill fails".to_owned(),
-            measured: "no teeth".to_owned(),
-            summary,
-            evidence,
-        },
-        figures: BTreeMap::new(),
-    }
-}
-
-fn describe_change(change: &GuardChange) -> String {
-    match change {
-        GuardChange::Remove => "removed".to_owned(),
-        GuardChange::ReplaceRequirement(r) => format!("replaced by `{}`", assert::describe(r)),
-        GuardChange::SetValues(v) => format!("set to values [{}]", v.join(",")),
-        GuardChange::AddUnlabelledTerm => "given an extra unlabelled OR term".to_owned(),
-    }
-}
-
-/// The drill with one guard weakened.
-fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
-    let mut weakened = drill.clone();
-    let guards = &mut weakened.spec.guards;
-    if let Some(index) = guards
-        .iter()
-        .position(|g| g.name.as_str() == ablation.guard.as_str())
-    {
-        match &ablation.change.value {
-            GuardChange::Remove => {
-                guards.remove(index);
-            }
-            GuardChange::ReplaceRequirement(r) => {
-                guards[index].value.require.node_affinity.value = r.clone()
-            }
-            GuardChange::SetValues(v) => {
-                guards[index].value.require.node_affinity.value.values = Some(v.clone())
-            }
-            GuardChange::AddUnlabelledTerm => guards[index].value.unlabelled_term = true,
-        }
-    }
-    weakened
-}
-
-/// An admission control: the planted object must be refused by the guard.
-fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
-    let guard = drill
-        .spec
-        .guards
-        .iter()
-        .find(|g| g.name.as_str() == control.guard.as_str());
-    let default_class = drill
-        .topology
-        .storage_classes
-        .iter()
-        .find(|c| c.default)
-        .map(|c| c.name.as_str());
-    // The planted object is judged alone: a claim it mounts resolves to no
-    // standalone claim, so it gets the default class.
-    let decision = guard.and_then(|g| {
-        let mut planted = Candidate::read(&control.object.value)?;
-        let classes = claim_classes(
-            planted.claim_templates,
-            &planted.spec,
-            |_| None,
-            default_class,
-        );
-        let guards = [g.value.clone()];
-        admit(
-            &guards,
-            &planted.namespace,
-            &planted.labels,
-            &classes,
-            &mut planted.spec,
-        )
-        .into_iter()
-        .find(|d| d.guard == g.name.value)
-        .map(|d| (planted.key, d.refused, d.reason))
-    });
-    let bound = format!("guard `{}` refuses the planted object", control.guard.value);
-    match decision {
-        Some((object, true, reason)) => Judged {
-            result: AssertionResult {
-                name: spec.name.clone(),
-                kind: "negativeControl".to_owned(),
-                verdict: Verdict::Pass,
-                bound,
-                measured: "refused".to_owned(),
-                summary: format!(
-                    "guard `{}` refused {object}: the guard bites",
-                    control.guard.value
-                ),
-                evidence: vec![Evidence {
-                    at_ms: 0,
-                    pod: None,
-                    node: None,
-                    rule: format!("guard {}", control.guard.value),
-                    detail: reason,
-                    labels: BTreeMap::new(),
-                }],
-            },
-            figures: BTreeMap::new(),
-        },
-        Some((object, false, reason)) => no_teeth(
-            spec,
-            format!(
-                "guard `{}` only audited {object} ({reason}): this check has no teeth",
-                control.guard.value
-            ),
-            Vec::new(),
-        ),
-        None => no_teeth(
-            spec,
-            format!(
-                "guard `{}` admitted the planted object: this check has no teeth",
-                control.guard.value
-            ),
-            Vec::new(),
-        ),
-    }
 }
 
 #[cfg(test)]

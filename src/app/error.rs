@@ -22,6 +22,9 @@ pub(crate) enum Ending {
     Held,
     /// A drill assertion failed, or a report regressed.
     Failed,
+    /// Every assertion held, but a negative control proved nothing (no
+    /// teeth, or inconclusive): the drill needs fixing, not the platform.
+    Unproven,
     /// Some inputs were bad, each said where it was met.
     BadInputs,
     /// Something was left undone, each said where it was met.
@@ -125,6 +128,7 @@ pub(crate) fn exit_code(result: &Result<Ending, CommandError>) -> Exit {
     match result {
         Ok(Ending::Held) => Exit::Success,
         Ok(Ending::Failed) => Exit::AssertionFailed,
+        Ok(Ending::Unproven) => Exit::ControlUnproven,
         Ok(Ending::BadInputs) => Exit::BadInput,
         Ok(Ending::Incomplete) => Exit::Infrastructure,
         Err(error) => error_exit(error),

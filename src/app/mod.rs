@@ -91,6 +91,13 @@ pub fn validate(files: &[PathBuf], io: &mut Io<'_>) -> Exit {
         match loaded {
             Ok(drill) => {
                 let _ = writeln!(io.out, "{}: valid drill `{}`", file.display(), drill.name());
+                for name in drillbench_model::scenario::assertion::uncontrolled(&drill.assertions) {
+                    let _ = writeln!(
+                        io.err,
+                        "warning: {}: assertion `{name}` has no negative control that can make it fail; add one whose `mustFail` names it",
+                        file.display()
+                    );
+                }
             }
             Err(rendered) => {
                 let _ = writeln!(io.err, "{}", rendered.trim_end());

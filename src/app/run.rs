@@ -132,10 +132,10 @@ fn run_and_report(
         annotations: github::annotations(&report),
     };
     output.publish(options.format, io);
-    Ok(if report.passed() {
-        Ending::Held
-    } else {
-        Ending::Failed
+    Ok(match report.outcome {
+        Outcome::Passed => Ending::Held,
+        Outcome::Failed | Outcome::Aborted => Ending::Failed,
+        Outcome::Unproven => Ending::Unproven,
     })
 }
 
@@ -239,6 +239,7 @@ pub fn summary(report: &DrillReport) -> String {
         Outcome::Passed => "PASSED",
         Outcome::Failed => "FAILED",
         Outcome::Aborted => "ABORTED",
+        Outcome::Unproven => "UNPROVEN",
     };
     let mut text = format!(
         "{} on {}, seed {}: {verdict}, {held} of {} assertions held, {} of drill time\n",
@@ -378,9 +379,15 @@ fn sweep(
         annotations: github::sweep_annotations(&sweep),
     };
     output.publish(options.format, io);
-    Ok(if sweep.failures == 0 {
-        Ending::Held
-    } else {
-        Ending::Failed
+    // Seeds where only a control proved nothing say so with their own
+    // code; one seed where the platform failed makes the sweep a failure.
+    let unproven = sweep
+        .failing_seeds
+        .iter()
+        .all(|f| f.outcome == Outcome::Unproven);
+    Ok(match sweep.failures {
+        0 => Ending::Held,
+        _ if unproven => Ending::Unproven,
+        _ => Ending::Failed,
     })
 }

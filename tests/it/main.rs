@@ -20,6 +20,7 @@ mod catalogue;
 #[cfg(unix)]
 mod clean_cli;
 mod cli_commands;
+mod controls;
 mod diagnostics;
 mod docker_containers;
 mod e2e_real;

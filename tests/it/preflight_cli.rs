@@ -264,6 +264,7 @@ fn another_schedule_is_judged_by_its_own_newest_backup() {
         &outcome,
         &[
             "backup: newest velero-hourly-config backup velero-hourly-config-20261129110000 is InProgress, not Completed",
+            "backup: newest velero-hourly-config backup velero-hourly-config-20261129110000 has not finished",
         ],
     );
 }
@@ -302,6 +303,8 @@ fn newest_by_creation_time_even_if_unfinished() {
         &outcome,
         &[
             "backup: newest velero-daily-full backup velero-daily-full-20261129113000 is InProgress, not Completed",
+            // The script reports both: not Completed, and not finished.
+            "backup: newest velero-daily-full backup velero-daily-full-20261129113000 has not finished",
         ],
     );
 }
@@ -333,6 +336,7 @@ fn newest_backup_with_a_null_status_reads_unknown() {
         &outcome,
         &[
             "backup: newest velero-daily-full backup velero-daily-full-20261129033000 is Unknown, not Completed",
+            "backup: newest velero-daily-full backup velero-daily-full-20261129033000 has not finished",
         ],
     );
 }

@@ -33,6 +33,7 @@ fn negative_control(verdict: Verdict) -> AssertionResult {
         .to_owned(),
         summary: "the weakened guard must let openbao onto an autoscaler node".to_owned(),
         evidence: Vec::new(),
+        control: None,
     }
 }
 

@@ -48,6 +48,7 @@ fn sample(failing: bool) -> DrillReport {
                     "true".to_owned(),
                 )]),
             }],
+            control: None,
         }
     } else {
         AssertionResult {
@@ -58,6 +59,7 @@ fn sample(failing: bool) -> DrillReport {
             measured: "0 pods outside the rule".to_owned(),
             summary: "every hcloud consumer stayed on baseline workers".to_owned(),
             evidence: Vec::new(),
+            control: None,
         }
     };
     let rto = AssertionResult {
@@ -75,6 +77,7 @@ fn sample(failing: bool) -> DrillReport {
             detail: "last replica ready: apps/web-7d9f-x2x".to_owned(),
             labels: BTreeMap::new(),
         }],
+        control: None,
     };
     DrillReport {
         format: REPORT_FORMAT.to_owned(),

@@ -415,6 +415,7 @@ fn at_scale(pods: usize) -> DrillReport {
                 labels: BTreeMap::new(),
             })
             .collect(),
+        control: None,
     };
     r.outcome = Outcome::Failed;
     r.figures.insert(

@@ -30,9 +30,25 @@ pub(super) fn judge(assertion: &Assertion, obs: &Observation) -> AssertionResult
         } else {
             "the endpoint's address changed: clients need new credentials".to_owned()
         },
-        obs.endpoint_addresses
-            .iter()
-            .map(|(at, a)| fact(*at, "the stable endpoint's address", a.clone()))
-            .collect(),
+        {
+            let mut evidence: Vec<_> = obs
+                .endpoint_addresses
+                .iter()
+                .map(|(at, a)| fact(*at, "the stable endpoint's address", a.clone()))
+                .collect();
+            // When the address outlived its server, say when it stopped
+            // answering for good: from then on clients needed a new one.
+            if !reachable && let Some((down, _)) = obs.api.last() {
+                evidence.push(fact(
+                    *down,
+                    "the API answers through the address clients hold",
+                    format!(
+                        "{} stopped answering and never answered again",
+                        addresses.last().copied().unwrap_or("the endpoint")
+                    ),
+                ));
+            }
+            evidence
+        },
     )
 }

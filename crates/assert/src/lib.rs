@@ -23,6 +23,7 @@ mod series;
 mod volumes;
 
 pub use placement::describe;
+pub use placement::pods_match;
 
 /// Figures an assertion measured, by name.
 type Figures = BTreeMap<String, Figure>;
@@ -54,6 +55,7 @@ fn result(
         measured,
         summary,
         evidence,
+        control: None,
     }
 }
 

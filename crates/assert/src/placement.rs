@@ -25,7 +25,7 @@ pub(super) fn judge(
 }
 
 /// Whether a placement's pod is one a selection names.
-pub(crate) fn pods_match(pods: &PodMatch, p: &Placement) -> bool {
+pub fn pods_match(pods: &PodMatch, p: &Placement) -> bool {
     let classes = || p.claims.iter().filter_map(|(_, c)| c.as_deref());
     if let Some(class) = &pods.mounts_claim_of_class
         && !classes().any(|c| c == class.as_str())

@@ -398,6 +398,86 @@ impl<'t> References<'t> {
         }
     }
 
+    /// A weakening names real assertions, and takes away something the
+    /// drill has: its endpoint, its recreate, its preflight, its control planes.
+    fn weakening(
+        &self,
+        weaken: &crate::scenario::spec::WeakenControl,
+        spec: &DrillSpec,
+        names: &BTreeSet<&str>,
+        checker: &mut Checker<'_>,
+    ) {
+        use crate::scenario::spec::DrillChange;
+        for target in &weaken.must_fail {
+            let is_control = spec
+                .assertions
+                .iter()
+                .find(|a| a.name.as_str() == target.as_str())
+                .is_some_and(|a| a.negative_control.is_some());
+            if !names.contains(target.as_str()) {
+                checker.error(
+                    target.at,
+                    format!(
+                        "`{}` is not an assertion of the drill; expected one of: {}",
+                        target.value,
+                        names.iter().copied().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            } else if is_control {
+                checker.error(
+                    target.at,
+                    format!(
+                        "`{}` is itself a negative control; a weakening must fail a real assertion",
+                        target.value
+                    ),
+                );
+            }
+        }
+        let recreates = spec.steps.iter().any(|s| {
+            s.fault
+                .as_ref()
+                .is_some_and(|f| matches!(f.value, Fault::RecreateControlPlane(_)))
+        });
+        let preflight = spec.steps.iter().any(|s| s.preflight.is_some());
+        let at = weaken.change.at;
+        match &weaken.change.value {
+            DrillChange::SecondFaultBeforePromotion if !recreates => checker.error(
+                at,
+                "`secondFaultBeforePromotion` follows a control-plane recreate, but the drill \
+                 has no `recreateControlPlane` step",
+            ),
+            DrillChange::EndpointWithoutFailover | DrillChange::KubeconfigOnNode
+                if self.topology.endpoint.is_none() =>
+            {
+                checker.error(
+                    at,
+                    "this weakening changes the stable endpoint, but the cluster has none; \
+                     expected `cluster.endpoint`",
+                )
+            }
+            DrillChange::StartWithControlPlanes(n)
+                if *n as usize >= self.topology.control_planes.ordinals.len() =>
+            {
+                checker.error(
+                    at,
+                    format!(
+                        "the cluster has {} control planes, so starting with {n} takes nothing away; expected fewer",
+                        self.topology.control_planes.ordinals.len()
+                    ),
+                )
+            }
+            _ => {}
+        }
+        if let Some(guard) = &weaken.preflight_refuses
+            && !preflight
+        {
+            checker.error(
+                guard.at,
+                "`preflightRefuses` needs a `preflight` step to refuse; the drill has none",
+            );
+        }
+    }
+
     /// A workload named `namespace/Kind/name` that the drill deploys.
     fn workload(&self, workload: &Located<String>, checker: &mut Checker<'_>) {
         let parts: Vec<&str> = workload.split('/').collect();
@@ -667,6 +747,9 @@ impl<'t> References<'t> {
                         one_of(&known, "guards")
                     ),
                 );
+            }
+            if let Some(weaken) = &control.weaken {
+                self.weakening(weaken, spec, names, checker);
             }
             if let Some(ablation) = &control.ablation {
                 if let GuardChange::SetValues(values) = &ablation.change.value

@@ -1,7 +1,8 @@
 //! The bench's exit codes: one meaning each, the same for every command.
 //!
 //! Nightly CI must tell "the platform regressed" (1) from "the bench or the
-//! runner broke" (3), and neither from a typo in a drill file (2).
+//! runner broke" (3), neither from a typo in a drill file (2), and none of
+//! them from a drill whose negative control proves nothing (4).
 
 use std::process::ExitCode;
 
@@ -16,6 +17,10 @@ pub enum Exit {
     BadInput = 2,
     /// Infrastructure error: a cluster could not be provisioned, a CLI is missing.
     Infrastructure = 3,
+    /// Every assertion held, but a negative control did not prove its guard:
+    /// it has no teeth, or its weakened run took another path
+    /// (inconclusive). The drill needs fixing; the platform did not regress.
+    ControlUnproven = 4,
 }
 
 impl Exit {

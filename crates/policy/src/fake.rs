@@ -257,6 +257,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
             ordinals: vec![1],
             server_type: None,
             capacity: capacity.clone(),
+            learners_at_start: 0,
         },
         pools: vec![
             pool("base", PoolSize::Static(1)),

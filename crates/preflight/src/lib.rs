@@ -238,10 +238,11 @@ fn target_guard(facts: &Facts, policy: &Policy, reasons: &mut Vec<Reason>) {
         fail(format!("{target} is not a node in the cluster"));
         return;
     };
+    // One reason at most, as the script's `case` gives: a node that is not
+    // a control plane is not also reported for its readiness.
     if !node.control_plane {
         fail(format!("{target} is not a control-plane node"));
-    }
-    if node.ready != Readiness::True {
+    } else if node.ready != Readiness::True {
         fail(format!("{target} is not Ready ({})", node.ready.as_str()));
     }
 }
@@ -300,25 +301,28 @@ fn backup_guard(facts: &Facts, policy: &Policy, reasons: &mut Vec<Reason>) {
         })
     };
     // Newest by creation time, finished or not: a newer backup that failed
-    // or is still running must not hide behind an older good one. Equal
-    // creation times fall back to the name, which for Velero schedules ends
-    // in the start time, so the choice never depends on listing order.
+    // or is still running must not hide behind an older good one. Among
+    // equal creation times the last listed wins, as the script's stable
+    // `sort_by(.created) | .[-1]` picks it (`max_by` keeps the last
+    // maximum); the API lists by name, so that is also the greatest name.
     let newest = facts
         .backups
         .iter()
         .filter(|backup| backup.schedule.as_deref() == Some(schedule.as_str()))
-        .max_by(|a, b| a.created.cmp(&b.created).then_with(|| a.name.cmp(&b.name)));
+        .max_by(|a, b| a.created.cmp(&b.created));
     let Some(backup) = newest else {
         fail(format!("no backup from schedule {schedule}"));
         return;
     };
     let name = &backup.name;
     let phase = backup.phase.as_deref().unwrap_or("Unknown");
+    // Phase and completion are judged apart, as the script does: a backup
+    // still running is both not Completed and not finished, and one that
+    // finished PartiallyFailed long ago is both not Completed and too old.
     if phase != "Completed" {
         fail(format!(
             "newest {schedule} backup {name} is {phase}, not Completed"
         ));
-        return;
     }
     let Some(completed) = backup.completed else {
         fail(format!("newest {schedule} backup {name} has not finished"));
@@ -580,15 +584,127 @@ mod tests {
     }
 
     #[test]
-    fn the_newest_backup_wins_ties_by_name_not_listing_order() {
+    fn among_equal_creation_times_the_last_listed_is_the_newest() {
+        // The script: `sort_by(.created) | .[-1]`, and jq sorts stably.
         let (mut facts, policy) = healthy();
         let mut failed = facts.backups[0].clone();
         failed.name = "velero-daily-full-20261129033001".into();
         failed.phase = Some("Failed".into());
-        facts.backups.insert(0, failed);
+        facts.backups.push(failed);
         assert!(!decide(&facts, &policy).ready());
         facts.backups.reverse();
-        assert!(!decide(&facts, &policy).ready());
+        assert!(decide(&facts, &policy).ready());
+    }
+
+    /// The platform's `cp-recreate-drill-preflight.sh`, rule by rule: each
+    /// row is a state the script's branches distinguish and the exact
+    /// `reason=` lines it prints for it, in its order (target, quorum,
+    /// backup; within backup: phase, then finished-or-age).
+    #[test]
+    fn every_reason_the_script_prints_in_its_order() {
+        type Edit = fn(&mut Facts, &mut Policy);
+        let rows: [(&str, Edit, &[&str]); 10] = [
+            ("healthy", |_, _| {}, &[]),
+            (
+                "target absent",
+                |_, p| p.target = "nope".into(),
+                &["target: nope is not a node in the cluster"],
+            ),
+            (
+                "target a worker that is also NotReady: one reason only",
+                |f, p| {
+                    p.target = "prod-worker-1".into();
+                    f.nodes[3].ready = Readiness::False;
+                },
+                &["target: prod-worker-1 is not a control-plane node"],
+            ),
+            (
+                "target NotReady",
+                |f, _| f.nodes[1].ready = Readiness::Unknown,
+                &[
+                    "target: prod-control-plane-4 is not Ready (Unknown)",
+                    "quorum: control-plane nodes not Ready: prod-control-plane-4",
+                ],
+            ),
+            (
+                "two voters and a learner",
+                |f, _| {
+                    f.etcd.voters = 2;
+                    f.etcd.learners = 1;
+                },
+                &[
+                    "quorum: 2 voting etcd members, expected 3",
+                    "quorum: 1 etcd learners present; a membership change is still in progress",
+                ],
+            ),
+            (
+                "newest still running: not Completed and not finished",
+                |f, _| {
+                    f.backups[0].phase = Some("InProgress".into());
+                    f.backups[0].completed = None;
+                },
+                &[
+                    "backup: newest velero-daily-full backup velero-daily-full-20261129033000 is InProgress, not Completed",
+                    "backup: newest velero-daily-full backup velero-daily-full-20261129033000 has not finished",
+                ],
+            ),
+            (
+                "too old",
+                |_, p| p.now = ts("2026-12-01T00:00:00Z"),
+                &[
+                    "backup: newest velero-daily-full backup velero-daily-full-20261129033000 finished 44h ago, limit 26h",
+                ],
+            ),
+            (
+                "partially failed long ago",
+                |f, p| {
+                    f.backups[0].phase = Some("PartiallyFailed".into());
+                    p.now = ts("2026-12-01T00:00:00Z");
+                },
+                &[
+                    "backup: newest velero-daily-full backup velero-daily-full-20261129033000 is PartiallyFailed, not Completed",
+                    "backup: newest velero-daily-full backup velero-daily-full-20261129033000 finished 44h ago, limit 26h",
+                ],
+            ),
+            (
+                "no phase: Unknown",
+                |f, _| f.backups[0].phase = None,
+                &[
+                    "backup: newest velero-daily-full backup velero-daily-full-20261129033000 is Unknown, not Completed",
+                ],
+            ),
+            (
+                "no backup of the schedule",
+                |_, p| p.schedule = "other".into(),
+                &["backup: no backup from schedule other"],
+            ),
+        ];
+        for (row, edit, expected) in rows {
+            let (mut facts, mut policy) = healthy();
+            edit(&mut facts, &mut policy);
+            let decision = decide(&facts, &policy);
+            let reasons: Vec<String> = decision
+                .reasons
+                .iter()
+                .map(|r| format!("{}: {}", r.guard.as_str(), r.detail))
+                .collect();
+            assert_eq!(reasons, expected, "{row}");
+            let rendered = decision.render();
+            assert_eq!(
+                rendered.lines().nth(2),
+                Some(if expected.is_empty() {
+                    "ready=true"
+                } else {
+                    "ready=false"
+                }),
+                "{row}: target=, target_is_vip_holder=, ready= come first"
+            );
+            assert_eq!(
+                decision.exit().code(),
+                u8::from(!expected.is_empty()),
+                "{row}"
+            );
+        }
     }
 
     proptest::proptest! {

@@ -66,6 +66,12 @@ pub fn render(report: &DrillReport) -> String {
             "fail",
             format!("aborted: {failed} of {total} assertions failed"),
         ),
+        Outcome::Unproven => (
+            "fail",
+            format!(
+                "unproven: every assertion held, but {failed} negative control(s) proved nothing"
+            ),
+        ),
     };
     let _ = write!(
         h,
@@ -90,6 +96,7 @@ pub fn render(report: &DrillReport) -> String {
         esc(&report.drill.content_hash),
     );
     verdicts(&mut h, report);
+    controls(&mut h, report);
     timeline(&mut h, report);
     figures(&mut h, report);
     workloads(&mut h, report);
@@ -144,6 +151,72 @@ fn verdicts(h: &mut String, report: &DrillReport) {
                 evidence_list(h, rest);
                 h.push_str("</details>");
             }
+        }
+        h.push_str("</td></tr>\n");
+    }
+    h.push_str("</tbody></table></section>\n");
+}
+
+/// The negative controls: weakened how → what failed → why that proves
+/// the guard, with both runs' traces folded away.
+fn controls(h: &mut String, report: &DrillReport) {
+    let proofs: Vec<_> = report
+        .controls()
+        .filter_map(|a| a.control.as_ref().map(|p| (a, p)))
+        .collect();
+    if proofs.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<section id=\"controls\"><h2>Negative controls</h2><table class=\"verdicts\"><thead><tr>\
+         <th>Conclusion</th><th>Control</th><th>Weakened how</th><th>What failed</th>\
+         <th>Why that proves the guard</th></tr></thead><tbody>\n",
+    );
+    for (a, p) in proofs {
+        let class = if p.conclusion == super::ControlConclusion::Bites {
+            "pass"
+        } else {
+            "fail"
+        };
+        let _ = write!(
+            h,
+            "<tr class=\"{class}\"><td class=\"verdict\">{}</td><td><b>{}</b></td><td>{}</td>\
+             <td>{}</td><td><p>{}</p>",
+            esc(p.conclusion.as_str()),
+            esc(&a.name),
+            esc(&p.weakened),
+            esc(&p.failed),
+            esc(&p.why)
+        );
+        if !p.diverged.is_empty() {
+            h.push_str("<ul class=\"evidence\">");
+            for line in &p.diverged {
+                let _ = write!(h, "<li>{}</li>", esc(line));
+            }
+            h.push_str("</ul>");
+        }
+        for (title, trace) in [
+            ("real run", &p.real_trace),
+            ("weakened run", &p.weakened_trace),
+        ] {
+            if trace.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                h,
+                "<details><summary>{title}: {} steps</summary><ul class=\"evidence\">",
+                trace.len()
+            );
+            for t in trace {
+                let _ = write!(
+                    h,
+                    "<li><span class=\"at\">{}</span> {}: {}</li>",
+                    format_ms(t.at_ms),
+                    esc(&t.step),
+                    esc(&t.what)
+                );
+            }
+            h.push_str("</ul></details>");
         }
         h.push_str("</td></tr>\n");
     }

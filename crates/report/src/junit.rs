@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::{DrillReport, Verdict, format_ms};
+use super::{AssertionResult, DrillReport, NEGATIVE_CONTROL, TraceStep, Verdict, format_ms};
 
 /// Renders a report as JUnit XML.
 ///
@@ -31,12 +31,29 @@ pub fn render(report: &DrillReport) -> String {
                     assertion.summary, assertion.bound, assertion.measured
                 ));
                 status.set_type(assertion.kind.as_str());
-                status.set_description(evidence_text(assertion));
+                status.set_description(failure_text(assertion));
                 status
             }
         };
         let mut case = TestCase::new(assertion.name.as_str(), status);
-        case.set_classname(format!("drillbench.{}", report.drill.name));
+        // A CI page groups by classname: controls get their own, so they
+        // are never mistaken for the platform's assertions.
+        case.set_classname(if assertion.is_control() {
+            format!("drillbench.{}.{NEGATIVE_CONTROL}", report.drill.name)
+        } else {
+            format!("drillbench.{}", report.drill.name)
+        });
+        case.set_time(Duration::from_millis(judged_over_ms(report, assertion)));
+        case.add_property(Property::new("drillbench.kind", assertion.kind.as_str()));
+        case.add_property(Property::new("bound", assertion.bound.as_str()));
+        case.add_property(Property::new("measured", assertion.measured.as_str()));
+        if let Some(proof) = &assertion.control {
+            case.add_property(Property::new(
+                "drillbench.conclusion",
+                proof.conclusion.as_str(),
+            ));
+            case.add_property(Property::new("weakened", proof.weakened.as_str()));
+        }
         suite.add_test_case(case);
     }
     let mut junit = Report::new("drillbench");
@@ -58,7 +75,50 @@ pub(super) fn xml_chars_only(xml: String) -> String {
     xml.chars().filter(|&c| allowed(c)).collect()
 }
 
-fn evidence_text(assertion: &super::AssertionResult) -> String {
+/// The drill time a verdict was judged over: the run for an assertion,
+/// the weakened run for a control that re-ran the drill (its last step),
+/// nothing for one that ran nothing (an admission control).
+fn judged_over_ms(report: &DrillReport, assertion: &AssertionResult) -> u64 {
+    match &assertion.control {
+        None => report.duration_ms,
+        Some(proof) => proof.weakened_trace.last().map_or(0, |t| t.at_ms),
+    }
+}
+
+/// A failure's evidence; for a control, both runs' traces too, so the
+/// CI page shows where the weakened run went.
+fn failure_text(assertion: &AssertionResult) -> String {
+    let mut text = evidence_text(assertion);
+    if let Some(proof) = &assertion.control {
+        text.push_str(&format!(
+            "weakened: {}\nfailed: {}\nwhy: {}\n",
+            proof.weakened, proof.failed, proof.why
+        ));
+        for line in &proof.diverged {
+            text.push_str(&format!("diverged: {line}\n"));
+        }
+        trace_text(&mut text, "real run", &proof.real_trace);
+        trace_text(&mut text, "weakened run", &proof.weakened_trace);
+    }
+    text
+}
+
+fn trace_text(text: &mut String, title: &str, trace: &[TraceStep]) {
+    if trace.is_empty() {
+        return;
+    }
+    text.push_str(&format!("{title}:\n"));
+    for t in trace {
+        text.push_str(&format!(
+            "  at {} {}: {}\n",
+            format_ms(t.at_ms),
+            t.step,
+            t.what
+        ));
+    }
+}
+
+fn evidence_text(assertion: &AssertionResult) -> String {
     let mut text = String::new();
     for e in &assertion.evidence {
         text.push_str(&format!("at {}", format_ms(e.at_ms)));

@@ -118,6 +118,11 @@ pub enum Outcome {
     /// The drill stopped early (a preflight said no-go, a wait timed out);
     /// assertions were still judged on what happened.
     Aborted,
+    /// Every real assertion held, but a negative control did not prove its
+    /// guard: it stayed green (no teeth), or its weakened run did not reach
+    /// the real run's steps and faults (inconclusive). Not "the platform
+    /// regressed": the drill itself needs fixing.
+    Unproven,
 }
 
 /// The verdict of one assertion, with the evidence that decided it.
@@ -136,6 +141,77 @@ pub struct AssertionResult {
     pub summary: String,
     /// The facts that decided it.
     pub evidence: Vec<Evidence>,
+    /// A negative control's proof: how the drill was weakened, both runs'
+    /// traces and what that shows. Absent on other assertions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlProof>,
+}
+
+/// What a negative control did and why its verdict proves (or does not
+/// prove) the guard: "weakened how → what failed → why that proves it".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ControlProof {
+    pub conclusion: ControlConclusion,
+    /// How the drill was weakened, as a person reads it.
+    pub weakened: String,
+    /// What failed in the weakened run (or stayed green, or diverged).
+    pub failed: String,
+    /// Why that proves the guard, or why it does not.
+    pub why: String,
+    /// Where the weakened run left the real run's steps and faults; empty
+    /// when it reached all of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diverged: Vec<String>,
+    /// The real run's steps, faults and waits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub real_trace: Vec<TraceStep>,
+    /// The weakened run's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weakened_trace: Vec<TraceStep>,
+}
+
+/// How a negative control came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ControlConclusion {
+    /// The weakened run reached the same steps and faults, and every
+    /// named assertion failed on the guard's own subjects.
+    Bites,
+    /// The weakened run reached the same steps and faults and a named
+    /// assertion still held: the check cannot fail.
+    NoTeeth,
+    /// The weakened run did not reach the real run's steps and faults, or
+    /// failed for a reason that does not involve the guard's subjects: it
+    /// proves nothing either way.
+    Inconclusive,
+}
+
+impl ControlConclusion {
+    /// As the terminal and the reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlConclusion::Bites => "bites",
+            ControlConclusion::NoTeeth => "no teeth",
+            ControlConclusion::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// One thing a drill's steps did: a step began, a fault was injected, a
+/// preflight or a wait ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceStep {
+    /// When, in milliseconds of drill time.
+    pub at_ms: u64,
+    /// The step's label (`converge` before the first).
+    pub step: String,
+    /// What happened, e.g. `fault: crash node prod-worker-1`.
+    pub what: String,
+    /// The node a fault hit, when it hit one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +220,16 @@ pub enum Verdict {
     Pass,
     Fail,
 }
+
+impl AssertionResult {
+    /// Whether this is a negative control rather than a real assertion.
+    pub fn is_control(&self) -> bool {
+        self.kind == NEGATIVE_CONTROL
+    }
+}
+
+/// The kind name of negative controls.
+pub const NEGATIVE_CONTROL: &str = "negativeControl";
 
 /// One fact behind a verdict: which pod, which node, when, which rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,6 +288,11 @@ impl DrillReport {
     /// Whether every assertion held.
     pub fn passed(&self) -> bool {
         self.outcome == Outcome::Passed
+    }
+
+    /// The negative controls' verdicts.
+    pub fn controls(&self) -> impl Iterator<Item = &AssertionResult> {
+        self.assertions.iter().filter(|a| a.is_control())
     }
 
     /// The report as pretty JSON with a trailing newline: the stored form.

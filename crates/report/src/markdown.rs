@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{DrillReport, Outcome, Verdict, format_ms};
+use super::{ControlConclusion, DrillReport, Outcome, Verdict, format_ms};
 
 pub fn render(report: &DrillReport) -> String {
     let mut md = String::new();
@@ -24,6 +24,10 @@ pub fn render(report: &DrillReport) -> String {
         ),
         Outcome::Aborted => format!(
             "❌ `{}` aborted: {failed} of {total} assertions failed",
+            report.drill.name
+        ),
+        Outcome::Unproven => format!(
+            "⚠️ `{}` unproven: every assertion held, but {failed} negative control(s) proved nothing",
             report.drill.name
         ),
     };
@@ -80,6 +84,7 @@ pub fn render(report: &DrillReport) -> String {
             }
         }
     }
+    controls(&mut md, report);
     if !report.figures.is_empty() {
         let _ = writeln!(md, "\n### Figures\n");
         let _ = writeln!(md, "| Figure | Value |");
@@ -113,6 +118,49 @@ pub fn render(report: &DrillReport) -> String {
         report.drill.replay(&report.backend, report.seed)
     );
     md
+}
+
+/// The negative controls: weakened how → what failed → why that proves
+/// the guard, and, where the weakened run left the real one, where.
+fn controls(md: &mut String, report: &DrillReport) {
+    let proofs: Vec<_> = report
+        .controls()
+        .filter_map(|a| a.control.as_ref().map(|p| (a, p)))
+        .collect();
+    if proofs.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "\n### Negative controls\n");
+    let _ = writeln!(
+        md,
+        "| | Control | Weakened how | What failed | Why that proves the guard |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for (a, p) in &proofs {
+        let mark = match p.conclusion {
+            ControlConclusion::Bites => "✅",
+            ControlConclusion::NoTeeth => "❌",
+            ControlConclusion::Inconclusive => "⚠️",
+        };
+        let _ = writeln!(
+            md,
+            "| {mark} {} | {} | {} | {} | {} |",
+            p.conclusion.as_str(),
+            cell(&a.name),
+            cell(&p.weakened),
+            cell(&p.failed),
+            cell(&p.why)
+        );
+    }
+    for (a, p) in proofs {
+        if p.diverged.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "\n`{}` left the real run:\n", a.name);
+        for line in &p.diverged {
+            let _ = writeln!(md, "- {}", cell(line));
+        }
+    }
 }
 
 /// A table cell: pipes escaped, newlines folded, so one value cannot break the table.

@@ -56,7 +56,7 @@ pub struct SweepReport {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FailingSeed {
     pub seed: u64,
-    /// `failed` or `aborted`.
+    /// `failed`, `aborted` or `unproven`.
     pub outcome: Outcome,
     /// The assertions that failed in it, in the drill's order.
     pub assertions: Vec<String>,

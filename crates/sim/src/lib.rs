@@ -53,7 +53,7 @@ use drillbench_model::k8s::quantity::ParsedQuantity;
 use drillbench_model::labels::{CONTROL_PLANE_LABEL, STANDBY_KEY};
 use drillbench_model::name_pattern::NamePattern;
 use drillbench_model::scenario::spec::{BackupPhase, TaintEffect};
-use drillbench_model::topology::{CONTROL_PLANE_POOL, Topology};
+use drillbench_model::topology::{CONTROL_PLANE_POOL, EndpointMode, Topology};
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::{AdmissionDecision, Observation};
 use drillbench_observe::{Event, EventKind, ObjectRef};
@@ -264,7 +264,9 @@ impl Simulation {
     fn provision(&mut self) -> Result<(), SimError> {
         let cps = self.topology.control_planes.clone();
         let cp_capacity = parse_capacity(CONTROL_PLANE_POOL, &cps.capacity)?;
-        for name in cps.names() {
+        let names = cps.names();
+        let voters = names.len().saturating_sub(cps.learners_at_start as usize);
+        for (index, name) in names.into_iter().enumerate() {
             let mut labels = BTreeMap::from([(CONTROL_PLANE_LABEL.to_owned(), String::new())]);
             if let Some(t) = &cps.server_type {
                 labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
@@ -277,7 +279,7 @@ impl Simulation {
             }];
             let id = self.add_node(&name, CONTROL_PLANE_POOL, true, labels, taints, cp_capacity);
             self.world.node_mut(id).phase = NodePhase::Ready;
-            self.cp.join(&name, id, true);
+            self.cp.join(&name, id, index < voters);
             self.record(
                 EventKind::NodeReady,
                 node_ref(&name),
@@ -290,7 +292,13 @@ impl Simulation {
             let holder = holder.and_then(|h| self.world.node_id(&h));
             self.cp.move_endpoint(holder);
             if let Some(endpoint) = &self.topology.endpoint {
-                self.obs.endpoint_addresses.push((0, endpoint.name.clone()));
+                // A kubeconfig that names a node reaches the API at that
+                // node's address, not the floating one.
+                let address = match endpoint.mode {
+                    EndpointMode::HolderNode => endpoint.holder.clone(),
+                    EndpointMode::Floating | EndpointMode::Pinned => endpoint.name.clone(),
+                };
+                self.obs.endpoint_addresses.push((0, address));
             }
         }
         for pool in self.topology.pools.clone() {

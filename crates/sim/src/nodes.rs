@@ -12,6 +12,10 @@ use drillbench_model::duration::Duration;
 use drillbench_model::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use drillbench_observe::{EventKind, Stranding};
 
+/// How often a learner's promotion is retried while etcd has no quorum
+/// (Talos retries `MemberPromote` on a short backoff).
+const PROMOTION_RETRY: Duration = Duration::from_secs(10);
+
 impl Simulation {
     pub(super) fn node_booted(&mut self, node: NodeId) {
         if self.world.node(node).phase != NodePhase::Booting || !self.world.node(node).server_up {
@@ -129,7 +133,12 @@ impl Simulation {
     /// over when its holder goes down.
     pub(super) fn for_members_on(&mut self, node: NodeId, healthy: bool) {
         self.cp.set_health_on(node, healthy);
-        if !healthy && self.cp.holder() == Some(node) && self.cp.begin_failover() {
+        let fails_over = self
+            .topology
+            .endpoint
+            .as_ref()
+            .is_none_or(|e| e.mode.fails_over());
+        if !healthy && fails_over && self.cp.holder() == Some(node) && self.cp.begin_failover() {
             let delay = self
                 .topology
                 .endpoint
@@ -199,8 +208,22 @@ impl Simulation {
         self.daemonsets_dirty();
     }
 
-    /// A learner caught up: it is promoted to voter.
+    /// A learner caught up: it is promoted to voter. Promotion is a
+    /// membership change, a raft log entry the current voters must commit
+    /// by majority (etcd's `MemberPromote`; etcd-io/etcd#11640 on how
+    /// `mayPromoteMember` counts started voters), so without quorum there
+    /// is no leader to commit it: the promotion is retried until quorum
+    /// returns.
     pub(super) fn promote_learner(&mut self, node: NodeId) {
+        if !self.cp.has_quorum() {
+            if self.world.node(node).phase != NodePhase::Gone {
+                self.schedule(
+                    after(self.now(), PROMOTION_RETRY),
+                    Action::PromoteLearner(node),
+                );
+            }
+            return;
+        }
         let Some(name) = self.cp.promote_on(node) else {
             return;
         };

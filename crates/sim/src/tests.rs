@@ -234,3 +234,52 @@ fn a_crashed_control_plane_loses_its_vote_and_the_endpoint_moves() {
         .count();
     assert_eq!(moved, 1, "one failover");
 }
+
+/// A learner is promoted by a membership change the voters must commit by
+/// majority (etcd's `MemberPromote`, see etcd-io/etcd#11640 on how
+/// `mayPromoteMember` counts started voters): with quorum it is promoted
+/// (the control row), with a second control plane down before the
+/// promotion it stays a learner and quorum stays lost.
+#[test]
+fn a_learner_is_promoted_only_while_etcd_has_quorum() {
+    let path = std::path::Path::new("scenarios/cp-recreate.yaml");
+    let drill = drillbench_model::drill::Drill::load(path)
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    for second_fault in [false, true] {
+        let mut sim = Simulation::new(&drill, 1).expect("provisions");
+        let holder = sim.endpoint_holder().expect("a holder");
+        sim.recreate_control_plane(sim.node_id(&holder).expect("node"), None);
+        if second_fault {
+            let other = sim.other_control_plane().expect("another control plane");
+            sim.crash_node(sim.node_id(&other).expect("node"));
+            assert!(!sim.control_plane().has_quorum(), "one of two voters");
+        }
+        sim.advance_to(sim.now() + 20 * 60_000);
+        let cp = sim.control_plane();
+        if second_fault {
+            assert_eq!((cp.voters(), cp.learners()), (2, 1), "never promoted");
+            assert!(!cp.has_quorum());
+        } else {
+            assert_eq!((cp.voters(), cp.learners()), (3, 0), "promoted");
+            assert!(cp.has_quorum());
+        }
+    }
+}
+
+/// A pinned endpoint (a negative control's weakening) never fails over;
+/// the floating one does (see the test above).
+#[test]
+fn a_pinned_endpoint_stays_on_its_dead_holder() {
+    let path = std::path::Path::new("scenarios/cp-recreate.yaml");
+    let mut drill = drillbench_model::drill::Drill::load(path)
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    if let Some(endpoint) = &mut drill.topology.endpoint {
+        endpoint.mode = drillbench_model::topology::EndpointMode::Pinned;
+    }
+    let mut sim = Simulation::new(&drill, 1).expect("provisions");
+    let holder = sim.endpoint_holder().expect("a holder");
+    sim.crash_node(sim.node_id(&holder).expect("node"));
+    sim.advance_to(sim.now() + 30 * 60_000);
+    assert_eq!(sim.endpoint_holder(), Some(holder));
+    assert!(!sim.api_available());
+}

@@ -7,7 +7,7 @@
 
 use super::spec::{
     AblationControl, AdmissionControl, AssertionSpec, AvailabilityAssertion, BurstAssertion,
-    PlacementAssertion, QuorumAssertion, RpoAssertion, RtoAssertion,
+    PlacementAssertion, QuorumAssertion, RpoAssertion, RtoAssertion, WeakenControl,
 };
 
 /// A validated assertion.
@@ -45,6 +45,9 @@ pub enum Control {
     /// The same drill and seed with a guard weakened must fail the named
     /// assertions.
     Ablation(AblationControl),
+    /// The same drill and seed with a safeguard of the procedure taken
+    /// away must fail the named assertions, or be refused by the preflight.
+    Weaken(WeakenControl),
 }
 
 impl AssertionKind {
@@ -139,17 +142,41 @@ impl Assertion {
             AssertionKind::NoStrandedNodes
         } else {
             let control = spec.negative_control.as_ref()?;
-            AssertionKind::NegativeControl(match (&control.admission, &control.ablation) {
-                (Some(admission), None) => Control::Admission(admission.clone()),
-                (None, Some(ablation)) => Control::Ablation(ablation.clone()),
-                _ => return None,
-            })
+            AssertionKind::NegativeControl(
+                match (&control.admission, &control.ablation, &control.weaken) {
+                    (Some(admission), None, None) => Control::Admission(admission.clone()),
+                    (None, Some(ablation), None) => Control::Ablation(ablation.clone()),
+                    (None, None, Some(weaken)) => Control::Weaken(weaken.clone()),
+                    _ => return None,
+                },
+            )
         };
         Some(Assertion {
             name: spec.name.value.clone(),
             kind,
         })
     }
+}
+
+/// The real assertions no negative control names in `mustFail`: nothing
+/// shows they can go red on this drill, so a green verdict may be vacuous.
+pub fn uncontrolled(assertions: &[Assertion]) -> Vec<&str> {
+    let named: Vec<&str> = assertions
+        .iter()
+        .filter_map(|a| match &a.kind {
+            AssertionKind::NegativeControl(Control::Ablation(c)) => Some(&c.must_fail),
+            AssertionKind::NegativeControl(Control::Weaken(c)) => Some(&c.must_fail),
+            _ => None,
+        })
+        .flatten()
+        .map(|m| m.as_str())
+        .collect();
+    assertions
+        .iter()
+        .filter(|a| !matches!(a.kind, AssertionKind::NegativeControl(_)))
+        .map(|a| a.name.as_str())
+        .filter(|name| !named.contains(name))
+        .collect()
 }
 
 #[cfg(test)]
@@ -199,6 +226,23 @@ mod tests {
                 .unwrap_or_else(|| panic!("{line} lowers"));
             assert_eq!(lowered.kind.name(), listed, "{line}");
         }
+    }
+
+    #[test]
+    fn an_assertion_no_control_names_is_uncontrolled() {
+        let lowered = |yaml: &str| Assertion::lower(&spec(yaml)).expect("one kind");
+        let assertions = [
+            lowered("name: q\nquorum: {}\n"),
+            lowered("name: e\nendpointUnchanged: {}\n"),
+            lowered(
+                "name: c\nnegativeControl:\n  weaken: {change: endpointWithoutFailover, mustFail: [q]}\n",
+            ),
+        ];
+        assert_eq!(uncontrolled(&assertions), ["e"]);
+        assert!(
+            uncontrolled(&assertions[..1]) == ["q"],
+            "no control, no proof"
+        );
     }
 
     #[test]

@@ -405,14 +405,45 @@ fn check_assertions(
             }
         }
         if let Some(control) = &assertion.negative_control {
-            match (&control.admission, &control.ablation) {
-                (Some(_), Some(_)) | (None, None) => checker.error(
+            let forms = [
+                control.admission.is_some(),
+                control.ablation.is_some(),
+                control.weaken.is_some(),
+            ];
+            if forms.iter().filter(|set| **set).count() != 1 {
+                checker.error(
                     assertion.name.at,
                     format!(
-                        "negative control `{}` must set exactly one of admission, ablation",
+                        "negative control `{}` must set exactly one of admission, ablation, weaken",
                         assertion.name.value
                     ),
-                ),
+                );
+            }
+            if let Some(weaken) = &control.weaken {
+                match (weaken.must_fail.is_empty(), &weaken.preflight_refuses) {
+                    (true, None) => checker.error(
+                        weaken.change.at,
+                        "a weakening names no assertion in `mustFail` and no `preflightRefuses`, \
+                         so it cannot fail; expected one of them",
+                    ),
+                    (false, Some(guard)) => checker.error(
+                        guard.at,
+                        "a weakening sets both `mustFail` and `preflightRefuses`; a refused \
+                         drill runs no fault, so expected only one of them",
+                    ),
+                    _ => {}
+                }
+                if let crate::scenario::spec::DrillChange::StartWithControlPlanes(0) =
+                    weaken.change.value
+                {
+                    checker.error(
+                        weaken.change.at,
+                        "`startWithControlPlanes` must keep at least one control plane",
+                    );
+                }
+            }
+            match (&control.admission, &control.ablation) {
+                (Some(_), Some(_)) | (None, None) => {}
                 (None, Some(ablation)) => {
                     if ablation.must_fail.is_empty() {
                         checker.error(

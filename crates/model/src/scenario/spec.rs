@@ -21,9 +21,9 @@ mod steps;
 mod workloads;
 
 pub use assertions::{
-    AblationControl, AdmissionControl, AssertionSpec, AvailabilityAssertion, BurstAssertion, Empty,
-    GuardChange, NegativeControl, PlacementAssertion, QuorumAssertion, RpoAssertion, RtoAssertion,
-    Subject,
+    AblationControl, AdmissionControl, AssertionSpec, AvailabilityAssertion, BurstAssertion,
+    DrillChange, Empty, GuardChange, NegativeControl, PlacementAssertion, PreflightGuard,
+    QuorumAssertion, RpoAssertion, RtoAssertion, Subject, WeakenControl,
 };
 pub use cluster::{
     AttachModel, AutoscaledRange, AutoscalerSpec, BackupPhase, BackupSpec, BindingMode,

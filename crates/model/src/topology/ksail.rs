@@ -173,6 +173,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
         ordinals: (1..=cp_count).collect(),
         server_type: Some(cp_type),
         capacity: cp_capacity,
+        learners_at_start: 0,
     };
     let workers = cluster.workers.as_ref().map_or(0, |w| w.value);
     let mut pools = Vec::new();
@@ -261,6 +262,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
         name: format!("{name}-floating-ip"),
         failover_delay: DEFAULT_FAILOVER_DELAY,
         holder: String::new(),
+        mode: super::EndpointMode::Floating,
     });
 
     if problems.is_empty() {

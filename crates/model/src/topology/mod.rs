@@ -51,6 +51,15 @@ pub struct ControlPlanes {
     pub server_type: Option<String>,
     /// Allocatable capacity of each.
     pub capacity: Capacity,
+    /// How many of the last control planes start as etcd learners that
+    /// are never promoted (a membership change left half done). Only a
+    /// negative control sets it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub learners_at_start: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl ControlPlanes {
@@ -217,6 +226,36 @@ pub struct Endpoint {
     pub failover_delay: Duration,
     /// The control plane holding it at the start.
     pub holder: String,
+    /// How clients reach the API. Only a negative control changes it from
+    /// the floating address the platform uses.
+    #[serde(default, skip_serializing_if = "EndpointMode::is_floating")]
+    pub mode: EndpointMode,
+}
+
+/// How clients reach the API server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EndpointMode {
+    /// Through the floating address, which fails over to a healthy control
+    /// plane when its holder goes down.
+    #[default]
+    Floating,
+    /// Through an address that stays on its first holder: no failover.
+    Pinned,
+    /// Through the first holder node's own address, as a kubeconfig that
+    /// names a node instead of the stable endpoint does.
+    HolderNode,
+}
+
+impl EndpointMode {
+    fn is_floating(&self) -> bool {
+        *self == EndpointMode::Floating
+    }
+
+    /// Whether the address moves to a healthy control plane.
+    pub fn fails_over(self) -> bool {
+        self == EndpointMode::Floating
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -377,6 +416,7 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
                     .or(imported.map(|e| e.failover_delay))
                     .unwrap_or(DEFAULT_FAILOVER_DELAY),
                 holder,
+                mode: EndpointMode::Floating,
             })
         }
         (None, Some(mut imported)) => {
@@ -423,6 +463,7 @@ fn resolve_control_planes(
         ordinals: vec![1, 2, 3],
         server_type: Some("cx33".to_owned()),
         capacity: server_types::capacity("cx33").unwrap_or_else(server_types::fallback),
+        learners_at_start: 0,
     });
     let Some(spec) = &cluster.control_planes else {
         return cp;

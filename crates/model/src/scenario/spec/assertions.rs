@@ -149,6 +149,57 @@ pub struct NegativeControl {
     /// must fail the named assertions.
     #[serde(default)]
     pub ablation: Option<AblationControl>,
+    /// Weakening: the same drill and seed with one of the procedure's own
+    /// safeguards taken away (a wait, the endpoint's failover, the stable
+    /// address, a healthy start) must fail the named assertions, or be
+    /// refused by the preflight.
+    #[serde(default)]
+    pub weaken: Option<WeakenControl>,
+}
+
+/// A weakening negative control. Exactly one of `mustFail` and
+/// `preflightRefuses` is set.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WeakenControl {
+    /// What is taken away.
+    pub change: Located<DrillChange>,
+    /// Assertions that must fail in the weakened run.
+    #[serde(default)]
+    pub must_fail: Vec<Located<String>>,
+    /// The preflight guard that must say no-go, so the weakened drill
+    /// refuses to start and injects no fault.
+    #[serde(default)]
+    pub preflight_refuses: Option<Located<PreflightGuard>>,
+}
+
+/// A safeguard of a control-plane procedure, taken away.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum DrillChange {
+    /// Do not wait for the recreated member's promotion: another control
+    /// plane goes down (crashes) right after the recreate.
+    SecondFaultBeforePromotion,
+    /// The floating endpoint stays on its holder: no failover.
+    EndpointWithoutFailover,
+    /// Clients' kubeconfig names the holder node's own address instead of
+    /// the stable endpoint.
+    KubeconfigOnNode,
+    /// The cluster starts with this many control planes (and voters).
+    StartWithControlPlanes(u32),
+    /// The cluster starts with a learner: a membership change in progress.
+    StartWithLearner,
+    /// A lost node is never replaced: every `replaceNode` step is dropped.
+    NoNodeReplacement,
+}
+
+/// A guard of the control-plane preflight, as its `reason=` lines name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PreflightGuard {
+    Target,
+    Quorum,
+    Backup,
 }
 
 /// An admission negative control.

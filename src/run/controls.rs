@@ -1,0 +1,651 @@
+//! Negative controls: the proof that a guard or a safeguard bites.
+//!
+//! A control weakens the drill (a guard removed or loosened, a safeguard of
+//! the procedure taken away), runs it again on the same seed, and requires
+//! the named assertions to fail. That proves the guard only when the
+//! failure has the right cause, so a control bites only if
+//! - the weakened run met every fault of the real run ([`super::trace`]):
+//!   otherwise the assertions failed because nothing happened, and the
+//!   control is *inconclusive*;
+//! - each named assertion failed on the guard's own subjects: the pods the
+//!   guard governs, or, for a control-plane safeguard, the control plane
+//!   after the fault.
+//!
+//! A control that proves nothing fails the drill with its own outcome
+//! ([`Outcome::Unproven`](drillbench_report::Outcome::Unproven)), never as a
+//! platform regression.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::weaken::{ablate, describe_change, describe_weakening, dropped_steps, weaken_drill};
+use super::{Provision, RunError, run_steps, trace};
+use drillbench_assert::{self as assert, Judged, pods_match};
+use drillbench_backend::BackendError;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::assertion::{Assertion, AssertionKind, Control};
+use drillbench_model::scenario::located::Located;
+use drillbench_model::scenario::spec::{
+    AdmissionControl, DrillChange, GuardSpec, PreflightGuard, Subject,
+};
+use drillbench_observe::Observation;
+use drillbench_policy::admission::{Candidate, admit, claim_classes};
+use drillbench_report::{
+    AssertionResult, ControlConclusion, ControlProof, Evidence, NEGATIVE_CONTROL, TraceStep,
+    Verdict,
+};
+
+/// What a weakened run must show.
+enum Expect<'a> {
+    /// These assertions fail.
+    MustFail(&'a [Located<String>]),
+    /// The preflight says no-go for this guard, so no fault is injected.
+    PreflightRefuses(PreflightGuard),
+}
+
+/// Whose failure counts as the guard's.
+enum Subjects<'a> {
+    /// The pods a guard governs.
+    Guard(&'a GuardSpec),
+    /// The control plane, from the first fault on.
+    ControlPlane,
+    /// The pods on the nodes the real run's faults hit.
+    FaultedNodes,
+}
+
+/// Judges a negative control against the real run's observation.
+pub(super) fn judge(
+    drill: &Drill,
+    seed: u64,
+    spec: &Assertion,
+    control: &Control,
+    real: &Observation,
+    provision: &Provision<'_>,
+) -> Result<Judged, RunError> {
+    judge_with(drill, seed, spec, control, real, provision, &|_| {})
+}
+
+/// A control left unrun because the real run stopped early; an admission
+/// control needs no run and is judged all the same.
+pub(super) fn not_run(drill: &Drill, spec: &Assertion, control: &Control, why: &str) -> Judged {
+    if let Control::Admission(admission) = control {
+        return admission_control(drill, spec, admission);
+    }
+    unproven(
+        spec,
+        ControlConclusion::Inconclusive,
+        "the drill weakened as written".to_owned(),
+        "not run".to_owned(),
+        format!(
+            "the real run stopped early ({why}), so there is nothing to compare a weakened run with"
+        ),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    )
+}
+
+/// [`judge`], with the weakened drill changed once more before it runs:
+/// the tests break a control the vacuous way through it.
+fn judge_with(
+    drill: &Drill,
+    seed: u64,
+    spec: &Assertion,
+    control: &Control,
+    real: &Observation,
+    provision: &Provision<'_>,
+    sabotage: &dyn Fn(&mut Drill),
+) -> Result<Judged, RunError> {
+    let (mut weakened, how, expect, subjects, declared) = match control {
+        Control::Admission(admission) => return Ok(admission_control(drill, spec, admission)),
+        Control::Ablation(ablation) => {
+            let Some(guard) = drill
+                .spec
+                .guards
+                .iter()
+                .find(|g| g.name.as_str() == ablation.guard.as_str())
+            else {
+                // Validation names every guard; a missing one proves nothing.
+                return Ok(unproven(
+                    spec,
+                    ControlConclusion::Inconclusive,
+                    format!("guard `{}` weakened", ablation.guard.value),
+                    "nothing ran".to_owned(),
+                    "the drill has no such guard".to_owned(),
+                    Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
+                ));
+            };
+            (
+                ablate(drill, ablation),
+                format!(
+                    "guard `{}` {}",
+                    ablation.guard.value,
+                    describe_change(&ablation.change.value)
+                ),
+                Expect::MustFail(&ablation.must_fail),
+                Subjects::Guard(&guard.value),
+                trace::Declared::default(),
+            )
+        }
+        Control::Weaken(weaken) => {
+            let expect = match &weaken.preflight_refuses {
+                Some(guard) => Expect::PreflightRefuses(guard.value),
+                None => Expect::MustFail(&weaken.must_fail),
+            };
+            let declared = trace::Declared {
+                added_faults: usize::from(
+                    weaken.change.value == DrillChange::SecondFaultBeforePromotion,
+                ),
+                dropped_steps: dropped_steps(drill, &weaken.change.value),
+            };
+            let subjects = match weaken.change.value {
+                DrillChange::NoNodeReplacement => Subjects::FaultedNodes,
+                _ => Subjects::ControlPlane,
+            };
+            (
+                weaken_drill(drill, weaken),
+                describe_weakening(&weaken.change.value),
+                expect,
+                subjects,
+                declared,
+            )
+        }
+    };
+    sabotage(&mut weakened);
+    let real_trace = trace::trace(real);
+    let backend = match provision(&weakened, seed) {
+        Ok(backend) => backend,
+        // Never green: a control that could not run proves nothing.
+        Err(BackendError::NoReprovision(why)) => {
+            return Ok(unproven(
+                spec,
+                ControlConclusion::Inconclusive,
+                how,
+                "not run".to_owned(),
+                format!("the negative control was not run: {why}"),
+                Vec::new(),
+                real_trace,
+                Vec::new(),
+            ));
+        }
+        Err(e) => return Err(RunError::Provision(e)),
+    };
+    if !weakening_supported(control, backend.name()) {
+        return Ok(unproven(
+            spec,
+            ControlConclusion::Inconclusive,
+            how,
+            "not run".to_owned(),
+            format!(
+                "the {} backend cannot take this safeguard away; run the control on the simulator",
+                backend.name()
+            ),
+            Vec::new(),
+            real_trace,
+            Vec::new(),
+        ));
+    }
+    let (obs, _) = run_steps(&weakened, backend, true)?;
+    let weakened_trace = trace::trace(&obs);
+    match expect {
+        Expect::PreflightRefuses(guard) => Ok(preflight_refusal(
+            spec,
+            how,
+            guard,
+            real_trace,
+            weakened_trace,
+        )),
+        Expect::MustFail(must_fail) => {
+            let diverged =
+                trace::diverged(&real_trace, &weakened_trace, &declared, &trace::nodes(&obs));
+            Ok(must_fail_verdict(
+                drill,
+                spec,
+                how,
+                must_fail,
+                &subjects,
+                real,
+                &obs,
+                &weakened.topology,
+                diverged,
+                real_trace,
+                weakened_trace,
+            ))
+        }
+    }
+}
+
+/// Safeguards a real backend cannot take away are refused rather than
+/// run without effect (which would read as "no teeth").
+fn weakening_supported(control: &Control, backend: &str) -> bool {
+    match control {
+        Control::Weaken(w) => {
+            backend == "sim"
+                || matches!(
+                    w.change.value,
+                    DrillChange::SecondFaultBeforePromotion | DrillChange::NoNodeReplacement
+                )
+        }
+        _ => true,
+    }
+}
+
+/// The verdict of a control whose weakened run must fail named assertions.
+#[expect(clippy::too_many_arguments, reason = "one verdict from both runs")]
+fn must_fail_verdict(
+    drill: &Drill,
+    spec: &Assertion,
+    how: String,
+    must_fail: &[Located<String>],
+    subjects: &Subjects<'_>,
+    real: &Observation,
+    obs: &Observation,
+    topology: &drillbench_model::topology::Topology,
+    diverged: Vec<String>,
+    real_trace: Vec<TraceStep>,
+    weakened_trace: Vec<TraceStep>,
+) -> Judged {
+    let first_fault = trace::first_fault(&weakened_trace);
+    let mut evidence = Vec::new();
+    let mut still_green = Vec::new();
+    let mut off_subject = Vec::new();
+    let mut bitten = Vec::new();
+    for target in must_fail {
+        let Some(assertion) = drill.assertions.iter().find(|a| a.name == target.as_str()) else {
+            continue;
+        };
+        let judged = assert::judge(assertion, obs, topology);
+        if judged.result.verdict == Verdict::Pass {
+            still_green.push(target.value.clone());
+            continue;
+        }
+        let involved = involves(subjects, assertion, &judged.result, real, obs, first_fault);
+        let first = judged.result.evidence.iter().find(|e| involved.contains(e));
+        let first = first.or(judged.result.evidence.first());
+        evidence.push(Evidence {
+            at_ms: first.map_or(obs.end, |e| e.at_ms),
+            pod: first.and_then(|e| e.pod.clone()),
+            node: first.and_then(|e| e.node.clone()),
+            rule: format!("with the guard weakened, `{target}` must fail"),
+            detail: format!("`{target}` failed: {}", judged.result.summary),
+            labels: BTreeMap::new(),
+        });
+        if involved.is_empty() {
+            off_subject.push(target.value.clone());
+        } else {
+            bitten.push(target.value.clone());
+        }
+    }
+    let names = must_fail
+        .iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let whose = match subjects {
+        Subjects::Guard(g) => format!("the pods guard `{}` governs", g.name.value),
+        Subjects::ControlPlane => "the control plane after the fault".to_owned(),
+        Subjects::FaultedNodes => "the pods of the node the fault hit".to_owned(),
+    };
+    let (conclusion, failed, why) = if !diverged.is_empty() {
+        (
+            ControlConclusion::Inconclusive,
+            format!(
+                "the weakened run did not reach the real run's faults; {names} judged on a different run"
+            ),
+            format!(
+                "a failure after a different path proves nothing about the guard: {}",
+                diverged.join("; ")
+            ),
+        )
+    } else if !still_green.is_empty() {
+        (
+            ControlConclusion::NoTeeth,
+            format!("{} still passed", still_green.join(", ")),
+            format!(
+                "the weakened run met every fault of the real run, yet {} held: this check has no teeth",
+                still_green.join(", ")
+            ),
+        )
+    } else if !off_subject.is_empty() {
+        (
+            ControlConclusion::Inconclusive,
+            format!("{} failed, but not on {whose}", off_subject.join(", ")),
+            format!(
+                "the failure of {} does not involve {whose}, so it is not the guard's doing",
+                off_subject.join(", ")
+            ),
+        )
+    } else {
+        (
+            ControlConclusion::Bites,
+            format!("{} failed on {whose}", bitten.join(", ")),
+            format!(
+                "the weakened run met every fault of the real run, and only the weakening separates it from the real run, where {} held: the check has teeth",
+                bitten.join(", ")
+            ),
+        )
+    };
+    let mut judged = unproven(
+        spec,
+        conclusion,
+        how.clone(),
+        failed,
+        why,
+        diverged,
+        real_trace,
+        weakened_trace,
+    );
+    judged.result.bound = format!("{names} must fail with {how}");
+    judged.result.evidence = evidence;
+    judged
+}
+
+/// The failing evidence that involves the subjects; empty when none does.
+fn involves<'e>(
+    subjects: &Subjects<'_>,
+    assertion: &Assertion,
+    result: &'e AssertionResult,
+    real: &Observation,
+    obs: &Observation,
+    first_fault: Option<u64>,
+) -> Vec<&'e Evidence> {
+    match subjects {
+        Subjects::Guard(_) | Subjects::FaultedNodes => {
+            let hit = trace::fault_nodes(real);
+            let governs = |p: &&drillbench_observe::Placement| match subjects {
+                Subjects::Guard(guard) => pods_match(&guard.matches, p),
+                _ => hit.contains(p.node.as_str()),
+            };
+            let placements = || {
+                real.placements
+                    .iter()
+                    .chain(&obs.placements)
+                    .filter(governs)
+            };
+            let governed: BTreeSet<&str> = placements().map(|p| p.pod.as_str()).collect();
+            // Their claims, as `namespace/name`, name them in volume evidence.
+            let claims: BTreeSet<String> = placements()
+                .flat_map(|p| p.claims.iter().map(|(c, _)| format!("{}/{c}", p.namespace)))
+                .collect();
+            let named: Vec<&Evidence> = result
+                .evidence
+                .iter()
+                .filter(|e| {
+                    e.pod.as_deref().is_some_and(|p| governed.contains(p))
+                        || governed.iter().any(|p| e.detail.contains(p))
+                        || claims.iter().any(|c| e.detail.contains(c.as_str()))
+                })
+                .collect();
+            if !named.is_empty() {
+                return named;
+            }
+            // An RTO or availability names no pod: it is the guard's when
+            // a workload it measures, one of whose pods the guard governs,
+            // was short of replicas at the moment the evidence names.
+            let measured = match &assertion.kind {
+                AssertionKind::Rto(r) => Some(&r.of.value),
+                AssertionKind::Availability(a) => Some(&a.of.value),
+                _ => None,
+            };
+            let Some(subject) = measured else {
+                return Vec::new();
+            };
+            let workloads: BTreeSet<&str> = placements()
+                .filter(|p| match subject {
+                    Subject::Pods(m) => pods_match(m, p),
+                    Subject::Workload(w) => p.workload.as_deref() == Some(w.as_str()),
+                    Subject::AllWorkloads => true,
+                    Subject::Api | Subject::ControlPlane => false,
+                })
+                .filter_map(|p| p.workload.as_deref())
+                .collect();
+            let short_at = |t: u64| {
+                workloads.iter().any(|w| {
+                    obs.workloads
+                        .get(*w)
+                        .is_some_and(|s| !s.whole_at(t.saturating_sub(1)) || !s.whole_at(t))
+                })
+            };
+            result
+                .evidence
+                .iter()
+                .filter(|e| short_at(e.at_ms))
+                .collect()
+        }
+        Subjects::ControlPlane => {
+            let about_the_control_plane = match &assertion.kind {
+                AssertionKind::Quorum(_)
+                | AssertionKind::EndpointUnchanged
+                | AssertionKind::MemberPromoted => true,
+                AssertionKind::Rto(r) => {
+                    matches!(r.of.value, Subject::Api | Subject::ControlPlane)
+                }
+                AssertionKind::Availability(a) => {
+                    matches!(a.of.value, Subject::Api | Subject::ControlPlane)
+                }
+                _ => false,
+            };
+            match first_fault {
+                Some(fault) if about_the_control_plane => result
+                    .evidence
+                    .iter()
+                    .filter(|e| e.at_ms >= fault)
+                    .collect(),
+                _ => Vec::new(),
+            }
+        }
+    }
+}
+
+/// A control whose weakened start must make the preflight say no-go.
+fn preflight_refusal(
+    spec: &Assertion,
+    how: String,
+    guard: PreflightGuard,
+    real_trace: Vec<TraceStep>,
+    weakened_trace: Vec<TraceStep>,
+) -> Judged {
+    let name = match guard {
+        PreflightGuard::Target => "target",
+        PreflightGuard::Quorum => "quorum",
+        PreflightGuard::Backup => "backup",
+    };
+    let no_go = weakened_trace
+        .iter()
+        .find(|t| t.what.starts_with("preflight: no-go"));
+    let went = weakened_trace.iter().any(|t| t.what == "preflight: go");
+    let faulted = trace::first_fault(&weakened_trace).is_some();
+    let ours = format!("reason={name}:");
+    let (conclusion, failed, why, evidence) = match no_go {
+        Some(step) if step.what.contains(&ours) && !faulted => (
+            ControlConclusion::Bites,
+            format!("the preflight said no-go at step `{}`", step.step),
+            format!(
+                "the {name} guard refused the weakened start and the drill injected no fault: the preflight has teeth"
+            ),
+            vec![Evidence {
+                at_ms: step.at_ms,
+                pod: None,
+                node: None,
+                rule: format!("the preflight's {name} guard says no-go"),
+                detail: step.what.clone(),
+                labels: BTreeMap::new(),
+            }],
+        ),
+        Some(step) => (
+            ControlConclusion::Inconclusive,
+            format!(
+                "the preflight said no-go at step `{}`, but not for {name}",
+                step.step
+            ),
+            format!(
+                "a refusal by another guard does not prove the {name} guard: {}",
+                step.what
+            ),
+            Vec::new(),
+        ),
+        None if went => (
+            ControlConclusion::NoTeeth,
+            "the preflight said go".to_owned(),
+            format!("the {name} guard let the weakened start through: it has no teeth"),
+            Vec::new(),
+        ),
+        None => (
+            ControlConclusion::Inconclusive,
+            "the weakened run never reached the preflight".to_owned(),
+            "a run that stopped before its preflight proves nothing about it".to_owned(),
+            Vec::new(),
+        ),
+    };
+    let mut judged = unproven(
+        spec,
+        conclusion,
+        how.clone(),
+        failed,
+        why,
+        Vec::new(),
+        real_trace,
+        weakened_trace,
+    );
+    judged.result.bound = format!("the preflight's {name} guard refuses the drill with {how}");
+    judged.result.evidence = evidence;
+    judged
+}
+
+/// A control's verdict from its conclusion: only `Bites` passes.
+#[expect(clippy::too_many_arguments, reason = "the fields of one proof")]
+fn unproven(
+    spec: &Assertion,
+    conclusion: ControlConclusion,
+    weakened: String,
+    failed: String,
+    why: String,
+    diverged: Vec<String>,
+    real_trace: Vec<TraceStep>,
+    weakened_trace: Vec<TraceStep>,
+) -> Judged {
+    let summary = match conclusion {
+        ControlConclusion::Bites => format!("with {weakened}, {failed}: the check has teeth"),
+        ControlConclusion::NoTeeth => {
+            format!("with {weakened}, {failed}: this check has no teeth")
+        }
+        ControlConclusion::Inconclusive => {
+            format!("with {weakened}, {failed}: inconclusive, {why}")
+        }
+    };
+    Judged {
+        result: AssertionResult {
+            name: spec.name.clone(),
+            kind: NEGATIVE_CONTROL.to_owned(),
+            verdict: if conclusion == ControlConclusion::Bites {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            bound: "the weakened drill fails".to_owned(),
+            measured: if failed == "not run" {
+                "not run".to_owned()
+            } else {
+                conclusion.as_str().to_owned()
+            },
+            summary,
+            evidence: Vec::new(),
+            control: Some(ControlProof {
+                conclusion,
+                weakened,
+                failed,
+                why,
+                diverged,
+                real_trace,
+                weakened_trace,
+            }),
+        },
+        figures: BTreeMap::new(),
+    }
+}
+
+/// An admission control: the planted object must be refused by the guard.
+fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
+    let guard = drill
+        .spec
+        .guards
+        .iter()
+        .find(|g| g.name.as_str() == control.guard.as_str());
+    let default_class = drill
+        .topology
+        .storage_classes
+        .iter()
+        .find(|c| c.default)
+        .map(|c| c.name.as_str());
+    // The planted object is judged alone: a claim it mounts resolves to no
+    // standalone claim, so it gets the default class.
+    let decision = guard.and_then(|g| {
+        let mut planted = Candidate::read(&control.object.value)?;
+        let classes = claim_classes(
+            planted.claim_templates,
+            &planted.spec,
+            |_| None,
+            default_class,
+        );
+        let guards = [g.value.clone()];
+        admit(
+            &guards,
+            &planted.namespace,
+            &planted.labels,
+            &classes,
+            &mut planted.spec,
+        )
+        .into_iter()
+        .find(|d| d.guard == g.name.value)
+        .map(|d| (planted.key, d.refused, d.reason))
+    });
+    let guard_name = &control.guard.value;
+    let how = format!("an object planted that breaks guard `{guard_name}`");
+    let (conclusion, failed, why, evidence) = match decision {
+        Some((object, true, reason)) => (
+            ControlConclusion::Bites,
+            format!("guard `{guard_name}` refused {object}"),
+            "admission refused the object the guard exists to keep out: the guard bites".to_owned(),
+            vec![Evidence {
+                at_ms: 0,
+                pod: None,
+                node: None,
+                rule: format!("guard {guard_name}"),
+                detail: reason,
+                labels: BTreeMap::new(),
+            }],
+        ),
+        Some((object, false, reason)) => (
+            ControlConclusion::NoTeeth,
+            format!("guard `{guard_name}` only audited {object} ({reason})"),
+            "an audit admits the object: the guard keeps nothing out".to_owned(),
+            Vec::new(),
+        ),
+        None => (
+            ControlConclusion::NoTeeth,
+            format!("guard `{guard_name}` admitted the planted object"),
+            "the guard keeps nothing out".to_owned(),
+            Vec::new(),
+        ),
+    };
+    let mut judged = unproven(
+        spec,
+        conclusion,
+        how,
+        failed,
+        why,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    judged.result.bound = format!("guard `{guard_name}` refuses the planted object");
+    if conclusion == ControlConclusion::Bites {
+        judged.result.measured = "refused".to_owned();
+    }
+    judged.result.evidence = evidence;
+    judged
+}
+
+#[cfg(test)]
+mod tests;

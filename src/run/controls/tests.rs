@@ -1,0 +1,143 @@
+//! Every built-in control bites as written, and broken the vacuous way
+//! (its fault skipped, its target gone) is inconclusive.
+
+use super::*;
+use drillbench_backend::sim::provision;
+use drillbench_model::scenario::spec::{Fault, Target};
+use drillbench_model::scenario::step::Action;
+
+fn built_in(name: &str) -> Drill {
+    let path = drillbench_model::scenario::catalog::resolve(name).expect("a built-in drill");
+    Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)))
+}
+
+const DRILLS: [&str; 8] = [
+    "cp-recreate",
+    "autoscaler-scale-down",
+    "node-loss",
+    "unlabelled-autoscaler-node",
+    "pre-upgrade",
+    "full-rebuild",
+    "stranded-pool",
+    "namespace-restore",
+];
+
+/// Every control of every built-in drill that re-runs the drill, with
+/// the real run's observation (seed 1).
+fn each_control(mut check: impl FnMut(&str, &Drill, &Assertion, &Control, &Observation)) {
+    for name in DRILLS {
+        let drill = built_in(name);
+        let backend = provision(&drill, 1).expect("provisions");
+        let (real, _) = run_steps(&drill, backend, false).expect("runs");
+        for assertion in &drill.assertions {
+            if let AssertionKind::NegativeControl(control) = &assertion.kind
+                && !matches!(control, Control::Admission(_))
+            {
+                check(name, &drill, assertion, control, &real);
+            }
+        }
+    }
+}
+
+fn conclusion(judged: &Judged) -> ControlConclusion {
+    judged.result.control.as_ref().expect("a proof").conclusion
+}
+
+fn is_preflight_control(control: &Control) -> bool {
+    matches!(control, Control::Weaken(w) if w.preflight_refuses.is_some())
+}
+
+#[test]
+fn every_built_in_control_bites_as_written() {
+    let mut seen = 0;
+    each_control(|name, drill, spec, control, real| {
+        let judged = judge(drill, 1, spec, control, real, &provision).expect("runs");
+        assert_eq!(
+            conclusion(&judged),
+            ControlConclusion::Bites,
+            "{name}/{}: {}",
+            spec.name,
+            judged.result.summary
+        );
+        seen += 1;
+    });
+    assert!(seen >= 12, "{seen} controls");
+}
+
+/// The vacuous way to "bite": the weakened run never meets the fault
+/// (skipped), so the named assertions fail with nothing having
+/// happened. Every built-in control must call that inconclusive.
+#[test]
+fn a_control_whose_fault_is_skipped_is_inconclusive_not_bitten() {
+    each_control(|name, drill, spec, control, real| {
+        let skip: &dyn Fn(&mut Drill) = if is_preflight_control(control) {
+            // A refusal control is vacuous when the preflight never runs.
+            &|d: &mut Drill| {
+                d.steps
+                    .retain(|s| !matches!(s.action, Action::Preflight(_)))
+            }
+        } else {
+            &|d: &mut Drill| d.steps.retain(|s| !matches!(s.action, Action::Fault(_)))
+        };
+        let judged = judge_with(drill, 1, spec, control, real, &provision, skip).expect("runs");
+        assert_eq!(
+            conclusion(&judged),
+            ControlConclusion::Inconclusive,
+            "{name}/{}: {}",
+            spec.name,
+            judged.result.summary
+        );
+        assert_eq!(judged.result.verdict, Verdict::Fail);
+    });
+}
+
+/// The other vacuous way: the fault's target is gone, so the fault
+/// finds nothing to hit and the weakened run stops there.
+#[test]
+fn a_control_whose_target_disappears_is_inconclusive_not_bitten() {
+    let mut seen = 0;
+    each_control(|name, drill, spec, control, real| {
+        let targeted = drill.steps.iter().any(|s| {
+            matches!(&s.action, Action::Fault(f) if matches!(
+                f.value,
+                Fault::CrashNode(_) | Fault::DeleteNode(_) | Fault::ReplaceNode(_)
+                    | Fault::RecreateControlPlane(_)
+            ))
+        });
+        if !targeted || is_preflight_control(control) {
+            return;
+        }
+        let vanish = |d: &mut Drill| {
+            for step in &mut d.steps {
+                if let Action::Fault(f) = &mut step.action
+                    && let Fault::CrashNode(n)
+                    | Fault::DeleteNode(n)
+                    | Fault::ReplaceNode(n)
+                    | Fault::RecreateControlPlane(n) = &mut f.value
+                {
+                    n.target.value = Target::Node("a-node-that-is-gone".to_owned());
+                }
+            }
+        };
+        let judged = judge_with(drill, 1, spec, control, real, &provision, &vanish).expect("runs");
+        assert_eq!(
+            conclusion(&judged),
+            ControlConclusion::Inconclusive,
+            "{name}/{}: {}",
+            spec.name,
+            judged.result.summary
+        );
+        let proof = judged.result.control.expect("a proof");
+        assert!(
+            proof
+                .weakened_trace
+                .iter()
+                .any(|t| t.what.contains("found no target")),
+            "{name}/{}: {:?}",
+            spec.name,
+            proof.weakened_trace
+        );
+        seen += 1;
+    });
+    assert!(seen >= 4, "{seen} controls with a targeted fault");
+}

@@ -1,0 +1,139 @@
+//! How a negative control weakens a drill: a guard loosened or removed
+//! (an ablation), or a safeguard of the procedure taken away (a
+//! weakening), and how each reads in a report.
+
+use drillbench_assert as assert;
+use drillbench_model::drill::Drill;
+use drillbench_model::scenario::located::Located;
+use drillbench_model::scenario::spec::{
+    AblationControl, DrillChange, Fault, GuardChange, NodeFault, Target, WeakenControl,
+};
+use drillbench_model::scenario::step::{Action, Step};
+use drillbench_model::topology::EndpointMode;
+
+pub(super) fn describe_change(change: &GuardChange) -> String {
+    match change {
+        GuardChange::Remove => "removed".to_owned(),
+        GuardChange::ReplaceRequirement(r) => format!("replaced by `{}`", assert::describe(r)),
+        GuardChange::SetValues(v) => format!("set to values [{}]", v.join(",")),
+        GuardChange::AddUnlabelledTerm => "given an extra unlabelled OR term".to_owned(),
+    }
+}
+
+pub(super) fn describe_weakening(change: &DrillChange) -> String {
+    match change {
+        DrillChange::SecondFaultBeforePromotion => {
+            "a second control plane crashing before the new member's promotion".to_owned()
+        }
+        DrillChange::EndpointWithoutFailover => "an endpoint that does not fail over".to_owned(),
+        DrillChange::KubeconfigOnNode => {
+            "a kubeconfig naming the holder node instead of the stable endpoint".to_owned()
+        }
+        DrillChange::StartWithControlPlanes(n) => {
+            format!("a cluster that starts with {n} control planes (and voters)")
+        }
+        DrillChange::StartWithLearner => {
+            "a cluster that starts with an etcd learner (a membership change in progress)"
+                .to_owned()
+        }
+        DrillChange::NoNodeReplacement => "the lost node never replaced".to_owned(),
+    }
+}
+
+/// The steps a weakening drops, by label.
+pub(super) fn dropped_steps(drill: &Drill, change: &DrillChange) -> Vec<String> {
+    match change {
+        DrillChange::NoNodeReplacement => drill
+            .steps
+            .iter()
+            .filter(|s| is_replacement(s))
+            .map(|s| s.label.clone())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_replacement(step: &Step) -> bool {
+    matches!(&step.action, Action::Fault(f) if matches!(f.value, Fault::ReplaceNode(_)))
+}
+
+/// The drill with one guard weakened.
+pub(super) fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
+    let mut weakened = drill.clone();
+    let guards = &mut weakened.spec.guards;
+    if let Some(index) = guards
+        .iter()
+        .position(|g| g.name.as_str() == ablation.guard.as_str())
+    {
+        match &ablation.change.value {
+            GuardChange::Remove => {
+                guards.remove(index);
+            }
+            GuardChange::ReplaceRequirement(r) => {
+                guards[index].value.require.node_affinity.value = r.clone()
+            }
+            GuardChange::SetValues(v) => {
+                guards[index].value.require.node_affinity.value.values = Some(v.clone())
+            }
+            GuardChange::AddUnlabelledTerm => guards[index].value.unlabelled_term = true,
+        }
+    }
+    weakened
+}
+
+/// The drill with one safeguard of its procedure taken away.
+pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
+    let mut weakened = drill.clone();
+    match &weaken.change.value {
+        DrillChange::SecondFaultBeforePromotion => {
+            // Right after each recreate, before anything waits for the
+            // new member: another control plane goes down.
+            let mut steps = Vec::new();
+            for step in weakened.steps {
+                let recreate = matches!(
+                    &step.action,
+                    Action::Fault(f) if matches!(f.value, Fault::RecreateControlPlane(_))
+                );
+                let at = match &step.action {
+                    Action::Fault(f) => f.at,
+                    _ => weaken.change.at,
+                };
+                steps.push(step);
+                if recreate {
+                    steps.push(Step {
+                        label: "a second control plane goes down before the promotion".to_owned(),
+                        action: Action::Fault(Located::at(
+                            Fault::CrashNode(NodeFault {
+                                target: Located::at(Target::OtherControlPlane, at),
+                                drain: false,
+                                boot_delay: None,
+                            }),
+                            at,
+                        )),
+                    });
+                }
+            }
+            weakened.steps = steps;
+        }
+        DrillChange::EndpointWithoutFailover => {
+            if let Some(e) = &mut weakened.topology.endpoint {
+                e.mode = EndpointMode::Pinned;
+            }
+        }
+        DrillChange::KubeconfigOnNode => {
+            if let Some(e) = &mut weakened.topology.endpoint {
+                e.mode = EndpointMode::HolderNode;
+            }
+        }
+        DrillChange::StartWithControlPlanes(n) => {
+            weakened
+                .topology
+                .control_planes
+                .ordinals
+                .truncate(*n as usize);
+        }
+        DrillChange::StartWithLearner => weakened.topology.control_planes.learners_at_start = 1,
+        DrillChange::NoNodeReplacement => weakened.steps.retain(|s| !is_replacement(s)),
+    }
+    weakened
+}
