@@ -66,7 +66,12 @@ pub fn run_drill(
                 // touch a cluster again: the real run already stopped.
                 StepsOutcome::Aborted(why) => controls::not_run(drill, assertion, control, why),
                 StepsOutcome::Completed => {
-                    controls::judge(drill, seed, assertion, control, &obs, provision)?
+                    let real = controls::RealRun {
+                        seed,
+                        backend: backend_name,
+                        observation: &obs,
+                    };
+                    controls::judge(drill, assertion, control, &real, provision)?
                 }
             },
             _ => assert::judge(assertion, &obs, &drill.topology),

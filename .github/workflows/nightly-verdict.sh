@@ -2,7 +2,8 @@
 # Reads "NAME EXIT" lines and tells the failures apart. A drill's exit 1 is
 # the platform regressing. Everything else that is not 0 means the night's
 # results cannot be trusted: an end-to-end test (a name starting `e2e-`)
-# that failed, or a drill the bench refused (exit 2), is the bench broken;
+# that failed, a drill the bench refused (exit 2) or a built-in drill whose
+# negative control proved nothing (exit 4) is the bench broken;
 # exit 3 is the bench or the runner broken (a CLI missing, a cluster that
 # would not come up), as is a missing file (the job broke before anything
 # ran). Broken outranks regressed. Prints one annotation per failure, sets
@@ -30,6 +31,9 @@ while read -r name code; do
       regressed=1 ;;
     *:2)
       echo "::error title=Bench broke (exit 3)::$name: the bench refused its own drill or flags (exit 2)"
+      bench_broke=1 ;;
+    *:4)
+      echo "::error title=Bench broke (exit 3)::$name: every assertion held, but a negative control of the built-in drill proved nothing (exit 4)"
       bench_broke=1 ;;
     *)
       echo "::error title=Bench or runner broke (exit 3)::$name: infrastructure error (exit $code)"

@@ -55,13 +55,21 @@ enum Subjects<'a> {
 /// Judges a negative control against the real run's observation.
 pub(super) fn judge(
     drill: &Drill,
-    seed: u64,
     spec: &Assertion,
     control: &Control,
-    real: &Observation,
+    real: &RealRun<'_>,
     provision: &Provision<'_>,
 ) -> Result<Judged, RunError> {
-    judge_with(drill, seed, spec, control, real, provision, &|_| {})
+    judge_with(drill, spec, control, real, provision, &|_| {})
+}
+
+/// The real run a control is compared with.
+pub(super) struct RealRun<'a> {
+    pub seed: u64,
+    /// The backend it ran on (`sim`, `kind`, …): a weakened run goes to
+    /// the same kind of backend.
+    pub backend: &'static str,
+    pub observation: &'a Observation,
 }
 
 /// A control left unrun because the real run stopped early; an admission
@@ -88,13 +96,13 @@ pub(super) fn not_run(drill: &Drill, spec: &Assertion, control: &Control, why: &
 /// the tests break a control the vacuous way through it.
 fn judge_with(
     drill: &Drill,
-    seed: u64,
     spec: &Assertion,
     control: &Control,
-    real: &Observation,
+    run: &RealRun<'_>,
     provision: &Provision<'_>,
     sabotage: &dyn Fn(&mut Drill),
 ) -> Result<Judged, RunError> {
+    let real = run.observation;
     let (mut weakened, how, expect, subjects, declared) = match control {
         Control::Admission(admission) => return Ok(admission_control(drill, spec, admission)),
         Control::Ablation(ablation) => {
@@ -154,7 +162,23 @@ fn judge_with(
     };
     sabotage(&mut weakened);
     let real_trace = trace::trace(real);
-    let backend = match provision(&weakened, seed) {
+    // Refused before a cluster is made for it: nothing would run there.
+    if !weakening_supported(control, run.backend) {
+        return Ok(unproven(
+            spec,
+            ControlConclusion::Inconclusive,
+            how,
+            "not run".to_owned(),
+            format!(
+                "the {} backend cannot take this safeguard away; run the control on the simulator",
+                run.backend
+            ),
+            Vec::new(),
+            real_trace,
+            Vec::new(),
+        ));
+    }
+    let backend = match provision(&weakened, run.seed) {
         Ok(backend) => backend,
         // Never green: a control that could not run proves nothing.
         Err(BackendError::NoReprovision(why)) => {
@@ -171,21 +195,6 @@ fn judge_with(
         }
         Err(e) => return Err(RunError::Provision(e)),
     };
-    if !weakening_supported(control, backend.name()) {
-        return Ok(unproven(
-            spec,
-            ControlConclusion::Inconclusive,
-            how,
-            "not run".to_owned(),
-            format!(
-                "the {} backend cannot take this safeguard away; run the control on the simulator",
-                backend.name()
-            ),
-            Vec::new(),
-            real_trace,
-            Vec::new(),
-        ));
-    }
     let (obs, _) = run_steps(&weakened, backend, true)?;
     let weakened_trace = trace::trace(&obs);
     match expect {

@@ -76,6 +76,20 @@ fn a_failed_end_to_end_test_is_the_bench_broken_not_the_runner() {
 }
 
 #[test]
+fn an_unproven_built_in_drill_is_the_bench_broken_not_the_runner() {
+    // Exit 4: every assertion held, a negative control proved nothing.
+    let v = verdict(Some("node-loss 0\ncp-recreate 4\n"));
+    assert_eq!(v.code, 3, "{}", v.stdout);
+    assert_eq!(v.output, "verdict=bench-broke\n");
+    assert!(
+        v.stdout
+            .contains("::error title=Bench broke (exit 3)::cp-recreate: every assertion held"),
+        "{}",
+        v.stdout
+    );
+}
+
+#[test]
 fn infrastructure_outranks_a_regression_and_each_gets_its_own_title() {
     let v = verdict(Some("cp-recreate 3\nnode-loss 1\n"));
     assert_eq!(v.code, 3, "{}", v.stdout);

@@ -242,8 +242,8 @@ fn a_crashed_control_plane_loses_its_vote_and_the_endpoint_moves() {
 /// promotion it stays a learner and quorum stays lost.
 #[test]
 fn a_learner_is_promoted_only_while_etcd_has_quorum() {
-    let path = std::path::Path::new("scenarios/cp-recreate.yaml");
-    let drill = drillbench_model::drill::Drill::load(path)
+    let path = drillbench_model::test_support::repo_file("scenarios/cp-recreate.yaml");
+    let drill = drillbench_model::drill::Drill::load(&path)
         .unwrap_or_else(|d| panic!("{}", d.render(false)));
     for second_fault in [false, true] {
         let mut sim = Simulation::new(&drill, 1).expect("provisions");
@@ -270,8 +270,8 @@ fn a_learner_is_promoted_only_while_etcd_has_quorum() {
 /// the floating one does (see the test above).
 #[test]
 fn a_pinned_endpoint_stays_on_its_dead_holder() {
-    let path = std::path::Path::new("scenarios/cp-recreate.yaml");
-    let mut drill = drillbench_model::drill::Drill::load(path)
+    let path = drillbench_model::test_support::repo_file("scenarios/cp-recreate.yaml");
+    let mut drill = drillbench_model::drill::Drill::load(&path)
         .unwrap_or_else(|d| panic!("{}", d.render(false)));
     if let Some(endpoint) = &mut drill.topology.endpoint {
         endpoint.mode = drillbench_model::topology::EndpointMode::Pinned;

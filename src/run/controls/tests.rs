@@ -3,6 +3,7 @@
 
 use super::*;
 use drillbench_backend::sim::provision;
+use drillbench_backend::{Backend, BackendError};
 use drillbench_model::scenario::spec::{Fault, Target};
 use drillbench_model::scenario::step::Action;
 
@@ -39,6 +40,15 @@ fn each_control(mut check: impl FnMut(&str, &Drill, &Assertion, &Control, &Obser
     }
 }
 
+/// The real run of these tests: seed 1 on the simulator.
+fn on_sim(observation: &Observation) -> RealRun<'_> {
+    RealRun {
+        seed: 1,
+        backend: "sim",
+        observation,
+    }
+}
+
 fn conclusion(judged: &Judged) -> ControlConclusion {
     judged.result.control.as_ref().expect("a proof").conclusion
 }
@@ -51,7 +61,7 @@ fn is_preflight_control(control: &Control) -> bool {
 fn every_built_in_control_bites_as_written() {
     let mut seen = 0;
     each_control(|name, drill, spec, control, real| {
-        let judged = judge(drill, 1, spec, control, real, &provision).expect("runs");
+        let judged = judge(drill, spec, control, &on_sim(real), &provision).expect("runs");
         assert_eq!(
             conclusion(&judged),
             ControlConclusion::Bites,
@@ -79,7 +89,8 @@ fn a_control_whose_fault_is_skipped_is_inconclusive_not_bitten() {
         } else {
             &|d: &mut Drill| d.steps.retain(|s| !matches!(s.action, Action::Fault(_)))
         };
-        let judged = judge_with(drill, 1, spec, control, real, &provision, skip).expect("runs");
+        let judged =
+            judge_with(drill, spec, control, &on_sim(real), &provision, skip).expect("runs");
         assert_eq!(
             conclusion(&judged),
             ControlConclusion::Inconclusive,
@@ -119,7 +130,8 @@ fn a_control_whose_target_disappears_is_inconclusive_not_bitten() {
                 }
             }
         };
-        let judged = judge_with(drill, 1, spec, control, real, &provision, &vanish).expect("runs");
+        let judged =
+            judge_with(drill, spec, control, &on_sim(real), &provision, &vanish).expect("runs");
         assert_eq!(
             conclusion(&judged),
             ControlConclusion::Inconclusive,
@@ -140,4 +152,36 @@ fn a_control_whose_target_disappears_is_inconclusive_not_bitten() {
         seen += 1;
     });
     assert!(seen >= 4, "{seen} controls with a targeted fault");
+}
+
+/// A safeguard only the simulator can take away is refused on a real
+/// backend before a second cluster is made for it (the same controls bite
+/// on the simulator, above).
+#[test]
+fn a_simulator_only_weakening_on_kind_provisions_nothing_and_proves_nothing() {
+    let mut seen = 0;
+    each_control(|name, drill, spec, control, real| {
+        let Control::Weaken(weaken) = control else {
+            return;
+        };
+        if weakening_supported(control, "kind") {
+            return;
+        }
+        let on_kind = RealRun {
+            seed: 1,
+            backend: "kind",
+            observation: real,
+        };
+        let refuse = |_: &Drill, _: u64| -> Result<Box<dyn Backend>, BackendError> {
+            panic!(
+                "{name}/{}: a cluster was provisioned for {:?}",
+                spec.name, weaken.change.value
+            )
+        };
+        let judged = judge(drill, spec, control, &on_kind, &refuse).expect("judged");
+        assert_eq!(conclusion(&judged), ControlConclusion::Inconclusive);
+        assert_eq!(judged.result.measured, "not run");
+        seen += 1;
+    });
+    assert!(seen >= 3, "{seen} simulator-only controls");
 }
