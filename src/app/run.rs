@@ -241,8 +241,17 @@ pub fn summary(report: &DrillReport) -> String {
         Outcome::Aborted => "ABORTED",
         Outcome::Unproven => "UNPROVEN",
     };
+    let skipped = report
+        .assertions
+        .iter()
+        .filter(|a| a.verdict == Verdict::Skipped)
+        .count();
+    let skipped = match skipped {
+        0 => String::new(),
+        n => format!(" ({n} skipped on this backend)"),
+    };
     let mut text = format!(
-        "{} on {}, seed {}: {verdict}, {held} of {} assertions held, {} of drill time\n",
+        "{} on {}, seed {}: {verdict}, {held} of {} assertions held{skipped}, {} of drill time\n",
         report.drill.name,
         report.backend,
         report.seed,
@@ -258,10 +267,10 @@ pub fn summary(report: &DrillReport) -> String {
         .unwrap_or(0)
         .min(NAME_COLUMN);
     for a in &report.assertions {
-        let mark = if a.verdict == Verdict::Pass {
-            "ok  "
-        } else {
-            "FAIL"
+        let mark = match a.verdict {
+            Verdict::Pass => "ok  ",
+            Verdict::Fail => "FAIL",
+            Verdict::Skipped => "skip",
         };
         text.push_str(&format!(
             "  {mark} {:width$}  {} (bound {})\n",

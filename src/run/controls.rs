@@ -164,7 +164,9 @@ fn judge_with(
     let real_trace = trace::trace(real);
     // Refused before a cluster is made for it: nothing would run there.
     if !weakening_supported(control, run.backend) {
-        return Ok(unproven(
+        // Skipped, not failed: the simulator proves this control for the
+        // drill; here it claims nothing, and the report says why.
+        let mut judged = unproven(
             spec,
             ControlConclusion::Inconclusive,
             how,
@@ -176,7 +178,9 @@ fn judge_with(
             Vec::new(),
             real_trace,
             Vec::new(),
-        ));
+        );
+        judged.result.verdict = Verdict::Skipped;
+        return Ok(judged);
     }
     let backend = match provision(&weakened, run.seed) {
         Ok(backend) => backend,

@@ -29,6 +29,7 @@ fn negative_control(verdict: Verdict) -> AssertionResult {
         measured: match verdict {
             Verdict::Pass => "hcloud-off-autoscalers failed under ablation",
             Verdict::Fail => "hcloud-off-autoscalers still passed under ablation",
+            Verdict::Skipped => "not run",
         }
         .to_owned(),
         summary: "the weakened guard must let openbao onto an autoscaler node".to_owned(),

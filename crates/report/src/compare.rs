@@ -195,6 +195,19 @@ pub fn compare(
                 notes.push(format!("`{}` is new and passes", a.name));
             }
             (Some(Verdict::Pass), Verdict::Pass) => {}
+            // A check not judged on one side cannot have regressed on it.
+            (_, Verdict::Skipped) => {
+                notes.push(format!("`{}` was not judged in NEW", a.name));
+            }
+            (Some(Verdict::Skipped), Verdict::Pass) => {}
+            (Some(Verdict::Skipped), Verdict::Fail) => {
+                regressions.push(Regression::NewFailure {
+                    assertion: a.name.clone(),
+                    kind: a.kind.clone(),
+                    summary: a.summary.clone(),
+                    in_old: true,
+                });
+            }
         }
     }
     for a in &old.assertions {

@@ -132,6 +132,7 @@ fn verdicts(h: &mut String, report: &DrillReport) {
         let (class, word) = match a.verdict {
             Verdict::Pass => ("pass", "pass"),
             Verdict::Fail => ("fail", "FAIL"),
+            Verdict::Skipped => ("skip", "skipped"),
         };
         let _ = write!(
             h,

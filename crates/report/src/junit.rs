@@ -34,6 +34,11 @@ pub fn render(report: &DrillReport) -> String {
                 status.set_description(failure_text(assertion));
                 status
             }
+            Verdict::Skipped => {
+                let mut status = TestCaseStatus::skipped();
+                status.set_message(assertion.summary.as_str());
+                status
+            }
         };
         let mut case = TestCase::new(assertion.name.as_str(), status);
         // A CI page groups by classname: controls get their own, so they

@@ -219,6 +219,10 @@ pub struct TraceStep {
 pub enum Verdict {
     Pass,
     Fail,
+    /// Not judged on this backend: a negative control whose safeguard only
+    /// the simulator can take away. It proves nothing and claims nothing,
+    /// and the report says so (JUnit: a skipped testcase).
+    Skipped,
 }
 
 impl AssertionResult {

@@ -47,6 +47,7 @@ pub fn render(report: &DrillReport) -> String {
         let mark = match a.verdict {
             Verdict::Pass => "✅",
             Verdict::Fail => "❌",
+            Verdict::Skipped => "⏭️",
         };
         let _ = writeln!(
             md,

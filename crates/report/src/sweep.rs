@@ -244,6 +244,7 @@ impl SweepReport {
                 match a.verdict {
                     Verdict::Pass => assertions[i].passed += 1,
                     Verdict::Fail => assertions[i].failed += 1,
+                    Verdict::Skipped => {}
                 }
             }
             for (name, figure) in &run.figures {

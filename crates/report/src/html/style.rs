@@ -10,7 +10,7 @@ h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e5e7eb;padding-bott
 pre{background:#f3f4f6;padding:8px 10px;border-radius:4px;overflow-x:auto}\
 table{border-collapse:collapse;width:100%}th,td{border:1px solid #e5e7eb;padding:5px 8px;text-align:left;vertical-align:top}\
 th{background:#f9fafb}td p{margin:0 0 4px}\
-tr.fail td.verdict{background:#fee2e2;color:#991b1b;font-weight:700}tr.pass td.verdict{background:#d1fae5;color:#065f46}\
+tr.fail td.verdict{background:#fee2e2;color:#991b1b;font-weight:700}tr.pass td.verdict{background:#d1fae5;color:#065f46}tr.skip td.verdict{background:#e5e7eb;color:#374151}\
 .kind{color:#6b7280;font-size:12px}ul.evidence{margin:0;padding-left:18px;font-size:13px}\
 .at{font-variant-numeric:tabular-nums;color:#374151}.rule,.labels{color:#6b7280}\
 table.figures{width:auto}td.num{text-align:right;font-variant-numeric:tabular-nums}\
