@@ -13,6 +13,7 @@ use super::view::{
 use crate::duration::Duration;
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::name_pattern::NamePattern;
+use crate::policy::interpod::AffinityTerm;
 use crate::topology::{Autoscaler, Capacity, ControlPlanes, Pool, PoolSize, Topology};
 
 pub(super) const GI: i64 = 1 << 30;
@@ -82,7 +83,9 @@ pub(super) struct FakePod {
     pub(super) requests: Resources,
     pub(super) required: RequiredNodeAffinity,
     pub(super) tolerations: Vec<Toleration>,
-    pub(super) anti_affinity: bool,
+    pub(super) labels: BTreeMap<String, String>,
+    pub(super) affinity: Vec<AffinityTerm>,
+    pub(super) anti_affinity: Vec<AffinityTerm>,
     pub(super) safe_to_evict: Option<bool>,
     pub(super) local_storage: bool,
     pub(super) controlled: bool,
@@ -98,7 +101,9 @@ pub(super) fn pod(node: Option<usize>, cpu: i64) -> FakePod {
         requests: res(cpu, GI),
         required: RequiredNodeAffinity::from_pod_spec(&PodSpec::default()).expect("empty"),
         tolerations: Vec::new(),
-        anti_affinity: false,
+        labels: BTreeMap::new(),
+        affinity: Vec::new(),
+        anti_affinity: Vec::new(),
         safe_to_evict: None,
         local_storage: false,
         controlled: true,
@@ -114,6 +119,26 @@ pub(super) fn pinned(mut pod: FakePod, pool: &str) -> FakePod {
     };
     pod.required = RequiredNodeAffinity::from_pod_spec(&spec).expect("selector");
     pod
+}
+
+/// A required anti-affinity term against pods labelled `app=<app>`, per
+/// node (`kubernetes.io/hostname`).
+pub(super) fn repels(app: &str) -> AffinityTerm {
+    let term = serde_json::from_value(serde_json::json!({
+        "labelSelector": {"matchLabels": {"app": app}},
+        "topologyKey": "kubernetes.io/hostname",
+    }))
+    .expect("a term");
+    AffinityTerm::compile(&term).expect("compiles")
+}
+
+/// Labels a node with its hostname.
+pub(super) fn hostname(node: &mut FakeNode, name: &str) {
+    node.object
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert("kubernetes.io/hostname".to_owned(), name.to_owned());
 }
 
 pub(super) fn toleration(key: &str) -> Toleration {
@@ -188,6 +213,10 @@ impl ClusterView for Fake {
             .collect()
     }
 
+    fn pods_on(&self, node: usize) -> Vec<usize> {
+        self.movable_pods(node)
+    }
+
     fn pod(&self, pod: usize) -> PodFacts<'_> {
         let p = &self.pods[pod];
         PodFacts {
@@ -197,7 +226,9 @@ impl ClusterView for Fake {
                 required: Some(&p.required),
                 tolerations: &p.tolerations,
             },
-            anti_affinity: p.anti_affinity,
+            labels: &p.labels,
+            affinity: &p.affinity,
+            anti_affinity: &p.anti_affinity,
             safe_to_evict: p.safe_to_evict,
             local_storage: p.local_storage,
             controlled: p.controlled,

@@ -17,6 +17,7 @@ pub(crate) mod drain;
 pub(crate) mod expander;
 #[cfg(test)]
 mod fake;
+pub mod interpod;
 pub(crate) mod scale_down;
 pub(crate) mod scale_up;
 pub(crate) mod view;

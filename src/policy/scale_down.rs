@@ -15,6 +15,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use k8s_openapi::api::core::v1::Node;
+
+use super::interpod::InterPodState;
 use super::scale_up::pool_size;
 use super::view::{AutoscalerView, ClusterView, NodeFacts, Resources, Room};
 use crate::topology::{PoolSize, Topology};
@@ -110,7 +113,15 @@ pub(crate) fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> 
 /// Whether every one of `pods` (the movable pods of `node`) fits, first
 /// fit, on the other Ready, schedulable nodes not being removed (`removing`
 /// are the nodes this scan already chose): placement, requests and pod
-/// slots, each placed pod taking its room for the next.
+/// slots, and the required inter-pod (anti-)affinity of the pod and of
+/// every pod already running, each placed pod taking its room (and joining
+/// the pods the next one is checked against).
+///
+/// As upstream's rescheduling simulation (`cluster-autoscaler/simulator/
+/// cluster.go`, which runs the scheduler framework's filters on a snapshot
+/// without the drained pods), a pod that could only go next to a pod that
+/// repels it keeps its node. The drained node's remaining (DaemonSet) pods
+/// are left out: they leave with it.
 pub(crate) fn fits_elsewhere<V: ClusterView>(
     view: &V,
     node: V::Node,
@@ -118,8 +129,31 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
     removing: &[V::Node],
 ) -> bool {
     let mut extra: BTreeMap<V::Node, Room> = BTreeMap::new();
+    // Every pod that stays, with its node; the pods placed join them.
+    let mut running: Vec<(V::Pod, V::Node)> = view
+        .nodes()
+        .filter(|&n| n != node)
+        .flat_map(|n| view.pods_on(n).into_iter().map(move |p| (p, n)))
+        .collect();
+    let mut repelling = running
+        .iter()
+        .any(|&(p, _)| !view.pod(p).anti_affinity.is_empty());
     'pods: for &pod in pods {
         let facts = view.pod(pod);
+        let incoming = facts.terms();
+        let interpod =
+            (repelling || !incoming.affinity.is_empty() || !incoming.anti_affinity.is_empty())
+                .then(|| {
+                    let mut state = InterPodState::default();
+                    for &(other, on) in &running {
+                        state.add(
+                            &incoming,
+                            &view.pod(other).terms(),
+                            labels(view.node(on).object),
+                        );
+                    }
+                    state
+                });
         for other in view.nodes() {
             if other == node || removing.contains(&other) {
                 continue;
@@ -133,12 +167,25 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
             if !facts.placement.admits(target.object) || !free.takes(facts.requests) {
                 continue;
             }
+            if interpod
+                .as_ref()
+                .is_some_and(|s| s.filter(&incoming, labels(target.object)).is_err())
+            {
+                continue;
+            }
             extra.entry(other).or_default().add(facts.requests);
+            running.push((pod, other));
+            repelling |= !facts.anti_affinity.is_empty();
             continue 'pods;
         }
         return false;
     }
     true
+}
+
+fn labels(node: &Node) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    node.metadata.labels.as_ref().unwrap_or(&EMPTY)
 }
 
 /// Whether the autoscaler considers removing the node at all.
@@ -221,7 +268,9 @@ pub(crate) fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::fake::{Fake, UNNEEDED, node, pinned, pod, toleration, topology};
+    use crate::policy::fake::{
+        Fake, UNNEEDED, hostname, node, pinned, pod, repels, toleration, topology,
+    };
 
     /// A base node with room and an `auto` node running one movable pod.
     fn cluster() -> (Fake, usize) {
@@ -389,6 +438,84 @@ mod tests {
             edit(&mut fake, p);
             let pods = fake.movable_pods(1);
             assert_eq!(fits_elsewhere(&fake, 1, &pods, &[]), *want, "{why}");
+        }
+    }
+
+    /// The issue's thrash: cluster-autoscaler simulates rescheduling with
+    /// the scheduler's filters (`cluster-autoscaler/simulator/cluster.go`,
+    /// FAQ "What types of pods can prevent CA from removing a node?": "pods
+    /// that cannot be moved elsewhere due to … affinity"), and
+    /// kube-scheduler's `InterPodAffinity` filter is symmetric
+    /// (`interpodaffinity/filtering.go`, `satisfyExistingPodsAntiAffinity`).
+    /// A pod that could only go next to a pod repelling it keeps its node;
+    /// each row's control lets it go.
+    #[test]
+    fn a_pod_that_could_only_join_a_pod_that_repels_it_keeps_its_node() {
+        type Edit = fn(&mut Fake, usize);
+        // `base` runs `db`; `auto` runs `web` (pod p).
+        let rows: &[(&str, Edit, bool)] = &[
+            ("nothing repels", |_, _| {}, true),
+            (
+                "db, running on base, repels web",
+                |f, _| f.pods[0].anti_affinity = vec![repels("web")],
+                false,
+            ),
+            (
+                "control: db repels another app",
+                |f, _| f.pods[0].anti_affinity = vec![repels("cache")],
+                true,
+            ),
+            (
+                "web repels db",
+                |f, p| f.pods[p].anti_affinity = vec![repels("db")],
+                false,
+            ),
+            (
+                "control: web repels another app",
+                |f, p| f.pods[p].anti_affinity = vec![repels("cache")],
+                true,
+            ),
+            (
+                "two web pods repelling each other, one node to go to",
+                |f, p| {
+                    f.pods[p].anti_affinity = vec![repels("web")];
+                    let twin = f.pods[p].clone();
+                    f.add(twin);
+                },
+                false,
+            ),
+            (
+                "control: a second node to go to",
+                |f, p| {
+                    f.pods[p].anti_affinity = vec![repels("web")];
+                    let twin = f.pods[p].clone();
+                    f.add(twin);
+                    let mut other = node("base");
+                    hostname(&mut other, "base-2");
+                    f.nodes.push(other);
+                },
+                true,
+            ),
+        ];
+        for (why, edit, want) in rows {
+            let mut fake = Fake::default();
+            fake.nodes.push(node("base"));
+            fake.nodes.push(node("auto"));
+            hostname(&mut fake.nodes[0], "base");
+            hostname(&mut fake.nodes[1], "auto");
+            let mut db = pod(Some(0), 500);
+            db.labels = BTreeMap::from([("app".to_owned(), "db".to_owned())]);
+            fake.add(db);
+            let mut web = pod(Some(1), 500);
+            web.labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+            let p = fake.add(web);
+            edit(&mut fake, p);
+            let pods = fake.movable_pods(1);
+            assert_eq!(fits_elsewhere(&fake, 1, &pods, &[]), *want, "{why}");
+            // The scan agrees: the node is needed, so it never goes.
+            fake.nodes[1].unneeded_since = Some(0);
+            let scan = pass(&fake, &topology(0, 3), UNNEEDED);
+            assert_eq!(scan.remove.is_empty(), !*want, "{why}: the scan");
         }
     }
 

@@ -7,11 +7,13 @@
 //! and each implementation maps its state onto that meaning.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::k8s::taints::scheduling_blocker;
+use crate::policy::interpod::{AffinityTerm, PodTerms};
 
 /// CPU (millicores) and memory (bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -131,14 +133,29 @@ pub(crate) struct PodFacts<'a> {
     pub(crate) namespace: &'a str,
     pub(crate) requests: Resources,
     pub(crate) placement: Placement<'a>,
-    /// Carries a required pod anti-affinity term.
-    pub(crate) anti_affinity: bool,
+    pub(crate) labels: &'a BTreeMap<String, String>,
+    /// Its required pod affinity terms.
+    pub(crate) affinity: &'a [AffinityTerm],
+    /// Its required pod anti-affinity terms.
+    pub(crate) anti_affinity: &'a [AffinityTerm],
     /// Its `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
     pub(crate) safe_to_evict: Option<bool>,
     /// Mounts `emptyDir` or `hostPath`.
     pub(crate) local_storage: bool,
     /// Has a controller other than a bare Pod.
     pub(crate) controlled: bool,
+}
+
+impl<'a> PodFacts<'a> {
+    /// The pod as the inter-pod affinity filter reads it.
+    pub(crate) fn terms(&self) -> PodTerms<'a> {
+        PodTerms {
+            namespace: self.namespace,
+            labels: self.labels,
+            affinity: self.affinity,
+            anti_affinity: self.anti_affinity,
+        }
+    }
 }
 
 /// A PodDisruptionBudget selecting a pod.
@@ -160,6 +177,10 @@ pub(crate) trait ClusterView {
     /// The pods on a node that a drain would move: holding resources, not
     /// DaemonSet pods, in the world's stable order.
     fn movable_pods(&self, node: Self::Node) -> Vec<Self::Pod>;
+    /// Every pod on a node that scheduling counts (holding resources,
+    /// DaemonSet pods included), in the world's stable order: what the
+    /// inter-pod filters read.
+    fn pods_on(&self, node: Self::Node) -> Vec<Self::Pod>;
     fn pod(&self, pod: Self::Pod) -> PodFacts<'_>;
     /// The budgets selecting a pod (same namespace).
     fn budgets(&self, pod: Self::Pod) -> Vec<Budget>;

@@ -10,7 +10,6 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::core::Selector;
 
 use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
 use crate::k8s::cron::Schedule;
@@ -23,6 +22,7 @@ use crate::labels::WRITER_ANNOTATION;
 use crate::manifest::Document;
 use crate::observe::ObjectRef;
 use crate::policy::admission::{admit, claim_classes};
+use crate::policy::interpod::AffinityTerm;
 use crate::scenario::spec::GuardSpec;
 
 /// Why the simulator could not take a manifest.
@@ -440,7 +440,7 @@ fn workload(
     if matches!(kind, WorkloadKind::DaemonSet) {
         tolerations.extend(daemonset_tolerations());
     }
-    let (affinity, anti_affinity) = pod_affinity_terms(&spec, &namespace)?;
+    let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(&spec)?;
     let start_delay = readiness_delay(&spec);
     let safe_to_evict = annotations
         .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
@@ -537,43 +537,6 @@ fn daemonset_tolerations() -> Vec<k8s_openapi::api::core::v1::Toleration> {
         ..Default::default()
     })
     .collect()
-}
-
-type AffinityTerms = Vec<(Selector, String)>;
-
-fn pod_affinity_terms(
-    spec: &PodSpec,
-    _namespace: &str,
-) -> Result<(AffinityTerms, AffinityTerms), String> {
-    let convert = |terms: Option<&Vec<k8s_openapi::api::core::v1::PodAffinityTerm>>| -> Result<AffinityTerms, String> {
-        terms
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                let selector = match &t.label_selector {
-                    Some(s) => Selector::try_from(s.clone()).map_err(|e| e.to_string())?,
-                    None => Selector::default(),
-                };
-                Ok((selector, t.topology_key.clone()))
-            })
-            .collect()
-    };
-    let affinity = spec.affinity.as_ref();
-    let required_affinity = convert(affinity.and_then(|a| a.pod_affinity.as_ref()).and_then(
-        |p| {
-            p.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        },
-    ))?;
-    let required_anti = convert(
-        affinity
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            }),
-    )?;
-    Ok((required_affinity, required_anti))
 }
 
 /// Binding to Ready: container start, plus the readiness probe's initial delay.

@@ -11,12 +11,12 @@ use std::rc::Rc;
 use k8s_openapi::api::core::v1::{Node, NodeSpec, PodSpec, Toleration};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::Selector;
 
 use super::clock::Time;
 use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use crate::k8s::rollout::Strategy;
+use crate::policy::interpod::AffinityTerm;
 use crate::scenario::spec::{AttachModel, BindingMode, Release};
 
 /// Index of a node.
@@ -203,10 +203,10 @@ pub struct Template {
     pub preferences: CompiledPreferences,
     /// Tolerations, with the defaults admission adds.
     pub tolerations: Vec<Toleration>,
-    /// Required pod anti-affinity terms: (selector, topology key).
-    pub anti_affinity: Vec<(Selector, String)>,
-    /// Required pod affinity terms: (selector, topology key).
-    pub affinity: Vec<(Selector, String)>,
+    /// Required pod anti-affinity terms.
+    pub anti_affinity: Vec<AffinityTerm>,
+    /// Required pod affinity terms.
+    pub affinity: Vec<AffinityTerm>,
     /// Names of PVCs mounted through `persistentVolumeClaim` volumes.
     pub claim_volumes: Vec<String>,
     /// Whether it mounts emptyDir or hostPath volumes (blocks scale-down).
