@@ -14,6 +14,7 @@ use crate::duration::Duration;
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::name_pattern::NamePattern;
 use crate::policy::interpod::AffinityTerm;
+use crate::policy::spread::SpreadConstraint;
 use crate::topology::{Autoscaler, Capacity, ControlPlanes, Pool, PoolSize, Topology};
 
 pub(super) const GI: i64 = 1 << 30;
@@ -86,6 +87,7 @@ pub(super) struct FakePod {
     pub(super) labels: BTreeMap<String, String>,
     pub(super) affinity: Vec<AffinityTerm>,
     pub(super) anti_affinity: Vec<AffinityTerm>,
+    pub(super) spread: Vec<SpreadConstraint>,
     pub(super) safe_to_evict: Option<bool>,
     pub(super) local_storage: bool,
     pub(super) controlled: bool,
@@ -104,6 +106,7 @@ pub(super) fn pod(node: Option<usize>, cpu: i64) -> FakePod {
         labels: BTreeMap::new(),
         affinity: Vec::new(),
         anti_affinity: Vec::new(),
+        spread: Vec::new(),
         safe_to_evict: None,
         local_storage: false,
         controlled: true,
@@ -229,6 +232,7 @@ impl ClusterView for Fake {
             labels: &p.labels,
             affinity: &p.affinity,
             anti_affinity: &p.anti_affinity,
+            spread: &p.spread,
             safe_to_evict: p.safe_to_evict,
             local_storage: p.local_storage,
             controlled: p.controlled,

@@ -20,4 +20,5 @@ mod fake;
 pub mod interpod;
 pub(crate) mod scale_down;
 pub(crate) mod scale_up;
+pub mod spread;
 pub(crate) mod view;

@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::interpod::InterPodState;
 use super::scale_up::pool_size;
+use super::spread::SpreadState;
 use super::view::{AutoscalerView, ClusterView, NodeFacts, Resources, Room};
 use crate::topology::{PoolSize, Topology};
 
@@ -113,9 +114,11 @@ pub(crate) fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> 
 /// Whether every one of `pods` (the movable pods of `node`) fits, first
 /// fit, on the other Ready, schedulable nodes not being removed (`removing`
 /// are the nodes this scan already chose): placement, requests and pod
-/// slots, and the required inter-pod (anti-)affinity of the pod and of
-/// every pod already running, each placed pod taking its room (and joining
-/// the pods the next one is checked against).
+/// slots, the pod's `DoNotSchedule` topology spread constraints (over the
+/// nodes that exist, the drained one included without its pods), and the
+/// required inter-pod (anti-)affinity of the pod and of every pod already
+/// running, each placed pod taking its room (and joining the pods the
+/// next one is checked against).
 ///
 /// As upstream's rescheduling simulation (`cluster-autoscaler/simulator/
 /// cluster.go`, which runs the scheduler framework's filters on a snapshot
@@ -141,6 +144,23 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
     'pods: for &pod in pods {
         let facts = view.pod(pod);
         let incoming = facts.terms();
+        let spread_pod = facts.spread_pod();
+        let spread = spread_pod.is_constrained().then(|| {
+            let mut state = SpreadState::default();
+            for n in view.nodes().filter(|&n| view.node(n).counted) {
+                state.add_node(&spread_pod, view.node(n).object, |i| {
+                    let c = &facts.spread[i];
+                    running
+                        .iter()
+                        .filter(|&&(p, on)| {
+                            let p = view.pod(p);
+                            on == n && c.counts(facts.namespace, p.namespace, p.labels)
+                        })
+                        .count() as u32
+                });
+            }
+            state
+        });
         let interpod =
             (repelling || !incoming.affinity.is_empty() || !incoming.anti_affinity.is_empty())
                 .then(|| {
@@ -165,6 +185,12 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
             let used = extra.get(&other).copied().unwrap_or_default();
             let free = target.allocatable.minus(target.requested).minus(used);
             if !facts.placement.admits(target.object) || !free.takes(facts.requests) {
+                continue;
+            }
+            if spread
+                .as_ref()
+                .is_some_and(|s| s.filter(&spread_pod, target.object).is_err())
+            {
                 continue;
             }
             if interpod
@@ -516,6 +542,45 @@ mod tests {
             fake.nodes[1].unneeded_since = Some(0);
             let scan = pass(&fake, &topology(0, 3), UNNEEDED);
             assert_eq!(scan.remove.is_empty(), !*want, "{why}: the scan");
+        }
+    }
+
+    /// Upstream's rescheduling simulation runs the `PodTopologySpread`
+    /// filter too (`podtopologyspread/filtering.go`): `web` may not move to
+    /// `base`, which already has two, while the cordoned `base-2` (a domain
+    /// all the same) has none; the control's `maxSkew` of 3 allows it.
+    #[test]
+    fn a_pod_whose_spread_constraint_refuses_every_other_node_keeps_its_node() {
+        for (max_skew, want) in [(1, false), (3, true)] {
+            let mut fake = Fake::default();
+            fake.nodes.push(node("base"));
+            fake.nodes.push(node("auto"));
+            fake.nodes.push(node("base"));
+            hostname(&mut fake.nodes[0], "base");
+            hostname(&mut fake.nodes[1], "auto");
+            hostname(&mut fake.nodes[2], "base-2");
+            fake.nodes[2].schedulable = false;
+            let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+            let constraint = serde_json::from_value(serde_json::json!({
+                "maxSkew": max_skew, "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }))
+            .expect("a constraint");
+            let spread = crate::policy::spread::SpreadConstraint::compile(&constraint, &labels)
+                .expect("compiles");
+            for on in [0, 0, 1] {
+                let mut web = pod(Some(on), 100);
+                web.labels = labels.clone();
+                web.spread = vec![spread.clone()];
+                fake.add(web);
+            }
+            let pods = fake.movable_pods(1);
+            assert_eq!(
+                fits_elsewhere(&fake, 1, &pods, &[]),
+                want,
+                "maxSkew {max_skew}"
+            );
         }
     }
 

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::k8s::taints::scheduling_blocker;
 use crate::policy::interpod::{AffinityTerm, PodTerms};
+use crate::policy::spread::{SpreadConstraint, SpreadPod};
 
 /// CPU (millicores) and memory (bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -138,6 +139,8 @@ pub(crate) struct PodFacts<'a> {
     pub(crate) affinity: &'a [AffinityTerm],
     /// Its required pod anti-affinity terms.
     pub(crate) anti_affinity: &'a [AffinityTerm],
+    /// Its declared topology spread constraints.
+    pub(crate) spread: &'a [SpreadConstraint],
     /// Its `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
     pub(crate) safe_to_evict: Option<bool>,
     /// Mounts `emptyDir` or `hostPath`.
@@ -154,6 +157,18 @@ impl<'a> PodFacts<'a> {
             labels: self.labels,
             affinity: self.affinity,
             anti_affinity: self.anti_affinity,
+        }
+    }
+}
+
+impl<'a> PodFacts<'a> {
+    /// The pod as the topology spread filter reads it.
+    pub(crate) fn spread_pod(&self) -> SpreadPod<'a> {
+        SpreadPod {
+            namespace: self.namespace,
+            labels: self.labels,
+            placement: self.placement,
+            constraints: self.spread,
         }
     }
 }

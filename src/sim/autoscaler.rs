@@ -51,6 +51,7 @@ fn facts(template: &world::Template) -> PodFacts<'_> {
         labels: &template.labels,
         affinity: &template.affinity,
         anti_affinity: &template.anti_affinity,
+        spread: &template.spread,
         safe_to_evict: template.safe_to_evict,
         local_storage: template.local_storage,
         controlled: true,

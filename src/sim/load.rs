@@ -23,6 +23,7 @@ use crate::manifest::Document;
 use crate::observe::ObjectRef;
 use crate::policy::admission::{admit, claim_classes};
 use crate::policy::interpod::AffinityTerm;
+use crate::policy::spread::SpreadConstraint;
 use crate::scenario::spec::GuardSpec;
 
 /// Why the simulator could not take a manifest.
@@ -441,6 +442,7 @@ fn workload(
         tolerations.extend(daemonset_tolerations());
     }
     let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(&spec)?;
+    let spread = SpreadConstraint::from_pod_spec(&spec, &labels)?;
     let start_delay = readiness_delay(&spec);
     let safe_to_evict = annotations
         .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
@@ -478,6 +480,7 @@ fn workload(
             tolerations,
             anti_affinity,
             affinity,
+            spread,
             claim_volumes,
             local_storage,
             start_delay,

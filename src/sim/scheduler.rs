@@ -39,6 +39,8 @@ use super::volumes::Volumes;
 use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
 use crate::k8s::taints::{cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker};
 use crate::policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
+use crate::policy::spread::{SpreadMisfit, SpreadPod, SpreadState};
+use crate::policy::view::Placement;
 use crate::rng::SeededRng;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
@@ -65,6 +67,10 @@ enum Misfit {
     PodAffinity,
     /// A running pod's required anti-affinity selects the pod.
     ExistingAntiAffinity,
+    /// The node lacks a topology spread constraint's key.
+    SpreadLabel,
+    /// The pod would break a `DoNotSchedule` spread constraint's skew.
+    Spread,
 }
 
 impl Misfit {
@@ -78,6 +84,8 @@ impl Misfit {
             Misfit::VolumeAffinity => "node(s) had volume node affinity conflict",
             Misfit::PodAffinity => "node(s) didn't satisfy pod (anti-)affinity rules",
             Misfit::ExistingAntiAffinity => InterPodMisfit::ExistingAntiAffinity.describe(),
+            Misfit::SpreadLabel => SpreadMisfit::MissingLabel.describe(),
+            Misfit::Spread => SpreadMisfit::Skew.describe(),
         }
     }
 }
@@ -210,7 +218,11 @@ impl Scheduler {
         let start = self.cursor % all.max(1);
         let node_level = s.node_level(&template, pod);
         let interpod = s.interpod(&template, pod);
-        let interpod = interpod.as_ref();
+        let spread = s.spread(&template, pod);
+        let others = Others {
+            interpod: interpod.as_ref(),
+            spread: spread.as_ref(),
+        };
         let mut examined = 0;
         let mut remaining = all;
         let mut node = start;
@@ -237,7 +249,7 @@ impl Scheduler {
             }
             examined += 1;
             remaining -= 1;
-            if s.fits(&template, &views, pod, node, node_level, interpod) {
+            if s.fits(&template, &views, pod, node, node_level, others) {
                 feasible.push(node);
                 max_preferred = max_preferred.max(view.preferred);
                 max_intolerable = max_intolerable.max(view.intolerable);
@@ -253,9 +265,9 @@ impl Scheduler {
         self.cursor = (start + examined) % all.max(1);
         if feasible.is_empty() {
             self.feasible_buf = feasible;
-            let mut misfits: [usize; 8] = [0; 8];
+            let mut misfits: [usize; 10] = [0; 10];
             for node in 0..all {
-                if let Some(m) = s.misfit(&template, &views, pod, node, interpod) {
+                if let Some(m) = s.misfit(&template, &views, pod, node, others) {
                     misfits[m as usize] += 1;
                 }
             }
@@ -268,6 +280,8 @@ impl Scheduler {
                 Misfit::VolumeAffinity,
                 Misfit::PodAffinity,
                 Misfit::ExistingAntiAffinity,
+                Misfit::SpreadLabel,
+                Misfit::Spread,
             ]
             .iter()
             .filter(|m| misfits[**m as usize] > 0)
@@ -376,10 +390,14 @@ impl Scheduler {
             let views = template.class_views.borrow();
             let node_level = s.node_level(template, *pod);
             let interpod = s.interpod(template, *pod);
-            let interpod = interpod.as_ref();
+            let spread = s.spread(template, *pod);
+            let others = Others {
+                interpod: interpod.as_ref(),
+                spread: spread.as_ref(),
+            };
             for node in 0..world.nodes().len() {
-                let full = s.misfit(template, &views, *pod, node, interpod).is_none();
-                let fast = s.fits(template, &views, *pod, node, node_level, interpod);
+                let full = s.misfit(template, &views, *pod, node, others).is_none();
+                let fast = s.fits(template, &views, *pod, node, node_level, others);
                 if fast != full {
                     return Err(format!(
                         "{} on {}",
@@ -450,6 +468,37 @@ impl Scan<'_> {
                 .any(|&c| self.volumes.claim(c).pv_topology.is_some())
     }
 
+    /// What the spread filter counted for the pod over the nodes that
+    /// exist (Booting and NotReady ones included: upstream counts every
+    /// Node), or `None` when the pod has no `DoNotSchedule` constraint.
+    /// Pods count while they hold resources and are not terminating.
+    fn spread(&self, template: &Template, pod: PodId) -> Option<SpreadState> {
+        let pods = self.world.pods();
+        let namespace = &pods[pod].namespace;
+        let incoming = spread_pod(namespace, template);
+        if !incoming.is_constrained() {
+            return None;
+        }
+        let mut state = SpreadState::default();
+        for n in self.world.nodes() {
+            if n.phase == super::world::NodePhase::Gone {
+                continue;
+            }
+            state.add_node(&incoming, &n.object, |i| {
+                let c = &template.spread[i];
+                n.pods
+                    .iter()
+                    .filter(|&&p| {
+                        p != pod
+                            && !matches!(pods[p].phase, PodPhase::Gone | PodPhase::Terminating)
+                            && c.counts(namespace, &pods[p].namespace, &pods[p].template.labels)
+                    })
+                    .count() as u32
+            });
+        }
+        Some(state)
+    }
+
     /// What the inter-pod affinity filter counted for the pod over the
     /// pods placed now, or `None` when it cannot refuse any node (the pod
     /// has no terms and no running pod repels it): then the scan never
@@ -492,7 +541,7 @@ impl Scan<'_> {
         pod: PodId,
         node: NodeId,
         node_level: bool,
-        interpod: Option<&InterPodState>,
+        others: Others<'_>,
     ) -> bool {
         let h = self.hot[node];
         let view = views[h.class as usize].unwrap_or_default();
@@ -501,12 +550,12 @@ impl Scan<'_> {
             requests.cpu <= h.free.cpu
                 && requests.memory <= h.free.memory
                 && h.room > 0
-                && interpod.is_none_or(|state| {
-                    self.inter_pod_misfit(state, template, pod, self.world.node(node))
-                        .is_none()
-                })
+                && (others.is_empty()
+                    || self
+                        .other_pods_misfit(others, template, pod, self.world.node(node))
+                        .is_none())
         } else {
-            self.misfit(template, views, pod, node, interpod).is_none()
+            self.misfit(template, views, pod, node, others).is_none()
         }
     }
 
@@ -516,7 +565,7 @@ impl Scan<'_> {
         classes: &[Option<ClassView>],
         pod: PodId,
         node: NodeId,
-        interpod: Option<&InterPodState>,
+        others: Others<'_>,
     ) -> Option<Misfit> {
         let n = self.world.node(node);
         if !n.is_ready() || !n.server_up || n.draining {
@@ -541,7 +590,7 @@ impl Scan<'_> {
         if !self.volume_topology_ok(pod, n) {
             return Some(Misfit::VolumeAffinity);
         }
-        interpod.and_then(|state| self.inter_pod_misfit(state, template, pod, n))
+        self.other_pods_misfit(others, template, pod, n)
     }
 
     /// VolumeBinding for bound volumes: the node is in the topology domain
@@ -556,15 +605,25 @@ impl Scan<'_> {
         })
     }
 
-    /// The inter-pod affinity filter's verdict on the node.
-    fn inter_pod_misfit(
+    /// What the filters that read other pods make of the node: topology
+    /// spread, then inter-pod affinity (upstream's filter order).
+    fn other_pods_misfit(
         &self,
-        state: &InterPodState,
+        others: Others<'_>,
         template: &Template,
         pod: PodId,
         n: &SimNode,
     ) -> Option<Misfit> {
-        let incoming = terms(&self.world.pod(pod).namespace, template);
+        let namespace = &self.world.pod(pod).namespace;
+        if let Some(state) = others.spread {
+            match state.filter(&spread_pod(namespace, template), &n.object) {
+                Ok(()) => {}
+                Err(SpreadMisfit::MissingLabel) => return Some(Misfit::SpreadLabel),
+                Err(SpreadMisfit::Skew) => return Some(Misfit::Spread),
+            }
+        }
+        let state = others.interpod?;
+        let incoming = terms(namespace, template);
         match state.filter(&incoming, n.labels()) {
             Ok(()) => None,
             Err(InterPodMisfit::ExistingAntiAffinity) => Some(Misfit::ExistingAntiAffinity),
@@ -572,6 +631,34 @@ impl Scan<'_> {
                 Some(Misfit::PodAffinity)
             }
         }
+    }
+}
+
+/// What the filters that read other pods counted for one pod (`None`:
+/// that filter cannot refuse any node for it).
+#[derive(Debug, Clone, Copy)]
+struct Others<'a> {
+    interpod: Option<&'a InterPodState>,
+    spread: Option<&'a SpreadState>,
+}
+
+impl Others<'_> {
+    fn is_empty(&self) -> bool {
+        self.interpod.is_none() && self.spread.is_none()
+    }
+}
+
+/// A pod of `namespace` made from `template`, as the spread filter reads
+/// it.
+fn spread_pod<'a>(namespace: &'a str, template: &'a Template) -> SpreadPod<'a> {
+    SpreadPod {
+        namespace,
+        labels: &template.labels,
+        placement: Placement {
+            required: Some(&template.required),
+            tolerations: &template.tolerations,
+        },
+        constraints: &template.spread,
     }
 }
 
@@ -812,6 +899,50 @@ mod tests {
         // Control: once db no longer holds the node, web goes there.
         world.release(d);
         assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(0));
+    }
+
+    /// `podtopologyspread/filtering.go`: with `DoNotSchedule`, a node whose
+    /// domain would exceed `maxSkew` is refused even when the scores
+    /// prefer it; the control (a larger `maxSkew`) lets the scores win.
+    #[test]
+    fn a_do_not_schedule_spread_constraint_refuses_the_fuller_node() {
+        let spread = |max_skew: u32| -> BTreeSet<NodeId> {
+            (0..8)
+                .map(|seed| {
+                    let (mut world, mut scheduler) = cluster(2);
+                    let web = template_with(
+                        "web",
+                        serde_json::json!({"topologySpreadConstraints": [{
+                            "maxSkew": max_skew, "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": {"matchLabels": {"app": "web"}}}]}),
+                    );
+                    for i in 0..2 {
+                        let p = world.add_pod(pod(
+                            &format!("web-{i}"),
+                            Owner::None,
+                            web.clone(),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 0);
+                    }
+                    // Node 1 is busier, so the scores prefer node 0.
+                    for i in 0..3 {
+                        let p = world.add_pod(pod(
+                            &format!("busy-{i}"),
+                            Owner::None,
+                            template("busy"),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 1);
+                    }
+                    let p = world.add_pod(pod("web-new", Owner::None, web, Vec::new()));
+                    pick(&world, &mut scheduler, p, seed).expect("fits")
+                })
+                .collect()
+        };
+        assert_eq!(spread(1), BTreeSet::from([1]), "2 + 1 - 0 > 1 on node 0");
+        assert_eq!(spread(3), BTreeSet::from([0]), "control: 3 <= 3");
     }
 
     #[test]

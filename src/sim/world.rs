@@ -17,6 +17,7 @@ use crate::k8s::disruption::{Budget, PdbSelector};
 use crate::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use crate::k8s::rollout::Strategy;
 use crate::policy::interpod::AffinityTerm;
+use crate::policy::spread::SpreadConstraint;
 use crate::scenario::spec::{AttachModel, BindingMode, Release};
 
 /// Index of a node.
@@ -207,6 +208,8 @@ pub struct Template {
     pub anti_affinity: Vec<AffinityTerm>,
     /// Required pod affinity terms.
     pub affinity: Vec<AffinityTerm>,
+    /// Declared topology spread constraints, `matchLabelKeys` merged.
+    pub spread: Vec<SpreadConstraint>,
     /// Names of PVCs mounted through `persistentVolumeClaim` volumes.
     pub claim_volumes: Vec<String>,
     /// Whether it mounts emptyDir or hostPath volumes (blocks scale-down).
@@ -244,6 +247,7 @@ impl Template {
             tolerations: self.tolerations.clone(),
             anti_affinity: self.anti_affinity.clone(),
             affinity: self.affinity.clone(),
+            spread: self.spread.clone(),
             claim_volumes: self.claim_volumes.clone(),
             local_storage: self.local_storage,
             start_delay: self.start_delay,

@@ -130,6 +130,7 @@ impl<'a> ClusterView for ObservedView<'a> {
             labels: &facts.labels,
             affinity: &facts.affinity,
             anti_affinity: &facts.anti_affinity,
+            spread: &facts.spread,
             safe_to_evict: facts.safe_to_evict,
             local_storage: facts.local_storage,
             controlled: facts.controlled,

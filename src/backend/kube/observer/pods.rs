@@ -12,6 +12,7 @@ use super::names::NodeNames;
 use crate::k8s::node_selector::RequiredNodeAffinity;
 use crate::k8s::quantity::pod_requests;
 use crate::policy::interpod::AffinityTerm;
+use crate::policy::spread::SpreadConstraint;
 
 /// A pod as the watches show it.
 #[derive(Debug, Clone)]
@@ -59,6 +60,8 @@ pub(in crate::backend::kube) struct PodFacts {
     /// Its required pod anti-affinity terms (none when they do not
     /// compile: the apiserver would not have admitted the pod).
     pub(in crate::backend::kube) anti_affinity: Vec<AffinityTerm>,
+    /// Its topology spread constraints (none when they do not compile).
+    pub(in crate::backend::kube) spread: Vec<SpreadConstraint>,
 }
 
 /// A pod the bench may evict from a node.
@@ -70,6 +73,7 @@ pub struct PodOnNode {
 
 fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
     let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(spec).unwrap_or_default();
+    let spread = SpreadConstraint::from_pod_spec(spec, pod.labels()).unwrap_or_default();
     PodFacts {
         namespace: pod.namespace().unwrap_or_default(),
         daemon_set: pod
@@ -95,6 +99,7 @@ fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
             .any(|o| o.controller == Some(true) && o.kind != "Pod"),
         affinity,
         anti_affinity,
+        spread,
     }
 }
 
