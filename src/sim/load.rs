@@ -229,6 +229,15 @@ pub fn load(
                     "StatefulSet",
                     WorkloadKind::StatefulSet {
                         claim_templates: claim_templates.clone(),
+                        parallel: match spec.pod_management_policy.as_deref() {
+                            None | Some("OrderedReady") => false,
+                            Some("Parallel") => true,
+                            Some(other) => {
+                                return Err(invalid(format!(
+                                    "spec.podManagementPolicy: Unsupported value: \"{other}\": supported values: \"OrderedReady\", \"Parallel\""
+                                )));
+                            }
+                        },
                     },
                     spec.replicas.unwrap_or(1),
                     &spec.template,

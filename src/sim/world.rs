@@ -340,6 +340,11 @@ pub enum WorkloadKind {
     StatefulSet {
         /// volumeClaimTemplates: name and storage class.
         claim_templates: Vec<(String, Option<String>)>,
+        /// `podManagementPolicy: Parallel`: every missing pod is created,
+        /// and every surplus one deleted, at once, none waiting for
+        /// another (the default, `OrderedReady`, goes one ordinal at a
+        /// time, each waiting for its predecessors to be Ready).
+        parallel: bool,
     },
     /// A DaemonSet.
     DaemonSet,
