@@ -24,8 +24,13 @@
 //! change). Every shortcut decides exactly what the full filters decide:
 //! a node the flag does not vouch for goes through them.
 //!
-//! Not modelled: PodTopologySpread (including the default constraints),
-//! preferred inter-pod affinity, image locality, volume limits per node,
+//! PodTopologySpread's `DoNotSchedule` constraints filter
+//! (`crate::policy::spread`), before the inter-pod filter as upstream
+//! orders them; both read other pods, so a pod with neither skips them and
+//! the per-class verdicts stay what they were.
+//!
+//! Not modelled: PodTopologySpread scoring (`ScheduleAnyway` and the
+//! system default constraints), preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use std::collections::BTreeSet;

@@ -43,7 +43,8 @@ spec:
 /// A cluster whose nodes are in every state the compact flag must not
 /// vouch for: cordoned, draining, NotReady with the unreachable taints,
 /// tainted beyond their class; and templates at node level (hostname
-/// affinity), pod level (anti-affinity), tolerating everything, too big.
+/// affinity), pod level (anti-affinity, repelled by running pods,
+/// topology spread), tolerating everything, too big.
 fn varied() -> Simulation {
     let dir = tempfile::tempdir().expect("tempdir");
     let manifests = [
@@ -62,6 +63,16 @@ fn varied() -> Simulation {
         ),
         deployment("anywhere", 2, "1Gi", "      tolerations: [{operator: Exists}]\n"),
         deployment("huge", 1, "30Gi", "      nodeSelector: {tier: a}\n"),
+        // Other-pod filters with no terms of their own to flag them: a
+        // pod the `spread` pods repel, and a DoNotSchedule spread.
+        deployment("repelled", 1, "1Gi", "      nodeSelector: {tier: a}\n")
+            .replace("{app: repelled}", "{app: spread}"),
+        deployment(
+            "skewed",
+            4,
+            "1Gi",
+            "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: skewed}}}]\n",
+        ),
     ]
     .concat();
     std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
