@@ -179,13 +179,18 @@ pub struct InterPodState {
 }
 
 fn bump(pairs: &mut Pairs, key: &str, labels: &BTreeMap<String, String>) {
-    if let Some(value) = labels.get(key) {
-        *pairs
-            .entry(key.to_owned())
-            .or_default()
-            .entry(value.clone())
-            .or_default() += 1;
+    let Some(value) = labels.get(key) else {
+        return;
+    };
+    // Most pairs are met again: count them without building a key.
+    if let Some(n) = pairs.get_mut(key).and_then(|values| values.get_mut(value)) {
+        *n += 1;
+        return;
     }
+    pairs
+        .entry(key.to_owned())
+        .or_default()
+        .insert(value.clone(), 1);
 }
 
 fn has(pairs: &Pairs, key: &str, labels: &BTreeMap<String, String>) -> bool {

@@ -132,15 +132,15 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
     removing: &[V::Node],
 ) -> bool {
     let mut extra: BTreeMap<V::Node, Room> = BTreeMap::new();
-    // Every pod that stays, with its node; the pods placed join them.
-    let mut running: Vec<(V::Pod, V::Node)> = view
+    // Every pod that stays, with its node and whether it carries
+    // anti-affinity terms; the pods placed join them.
+    let mut running: Vec<(V::Pod, V::Node, bool)> = view
         .nodes()
         .filter(|&n| n != node)
         .flat_map(|n| view.pods_on(n).into_iter().map(move |p| (p, n)))
+        .map(|(p, n)| (p, n, !view.pod(p).anti_affinity.is_empty()))
         .collect();
-    let mut repelling = running
-        .iter()
-        .any(|&(p, _)| !view.pod(p).anti_affinity.is_empty());
+    let mut repelling = running.iter().any(|&(_, _, r)| r);
     'pods: for &pod in pods {
         let facts = view.pod(pod);
         let incoming = facts.terms();
@@ -152,7 +152,7 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
                     let c = &facts.spread[i];
                     running
                         .iter()
-                        .filter(|&&(p, on)| {
+                        .filter(|&&(p, on, _)| {
                             let p = view.pod(p);
                             on == n && c.counts(facts.namespace, p.namespace, p.labels)
                         })
@@ -165,7 +165,10 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
             (repelling || !incoming.affinity.is_empty() || !incoming.anti_affinity.is_empty())
                 .then(|| {
                     let mut state = InterPodState::default();
-                    for &(other, on) in &running {
+                    // Without terms of its own, only the pods that repel
+                    // can refuse it a node.
+                    let own = !incoming.affinity.is_empty() || !incoming.anti_affinity.is_empty();
+                    for &(other, on, _) in running.iter().filter(|&&(_, _, r)| own || r) {
                         state.add(
                             &incoming,
                             &view.pod(other).terms(),
@@ -200,7 +203,7 @@ pub(crate) fn fits_elsewhere<V: ClusterView>(
                 continue;
             }
             extra.entry(other).or_default().add(facts.requests);
-            running.push((pod, other));
+            running.push((pod, other, !facts.anti_affinity.is_empty()));
             repelling |= !facts.anti_affinity.is_empty();
             continue 'pods;
         }
