@@ -24,6 +24,18 @@ struct Workload {
     memory_mi: u32,
     placement: u8,
     budget: Option<u8>,
+    /// Its pods repel (required anti-affinity, per node) the pods of the
+    /// workload of this index, modulo the number of workloads.
+    repels: Option<u8>,
+    /// Its pods spread per node with `DoNotSchedule` and this `maxSkew`
+    /// (1 or 2).
+    spread: Option<u8>,
+}
+
+impl Workload {
+    fn max_skew(&self) -> Option<usize> {
+        self.spread.map(|s| 1 + usize::from(s % 2))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -34,20 +46,49 @@ enum Step {
     Wait(u32),
 }
 
-/// The affinity each placement choice writes, as YAML under `spec:`.
+/// The node affinity each placement choice writes, as YAML under
+/// `affinity:`.
 fn placement_yaml(choice: u8) -> &'static str {
     match choice % 4 {
         0 => "",
         1 => {
-            "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}]}]}}}\n"
+            "nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}]}]}}"
         }
         2 => {
-            "      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: ksail.io/autoscaled, operator: DoesNotExist}]}]}}}\n"
+            "nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: ksail.io/autoscaled, operator: DoesNotExist}]}]}}"
         }
         _ => {
-            "      affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, preference: {matchExpressions: [{key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}]}}]}}\n"
+            "nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, preference: {matchExpressions: [{key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}]}}]}"
         }
     }
+}
+
+/// The workload a workload's pods repel, if any.
+fn repelled(workloads: &[Workload], i: usize) -> Option<usize> {
+    workloads[i]
+        .repels
+        .map(|j| usize::from(j) % workloads.len())
+}
+
+/// The `affinity:` line of workload `i`'s pod spec, or nothing.
+fn affinity_yaml(workloads: &[Workload], i: usize) -> String {
+    let mut parts = Vec::new();
+    let node = placement_yaml(workloads[i].placement);
+    if !node.is_empty() {
+        parts.push(node.to_owned());
+    }
+    if let Some(j) = repelled(workloads, i) {
+        parts.push(format!("podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{{labelSelector: {{matchLabels: {{app: w{j}}}}}, topologyKey: kubernetes.io/hostname}}]}}"));
+    }
+    let mut out = if parts.is_empty() {
+        String::new()
+    } else {
+        format!("      affinity: {{{}}}\n", parts.join(", "))
+    };
+    if let Some(k) = workloads[i].max_skew() {
+        out.push_str(&format!("      topologySpreadConstraints: [{{maxSkew: {k}, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {{matchLabels: {{app: w{i}}}}}}}]\n"));
+    }
+    out
 }
 
 fn manifests(workloads: &[Workload]) -> String {
@@ -72,7 +113,7 @@ fn manifests(workloads: &[Workload]) -> String {
         out.push_str(&format!(
             "apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  replicas: {}\n{service}  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{}      containers:\n        - name: c\n          image: pause\n          resources: {{requests: {{cpu: 200m, memory: {}Mi}}}}\n{claims}---\n",
             w.replicas,
-            placement_yaml(w.placement),
+            affinity_yaml(workloads, i),
             w.memory_mi
         ));
         if let Some(budget) = w.budget {
@@ -247,6 +288,113 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
             e.node
         );
     }
+    // No pod was placed against a required anti-affinity term: neither its
+    // own nor, symmetrically, a running pod's (upstream's
+    // `satisfyExistingPodsAntiAffinity`).
+    let workload_of = |pod: &str| {
+        pod.rsplit_once('-')
+            .map(|(w, _)| w.to_owned())
+            .unwrap_or_default()
+    };
+    let repels: BTreeMap<String, String> = drill
+        .workloads
+        .iter()
+        .filter_map(|d| {
+            let name = d.value.pointer("/metadata/name")?.as_str()?.to_owned();
+            let app = d.value.pointer(
+                "/spec/template/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution/0/labelSelector/matchLabels/app",
+            )?;
+            Some((name, app.as_str()?.to_owned()))
+        })
+        .collect();
+    // Spread: when a pod of a workload spread with DoNotSchedule is
+    // placed, its node's count (itself included) is at most maxSkew above
+    // the least count over the domains: the nodes that exist and that the
+    // workload's required node affinity admits (nodeAffinityPolicy
+    // Honor), tainted or not (nodeTaintsPolicy Ignore).
+    let skews: BTreeMap<String, (usize, RequiredNodeAffinity)> = drill
+        .workloads
+        .iter()
+        .filter_map(|d| {
+            let name = d.value.pointer("/metadata/name")?.as_str()?.to_owned();
+            let k = d
+                .value
+                .pointer("/spec/template/spec/topologySpreadConstraints/0/maxSkew")?
+                .as_u64()? as usize;
+            let spec: PodSpec =
+                serde_json::from_value(d.value.pointer("/spec/template/spec")?.clone()).ok()?;
+            Some((name, (k, RequiredNodeAffinity::from_pod_spec(&spec).ok()?)))
+        })
+        .collect();
+    let mut live: Vec<String> = Vec::new();
+    let mut on: BTreeMap<String, String> = BTreeMap::new();
+    for e in &report.timeline {
+        match e.kind {
+            EventKind::NodeAdded => live.push(e.object.name.clone()),
+            EventKind::NodeDeleted => live.retain(|n| *n != e.object.name),
+            _ => {}
+        }
+        if e.kind == EventKind::PodScheduled
+            && e.object.namespace == "apps"
+            && let Some((k, required)) = skews.get(&workload_of(&e.object.name))
+        {
+            let mine = workload_of(&e.object.name);
+            let count = |node: &str| {
+                on.iter()
+                    .filter(|(p, n)| *n == node && workload_of(p) == mine)
+                    .count()
+            };
+            let admits = |node: &str| {
+                required.matches(&Node {
+                    metadata: ObjectMeta {
+                        labels: Some(node_labels(report, node)),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                })
+            };
+            let least = live
+                .iter()
+                .filter(|n| admits(n))
+                .map(|n| count(n))
+                .min()
+                .unwrap_or(0);
+            let here = count(e.node.as_deref().unwrap_or_default()) + 1;
+            assert!(
+                here <= least + k,
+                "{} placed on {:?}: {here} there, {least} on the emptiest domain, maxSkew {k}",
+                e.object.name,
+                e.node
+            );
+        }
+        match e.kind {
+            EventKind::PodScheduled if e.object.namespace == "apps" => {
+                let node = e.node.clone().unwrap_or_default();
+                let mine = workload_of(&e.object.name);
+                for (other, there) in &on {
+                    if *there != node {
+                        continue;
+                    }
+                    let theirs = workload_of(other);
+                    assert!(
+                        repels.get(&theirs) != Some(&mine),
+                        "{} placed on {node} next to {other}, whose anti-affinity repels it",
+                        e.object.name
+                    );
+                    assert!(
+                        repels.get(&mine) != Some(&theirs),
+                        "{} placed on {node} next to {other}, which its anti-affinity repels",
+                        e.object.name
+                    );
+                }
+                on.insert(e.object.name.clone(), node);
+            }
+            EventKind::PodDeleted if e.object.namespace == "apps" => {
+                on.remove(&e.object.name);
+            }
+            _ => {}
+        }
+    }
     // No eviction took a budget below what it protects.
     let pdbs = &report.assertions[0];
     assert_eq!(pdbs.verdict, drillbench_report::Verdict::Pass, "{pdbs:?}");
@@ -276,14 +424,18 @@ fn workload() -> impl Strategy<Value = Workload> {
         256u32..6144,
         any::<u8>(),
         proptest::option::of(any::<u8>()),
+        proptest::option::of(any::<u8>()),
+        proptest::option::of(any::<u8>()),
     )
         .prop_map(
-            |(stateful, replicas, memory_mi, placement, budget)| Workload {
+            |(stateful, replicas, memory_mi, placement, budget, repels, spread)| Workload {
                 stateful,
                 replicas,
                 memory_mi,
                 placement,
                 budget,
+                repels,
+                spread,
             },
         )
 }

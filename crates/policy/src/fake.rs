@@ -10,6 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::view::{
     AutoscalerView, Budget, ClusterView, NodeFacts, Placement, PodFacts, Resources, Room, Template,
 };
+use crate::interpod::AffinityTerm;
+use crate::spread::SpreadConstraint;
 use drillbench_model::duration::Duration;
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 use drillbench_model::name_pattern::NamePattern;
@@ -82,7 +84,10 @@ pub(super) struct FakePod {
     pub(super) requests: Resources,
     pub(super) required: RequiredNodeAffinity,
     pub(super) tolerations: Vec<Toleration>,
-    pub(super) anti_affinity: bool,
+    pub(super) labels: BTreeMap<String, String>,
+    pub(super) affinity: Vec<AffinityTerm>,
+    pub(super) anti_affinity: Vec<AffinityTerm>,
+    pub(super) spread: Vec<SpreadConstraint>,
     pub(super) safe_to_evict: Option<bool>,
     pub(super) local_storage: bool,
     pub(super) controlled: bool,
@@ -98,7 +103,10 @@ pub(super) fn pod(node: Option<usize>, cpu: i64) -> FakePod {
         requests: res(cpu, GI),
         required: RequiredNodeAffinity::from_pod_spec(&PodSpec::default()).expect("empty"),
         tolerations: Vec::new(),
-        anti_affinity: false,
+        labels: BTreeMap::new(),
+        affinity: Vec::new(),
+        anti_affinity: Vec::new(),
+        spread: Vec::new(),
         safe_to_evict: None,
         local_storage: false,
         controlled: true,
@@ -114,6 +122,26 @@ pub(super) fn pinned(mut pod: FakePod, pool: &str) -> FakePod {
     };
     pod.required = RequiredNodeAffinity::from_pod_spec(&spec).expect("selector");
     pod
+}
+
+/// A required anti-affinity term against pods labelled `app=<app>`, per
+/// node (`kubernetes.io/hostname`).
+pub(super) fn repels(app: &str) -> AffinityTerm {
+    let term = serde_json::from_value(serde_json::json!({
+        "labelSelector": {"matchLabels": {"app": app}},
+        "topologyKey": "kubernetes.io/hostname",
+    }))
+    .expect("a term");
+    AffinityTerm::compile(&term).expect("compiles")
+}
+
+/// Labels a node with its hostname.
+pub(super) fn hostname(node: &mut FakeNode, name: &str) {
+    node.object
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert("kubernetes.io/hostname".to_owned(), name.to_owned());
 }
 
 pub(super) fn toleration(key: &str) -> Toleration {
@@ -188,6 +216,10 @@ impl ClusterView for Fake {
             .collect()
     }
 
+    fn pods_on(&self, node: usize) -> Vec<usize> {
+        self.movable_pods(node)
+    }
+
     fn pod(&self, pod: usize) -> PodFacts<'_> {
         let p = &self.pods[pod];
         PodFacts {
@@ -197,7 +229,10 @@ impl ClusterView for Fake {
                 required: Some(&p.required),
                 tolerations: &p.tolerations,
             },
-            anti_affinity: p.anti_affinity,
+            labels: &p.labels,
+            affinity: &p.affinity,
+            anti_affinity: &p.anti_affinity,
+            spread: &p.spread,
             safe_to_evict: p.safe_to_evict,
             local_storage: p.local_storage,
             controlled: p.controlled,

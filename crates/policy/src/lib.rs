@@ -17,6 +17,8 @@ pub mod drain;
 pub mod expander;
 #[cfg(test)]
 mod fake;
+pub mod interpod;
 pub mod scale_down;
 pub mod scale_up;
+pub mod spread;
 pub mod view;

@@ -15,7 +15,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use k8s_openapi::api::core::v1::Node;
+
+use super::interpod::InterPodState;
 use super::scale_up::pool_size;
+use super::spread::SpreadState;
 use super::view::{AutoscalerView, ClusterView, NodeFacts, Resources, Room};
 use drillbench_model::topology::{PoolSize, Topology};
 
@@ -108,7 +112,17 @@ pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> {
 /// Whether every one of `pods` (the movable pods of `node`) fits, first
 /// fit, on the other Ready, schedulable nodes not being removed (`removing`
 /// are the nodes this scan already chose): placement, requests and pod
-/// slots, each placed pod taking its room for the next.
+/// slots, the pod's `DoNotSchedule` topology spread constraints (over the
+/// nodes that exist, the drained one included without its pods), and the
+/// required inter-pod (anti-)affinity of the pod and of every pod already
+/// running, each placed pod taking its room (and joining the pods the
+/// next one is checked against).
+///
+/// As upstream's rescheduling simulation (`cluster-autoscaler/simulator/
+/// cluster.go`, which runs the scheduler framework's filters on a snapshot
+/// without the drained pods), a pod that could only go next to a pod that
+/// repels it keeps its node. The drained node's remaining (DaemonSet) pods
+/// are left out: they leave with it.
 pub fn fits_elsewhere<V: ClusterView>(
     view: &V,
     node: V::Node,
@@ -116,8 +130,51 @@ pub fn fits_elsewhere<V: ClusterView>(
     removing: &[V::Node],
 ) -> bool {
     let mut extra: BTreeMap<V::Node, Room> = BTreeMap::new();
+    // Every pod that stays, with its node and whether it carries
+    // anti-affinity terms; the pods placed join them.
+    let mut running: Vec<(V::Pod, V::Node, bool)> = view
+        .nodes()
+        .filter(|&n| n != node)
+        .flat_map(|n| view.pods_on(n).into_iter().map(move |p| (p, n)))
+        .map(|(p, n)| (p, n, !view.pod(p).anti_affinity.is_empty()))
+        .collect();
+    let mut repelling = running.iter().any(|&(_, _, r)| r);
     'pods: for &pod in pods {
         let facts = view.pod(pod);
+        let incoming = facts.terms();
+        let spread_pod = facts.spread_pod();
+        let spread = spread_pod.is_constrained().then(|| {
+            let mut state = SpreadState::default();
+            for n in view.nodes().filter(|&n| view.node(n).counted) {
+                state.add_node(&spread_pod, view.node(n).object, |i| {
+                    let c = &facts.spread[i];
+                    running
+                        .iter()
+                        .filter(|&&(p, on, _)| {
+                            let p = view.pod(p);
+                            on == n && c.counts(facts.namespace, p.namespace, p.labels)
+                        })
+                        .count() as u32
+                });
+            }
+            state
+        });
+        let interpod =
+            (repelling || !incoming.affinity.is_empty() || !incoming.anti_affinity.is_empty())
+                .then(|| {
+                    let mut state = InterPodState::default();
+                    // Without terms of its own, only the pods that repel
+                    // can refuse it a node.
+                    let own = !incoming.affinity.is_empty() || !incoming.anti_affinity.is_empty();
+                    for &(other, on, _) in running.iter().filter(|&&(_, _, r)| own || r) {
+                        state.add(
+                            &incoming,
+                            &view.pod(other).terms(),
+                            labels(view.node(on).object),
+                        );
+                    }
+                    state
+                });
         for other in view.nodes() {
             if other == node || removing.contains(&other) {
                 continue;
@@ -131,12 +188,31 @@ pub fn fits_elsewhere<V: ClusterView>(
             if !facts.placement.admits(target.object) || !free.takes(facts.requests) {
                 continue;
             }
+            if spread
+                .as_ref()
+                .is_some_and(|s| s.filter(&spread_pod, target.object).is_err())
+            {
+                continue;
+            }
+            if interpod
+                .as_ref()
+                .is_some_and(|s| s.filter(&incoming, labels(target.object)).is_err())
+            {
+                continue;
+            }
             extra.entry(other).or_default().add(facts.requests);
+            running.push((pod, other, !facts.anti_affinity.is_empty()));
+            repelling |= !facts.anti_affinity.is_empty();
             continue 'pods;
         }
         return false;
     }
     true
+}
+
+fn labels(node: &Node) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    node.metadata.labels.as_ref().unwrap_or(&EMPTY)
 }
 
 /// Whether the autoscaler considers removing the node at all.
@@ -219,7 +295,7 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::{Fake, UNNEEDED, node, pinned, pod, toleration, topology};
+    use crate::fake::{Fake, UNNEEDED, hostname, node, pinned, pod, repels, toleration, topology};
 
     /// A base node with room and an `auto` node running one movable pod.
     fn cluster() -> (Fake, usize) {
@@ -387,6 +463,123 @@ mod tests {
             edit(&mut fake, p);
             let pods = fake.movable_pods(1);
             assert_eq!(fits_elsewhere(&fake, 1, &pods, &[]), *want, "{why}");
+        }
+    }
+
+    /// The issue's thrash: cluster-autoscaler simulates rescheduling with
+    /// the scheduler's filters (`cluster-autoscaler/simulator/cluster.go`,
+    /// FAQ "What types of pods can prevent CA from removing a node?": "pods
+    /// that cannot be moved elsewhere due to … affinity"), and
+    /// kube-scheduler's `InterPodAffinity` filter is symmetric
+    /// (`interpodaffinity/filtering.go`, `satisfyExistingPodsAntiAffinity`).
+    /// A pod that could only go next to a pod repelling it keeps its node;
+    /// each row's control lets it go.
+    #[test]
+    fn a_pod_that_could_only_join_a_pod_that_repels_it_keeps_its_node() {
+        type Edit = fn(&mut Fake, usize);
+        // `base` runs `db`; `auto` runs `web` (pod p).
+        let rows: &[(&str, Edit, bool)] = &[
+            ("nothing repels", |_, _| {}, true),
+            (
+                "db, running on base, repels web",
+                |f, _| f.pods[0].anti_affinity = vec![repels("web")],
+                false,
+            ),
+            (
+                "control: db repels another app",
+                |f, _| f.pods[0].anti_affinity = vec![repels("cache")],
+                true,
+            ),
+            (
+                "web repels db",
+                |f, p| f.pods[p].anti_affinity = vec![repels("db")],
+                false,
+            ),
+            (
+                "control: web repels another app",
+                |f, p| f.pods[p].anti_affinity = vec![repels("cache")],
+                true,
+            ),
+            (
+                "two web pods repelling each other, one node to go to",
+                |f, p| {
+                    f.pods[p].anti_affinity = vec![repels("web")];
+                    let twin = f.pods[p].clone();
+                    f.add(twin);
+                },
+                false,
+            ),
+            (
+                "control: a second node to go to",
+                |f, p| {
+                    f.pods[p].anti_affinity = vec![repels("web")];
+                    let twin = f.pods[p].clone();
+                    f.add(twin);
+                    let mut other = node("base");
+                    hostname(&mut other, "base-2");
+                    f.nodes.push(other);
+                },
+                true,
+            ),
+        ];
+        for (why, edit, want) in rows {
+            let mut fake = Fake::default();
+            fake.nodes.push(node("base"));
+            fake.nodes.push(node("auto"));
+            hostname(&mut fake.nodes[0], "base");
+            hostname(&mut fake.nodes[1], "auto");
+            let mut db = pod(Some(0), 500);
+            db.labels = BTreeMap::from([("app".to_owned(), "db".to_owned())]);
+            fake.add(db);
+            let mut web = pod(Some(1), 500);
+            web.labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+            let p = fake.add(web);
+            edit(&mut fake, p);
+            let pods = fake.movable_pods(1);
+            assert_eq!(fits_elsewhere(&fake, 1, &pods, &[]), *want, "{why}");
+            // The scan agrees: the node is needed, so it never goes.
+            fake.nodes[1].unneeded_since = Some(0);
+            let scan = pass(&fake, &topology(0, 3), UNNEEDED);
+            assert_eq!(scan.remove.is_empty(), !*want, "{why}: the scan");
+        }
+    }
+
+    /// Upstream's rescheduling simulation runs the `PodTopologySpread`
+    /// filter too (`podtopologyspread/filtering.go`): `web` may not move to
+    /// `base`, which already has two, while the cordoned `base-2` (a domain
+    /// all the same) has none; the control's `maxSkew` of 3 allows it.
+    #[test]
+    fn a_pod_whose_spread_constraint_refuses_every_other_node_keeps_its_node() {
+        for (max_skew, want) in [(1, false), (3, true)] {
+            let mut fake = Fake::default();
+            fake.nodes.push(node("base"));
+            fake.nodes.push(node("auto"));
+            fake.nodes.push(node("base"));
+            hostname(&mut fake.nodes[0], "base");
+            hostname(&mut fake.nodes[1], "auto");
+            hostname(&mut fake.nodes[2], "base-2");
+            fake.nodes[2].schedulable = false;
+            let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+            let constraint = serde_json::from_value(serde_json::json!({
+                "maxSkew": max_skew, "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }))
+            .expect("a constraint");
+            let spread =
+                crate::spread::SpreadConstraint::compile(&constraint, &labels).expect("compiles");
+            for on in [0, 0, 1] {
+                let mut web = pod(Some(on), 100);
+                web.labels = labels.clone();
+                web.spread = vec![spread.clone()];
+                fake.add(web);
+            }
+            let pods = fake.movable_pods(1);
+            assert_eq!(
+                fits_elsewhere(&fake, 1, &pods, &[]),
+                want,
+                "maxSkew {max_skew}"
+            );
         }
     }
 

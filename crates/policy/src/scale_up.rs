@@ -61,7 +61,7 @@ pub fn pack<'a>(
         }
         match bins
             .iter_mut()
-            .find(|bin| !pod.anti_affinity && bin.takes(pod.requests))
+            .find(|bin| pod.anti_affinity.is_empty() && bin.takes(pod.requests))
         {
             Some(bin) => bin.take(pod.requests),
             None => {
@@ -208,7 +208,11 @@ mod tests {
             (
                 "a required anti-affinity term takes a node of its own",
                 &[500, 500],
-                |f, _| f.pods.iter_mut().for_each(|p| p.anti_affinity = true),
+                |f, _| {
+                    f.pods
+                        .iter_mut()
+                        .for_each(|p| p.anti_affinity = vec![crate::fake::repels("x")])
+                },
                 5,
                 (2, 2),
             ),

@@ -7,9 +7,12 @@
 //! and each implementation maps its state onto that meaning.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 
+use crate::interpod::{AffinityTerm, PodTerms};
+use crate::spread::{SpreadConstraint, SpreadPod};
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 use drillbench_model::k8s::taints::scheduling_blocker;
 
@@ -131,14 +134,43 @@ pub struct PodFacts<'a> {
     pub namespace: &'a str,
     pub requests: Resources,
     pub placement: Placement<'a>,
-    /// Carries a required pod anti-affinity term.
-    pub anti_affinity: bool,
+    pub labels: &'a BTreeMap<String, String>,
+    /// Its required pod affinity terms.
+    pub affinity: &'a [AffinityTerm],
+    /// Its required pod anti-affinity terms.
+    pub anti_affinity: &'a [AffinityTerm],
+    /// Its declared topology spread constraints.
+    pub spread: &'a [SpreadConstraint],
     /// Its `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
     pub safe_to_evict: Option<bool>,
     /// Mounts `emptyDir` or `hostPath`.
     pub local_storage: bool,
     /// Has a controller other than a bare Pod.
     pub controlled: bool,
+}
+
+impl<'a> PodFacts<'a> {
+    /// The pod as the inter-pod affinity filter reads it.
+    pub fn terms(&self) -> PodTerms<'a> {
+        PodTerms {
+            namespace: self.namespace,
+            labels: self.labels,
+            affinity: self.affinity,
+            anti_affinity: self.anti_affinity,
+        }
+    }
+}
+
+impl<'a> PodFacts<'a> {
+    /// The pod as the topology spread filter reads it.
+    pub fn spread_pod(&self) -> SpreadPod<'a> {
+        SpreadPod {
+            namespace: self.namespace,
+            labels: self.labels,
+            placement: self.placement,
+            constraints: self.spread,
+        }
+    }
 }
 
 /// A PodDisruptionBudget selecting a pod.
@@ -160,6 +192,10 @@ pub trait ClusterView {
     /// The pods on a node that a drain would move: holding resources, not
     /// DaemonSet pods, in the world's stable order.
     fn movable_pods(&self, node: Self::Node) -> Vec<Self::Pod>;
+    /// Every pod on a node that scheduling counts (holding resources,
+    /// DaemonSet pods included), in the world's stable order: what the
+    /// inter-pod filters read.
+    fn pods_on(&self, node: Self::Node) -> Vec<Self::Pod>;
     fn pod(&self, pod: Self::Pod) -> PodFacts<'_>;
     /// The budgets selecting a pod (same namespace).
     fn budgets(&self, pod: Self::Pod) -> Vec<Budget>;

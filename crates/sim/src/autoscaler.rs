@@ -48,7 +48,10 @@ fn facts(template: &world::Template) -> PodFacts<'_> {
             required: Some(&template.required),
             tolerations: &template.tolerations,
         },
-        anti_affinity: !template.anti_affinity.is_empty(),
+        labels: &template.labels,
+        affinity: &template.affinity,
+        anti_affinity: &template.anti_affinity,
+        spread: &template.spread,
         safe_to_evict: template.safe_to_evict,
         local_storage: template.local_storage,
         controlled: true,
@@ -112,6 +115,17 @@ impl ClusterView for SimView<'_> {
 
     fn movable_pods(&self, node: NodeId) -> Vec<PodId> {
         self.sim.world.movable_pods(node)
+    }
+
+    fn pods_on(&self, node: NodeId) -> Vec<PodId> {
+        let world = &self.sim.world;
+        world
+            .node(node)
+            .pods
+            .iter()
+            .copied()
+            .filter(|&p| world.pod(p).phase != PodPhase::Gone)
+            .collect()
     }
 
     fn pod(&self, pod: PodId) -> PodFacts<'_> {

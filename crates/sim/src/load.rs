@@ -10,7 +10,6 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube_core::Selector;
 
 use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
 use drillbench_model::k8s::cron::Schedule;
@@ -24,6 +23,8 @@ use drillbench_model::manifest::Document;
 use drillbench_model::scenario::spec::GuardSpec;
 use drillbench_observe::ObjectRef;
 use drillbench_policy::admission::{admit, claim_classes};
+use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::spread::SpreadConstraint;
 
 /// Why the simulator could not take a manifest.
 #[derive(Debug, thiserror::Error)]
@@ -228,6 +229,15 @@ pub fn load(
                     "StatefulSet",
                     WorkloadKind::StatefulSet {
                         claim_templates: claim_templates.clone(),
+                        parallel: match spec.pod_management_policy.as_deref() {
+                            None | Some("OrderedReady") => false,
+                            Some("Parallel") => true,
+                            Some(other) => {
+                                return Err(invalid(format!(
+                                    "spec.podManagementPolicy: Unsupported value: \"{other}\": supported values: \"OrderedReady\", \"Parallel\""
+                                )));
+                            }
+                        },
                     },
                     spec.replicas.unwrap_or(1),
                     &spec.template,
@@ -440,7 +450,8 @@ fn workload(
     if matches!(kind, WorkloadKind::DaemonSet) {
         tolerations.extend(daemonset_tolerations());
     }
-    let (affinity, anti_affinity) = pod_affinity_terms(&spec, &namespace)?;
+    let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(&spec)?;
+    let spread = SpreadConstraint::from_pod_spec(&spec, &labels)?;
     let start_delay = readiness_delay(&spec);
     let safe_to_evict = annotations
         .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
@@ -478,6 +489,7 @@ fn workload(
             tolerations,
             anti_affinity,
             affinity,
+            spread,
             claim_volumes,
             local_storage,
             start_delay,
@@ -537,43 +549,6 @@ fn daemonset_tolerations() -> Vec<k8s_openapi::api::core::v1::Toleration> {
         ..Default::default()
     })
     .collect()
-}
-
-type AffinityTerms = Vec<(Selector, String)>;
-
-fn pod_affinity_terms(
-    spec: &PodSpec,
-    _namespace: &str,
-) -> Result<(AffinityTerms, AffinityTerms), String> {
-    let convert = |terms: Option<&Vec<k8s_openapi::api::core::v1::PodAffinityTerm>>| -> Result<AffinityTerms, String> {
-        terms
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                let selector = match &t.label_selector {
-                    Some(s) => Selector::try_from(s.clone()).map_err(|e| e.to_string())?,
-                    None => Selector::default(),
-                };
-                Ok((selector, t.topology_key.clone()))
-            })
-            .collect()
-    };
-    let affinity = spec.affinity.as_ref();
-    let required_affinity = convert(affinity.and_then(|a| a.pod_affinity.as_ref()).and_then(
-        |p| {
-            p.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        },
-    ))?;
-    let required_anti = convert(
-        affinity
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            }),
-    )?;
-    Ok((required_affinity, required_anti))
 }
 
 /// Binding to Ready: container start, plus the readiness probe's initial delay.

@@ -73,7 +73,12 @@ impl Simulation {
         let namespace = workload.namespace.clone();
         let template = workload.template.clone();
         let mut claims = Vec::new();
-        if let (WorkloadKind::StatefulSet { claim_templates }, Some(i)) = (&workload.kind, ordinal)
+        if let (
+            WorkloadKind::StatefulSet {
+                claim_templates, ..
+            },
+            Some(i),
+        ) = (&workload.kind, ordinal)
         {
             let sts = workload.name.clone();
             for (claim, class) in claim_templates.clone() {

@@ -1,6 +1,6 @@
 //! The controllers: each changed workload is brought to its desired pods
 //! (Deployments within their rollout strategy, StatefulSets one ordinal at
-//! a time, DaemonSets on every node they fit, Jobs to their completions,
+//! a time or all at once by their pod management policy, DaemonSets on every node they fit, Jobs to their completions,
 //! CronJobs at each scheduled time), what each has ready is recorded, and
 //! Velero starts and finishes the scheduled backups.
 
@@ -261,8 +261,17 @@ impl Simulation {
     /// One pod per ordinal, at most: an ordinal whose pod still exists (even
     /// Terminating on a lost node) is not replaced until that pod is gone.
     /// Pods are created in order, each after the previous is Ready.
+    /// A StatefulSet's controller, as the StatefulSet documentation's "Pod
+    /// Management Policies" describes it: `OrderedReady` creates ordinal
+    /// `i` only once every lower one is Running and Ready, and removes the
+    /// highest surplus pod only once the one above it is gone; `Parallel`
+    /// creates every missing pod and deletes every surplus one at once.
     pub(super) fn reconcile_statefulset(&mut self, w: WorkloadId) -> bool {
         let want = self.world.workload(w).replicas;
+        let parallel = matches!(
+            self.world.workload(w).kind,
+            WorkloadKind::StatefulSet { parallel: true, .. }
+        );
         let mut by_ordinal: BTreeMap<u32, PodId> = BTreeMap::new();
         for &p in &self.world.workload(w).pods {
             if let Owner::Workload(_, Some(i)) = self.world.pod(p).owner
@@ -270,6 +279,21 @@ impl Simulation {
             {
                 by_ordinal.insert(i, p);
             }
+        }
+        if parallel {
+            let missing: Vec<u32> = (0..want).filter(|i| !by_ordinal.contains_key(i)).collect();
+            let surplus: Vec<PodId> = by_ordinal
+                .range(want..)
+                .map(|(_, &p)| p)
+                .filter(|&p| self.world.pod(p).is_active())
+                .collect();
+            for &i in &missing {
+                self.create_pod(w, Some(i), None);
+            }
+            for &p in &surplus {
+                self.delete_pod(p);
+            }
+            return !missing.is_empty() || !surplus.is_empty();
         }
         for i in 0..want {
             match by_ordinal.get(&i) {

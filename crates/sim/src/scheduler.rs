@@ -5,7 +5,8 @@
 //! tolerated); taints with NoSchedule/NoExecute; `nodeSelector` and required
 //! node affinity; requests against allocatable (CPU, memory, pod count);
 //! the node affinity of the pod's bound volumes (VolumeBinding); required
-//! pod affinity and anti-affinity by topology key. Scores, with the
+//! pod affinity and anti-affinity by topology key, the running pods'
+//! anti-affinity included (`drillbench_policy::interpod`). Scores, with the
 //! default plugin weights: NodeResourcesFit least-allocated (1), NodeAffinity
 //! preferred terms normalised to 0–100 (2), TaintToleration
 //! PreferNoSchedule (3), NodeResourcesBalancedAllocation (1). Ties are
@@ -23,8 +24,13 @@
 //! change). Every shortcut decides exactly what the full filters decide:
 //! a node the flag does not vouch for goes through them.
 //!
-//! Not modelled: PodTopologySpread (including the default constraints),
-//! preferred inter-pod affinity, image locality, volume limits per node,
+//! PodTopologySpread's `DoNotSchedule` constraints filter
+//! (`drillbench_policy::spread`), before the inter-pod filter as upstream
+//! orders them; both read other pods, so a pod with neither skips them and
+//! the per-class verdicts stay what they were.
+//!
+//! Not modelled: PodTopologySpread scoring (`ScheduleAnyway` and the
+//! system default constraints), preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use std::collections::BTreeSet;
@@ -40,6 +46,9 @@ use drillbench_model::k8s::taints::{
     cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker,
 };
 use drillbench_model::rng::SeededRng;
+use drillbench_policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
+use drillbench_policy::spread::{SpreadMisfit, SpreadPod, SpreadState};
+use drillbench_policy::view::Placement;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE: usize = 100;
@@ -63,6 +72,12 @@ enum Misfit {
     Resources,
     VolumeAffinity,
     PodAffinity,
+    /// A running pod's required anti-affinity selects the pod.
+    ExistingAntiAffinity,
+    /// The node lacks a topology spread constraint's key.
+    SpreadLabel,
+    /// The pod would break a `DoNotSchedule` spread constraint's skew.
+    Spread,
 }
 
 impl Misfit {
@@ -75,6 +90,9 @@ impl Misfit {
             Misfit::Resources => "Insufficient cpu, memory or pods",
             Misfit::VolumeAffinity => "node(s) had volume node affinity conflict",
             Misfit::PodAffinity => "node(s) didn't satisfy pod (anti-)affinity rules",
+            Misfit::ExistingAntiAffinity => InterPodMisfit::ExistingAntiAffinity.describe(),
+            Misfit::SpreadLabel => SpreadMisfit::MissingLabel.describe(),
+            Misfit::Spread => SpreadMisfit::Skew.describe(),
         }
     }
 }
@@ -205,7 +223,13 @@ impl Scheduler {
         let mut feasible = std::mem::take(&mut self.feasible_buf);
         feasible.clear();
         let start = self.cursor % all.max(1);
-        let (node_level, pod_level) = s.levels(&template, pod);
+        let node_level = s.node_level(&template, pod);
+        let interpod = s.interpod(&template, pod);
+        let spread = s.spread(&template, pod);
+        let others = Others {
+            interpod: interpod.as_ref(),
+            spread: spread.as_ref(),
+        };
         let mut examined = 0;
         let mut remaining = all;
         let mut node = start;
@@ -232,7 +256,7 @@ impl Scheduler {
             }
             examined += 1;
             remaining -= 1;
-            if s.fits(&template, &views, pod, node, node_level, pod_level) {
+            if s.fits(&template, &views, pod, node, node_level, others) {
                 feasible.push(node);
                 max_preferred = max_preferred.max(view.preferred);
                 max_intolerable = max_intolerable.max(view.intolerable);
@@ -248,9 +272,9 @@ impl Scheduler {
         self.cursor = (start + examined) % all.max(1);
         if feasible.is_empty() {
             self.feasible_buf = feasible;
-            let mut misfits: [usize; 7] = [0; 7];
+            let mut misfits: [usize; 10] = [0; 10];
             for node in 0..all {
-                if let Some(m) = s.misfit(&template, &views, pod, node) {
+                if let Some(m) = s.misfit(&template, &views, pod, node, others) {
                     misfits[m as usize] += 1;
                 }
             }
@@ -262,6 +286,9 @@ impl Scheduler {
                 Misfit::Resources,
                 Misfit::VolumeAffinity,
                 Misfit::PodAffinity,
+                Misfit::ExistingAntiAffinity,
+                Misfit::SpreadLabel,
+                Misfit::Spread,
             ]
             .iter()
             .filter(|m| misfits[**m as usize] > 0)
@@ -368,10 +395,16 @@ impl Scheduler {
         for (template, pod) in templates {
             fill_class_views(self.classes.objects(), template);
             let views = template.class_views.borrow();
-            let (node_level, pod_level) = s.levels(template, *pod);
+            let node_level = s.node_level(template, *pod);
+            let interpod = s.interpod(template, *pod);
+            let spread = s.spread(template, *pod);
+            let others = Others {
+                interpod: interpod.as_ref(),
+                spread: spread.as_ref(),
+            };
             for node in 0..world.nodes().len() {
-                let full = s.misfit(template, &views, *pod, node).is_none();
-                let fast = s.fits(template, &views, *pod, node, node_level, pod_level);
+                let full = s.misfit(template, &views, *pod, node, others).is_none();
+                let fast = s.fits(template, &views, *pod, node, node_level, others);
                 if fast != full {
                     return Err(format!(
                         "{} on {}",
@@ -429,19 +462,78 @@ struct Scan<'a> {
 }
 
 impl Scan<'_> {
-    /// Whether a pod needs more than the compact state: required rules
-    /// that name single nodes or bound volumes confined to a domain (node
-    /// level), or pod (anti-)affinity (pod level).
-    fn levels(&self, template: &Template, pod: PodId) -> (bool, bool) {
-        let node_level = template.per_node
+    /// Whether a pod needs more than the compact state at the node level:
+    /// required rules that name single nodes, or bound volumes confined to
+    /// a domain.
+    fn node_level(&self, template: &Template, pod: PodId) -> bool {
+        template.per_node
             || self
                 .world
                 .pod(pod)
                 .claims
                 .iter()
-                .any(|&c| self.volumes.claim(c).pv_topology.is_some());
-        let pod_level = !template.anti_affinity.is_empty() || !template.affinity.is_empty();
-        (node_level, pod_level)
+                .any(|&c| self.volumes.claim(c).pv_topology.is_some())
+    }
+
+    /// What the spread filter counted for the pod over the nodes that
+    /// exist (Booting and NotReady ones included: upstream counts every
+    /// Node), or `None` when the pod has no `DoNotSchedule` constraint.
+    /// Pods count while they hold resources and are not terminating.
+    fn spread(&self, template: &Template, pod: PodId) -> Option<SpreadState> {
+        let pods = self.world.pods();
+        let namespace = &pods[pod].namespace;
+        let incoming = spread_pod(namespace, template);
+        if !incoming.is_constrained() {
+            return None;
+        }
+        let mut state = SpreadState::default();
+        for n in self.world.nodes() {
+            if n.phase == super::world::NodePhase::Gone {
+                continue;
+            }
+            state.add_node(&incoming, &n.object, |i| {
+                let c = &template.spread[i];
+                n.pods
+                    .iter()
+                    .filter(|&&p| {
+                        p != pod
+                            && !matches!(pods[p].phase, PodPhase::Gone | PodPhase::Terminating)
+                            && c.counts(namespace, &pods[p].namespace, &pods[p].template.labels)
+                    })
+                    .count() as u32
+            });
+        }
+        Some(state)
+    }
+
+    /// What the inter-pod affinity filter counted for the pod over the
+    /// pods placed now, or `None` when it cannot refuse any node (the pod
+    /// has no terms and no running pod repels it): then the scan never
+    /// looks at other pods. Only the pods holding resources count, and a
+    /// pod without terms of its own is checked against the index of
+    /// repelling pods alone.
+    fn interpod(&self, template: &Template, pod: PodId) -> Option<InterPodState> {
+        let pods = self.world.pods();
+        let incoming = terms(&pods[pod].namespace, template);
+        let mut state = InterPodState::default();
+        let mut count = |other: PodId| {
+            let p = &pods[other];
+            if other == pod || p.phase == PodPhase::Gone {
+                return;
+            }
+            if let Some(node) = p.node {
+                let existing = terms(&p.namespace, &p.template);
+                state.add(&incoming, &existing, self.world.node(node).labels());
+            }
+        };
+        if template.affinity.is_empty() && template.anti_affinity.is_empty() {
+            self.world.repelling_pods().iter().for_each(|&p| count(p));
+        } else {
+            for n in self.world.nodes() {
+                n.pods.iter().for_each(|&p| count(p));
+            }
+        }
+        (!state.is_trivial(&incoming)).then_some(state)
     }
 
     /// Whether the pod fits the node: from the compact state when the
@@ -456,7 +548,7 @@ impl Scan<'_> {
         pod: PodId,
         node: NodeId,
         node_level: bool,
-        pod_level: bool,
+        others: Others<'_>,
     ) -> bool {
         let h = self.hot[node];
         let view = views[h.class as usize].unwrap_or_default();
@@ -465,9 +557,12 @@ impl Scan<'_> {
             requests.cpu <= h.free.cpu
                 && requests.memory <= h.free.memory
                 && h.room > 0
-                && (!pod_level || self.pod_affinity_ok(template, pod, self.world.node(node)))
+                && (others.is_empty()
+                    || self
+                        .other_pods_misfit(others, template, pod, self.world.node(node))
+                        .is_none())
         } else {
-            self.misfit(template, views, pod, node).is_none()
+            self.misfit(template, views, pod, node, others).is_none()
         }
     }
 
@@ -477,6 +572,7 @@ impl Scan<'_> {
         classes: &[Option<ClassView>],
         pod: PodId,
         node: NodeId,
+        others: Others<'_>,
     ) -> Option<Misfit> {
         let n = self.world.node(node);
         if !n.is_ready() || !n.server_up || n.draining {
@@ -501,10 +597,7 @@ impl Scan<'_> {
         if !self.volume_topology_ok(pod, n) {
             return Some(Misfit::VolumeAffinity);
         }
-        if !self.pod_affinity_ok(template, pod, n) {
-            return Some(Misfit::PodAffinity);
-        }
-        None
+        self.other_pods_misfit(others, template, pod, n)
     }
 
     /// VolumeBinding for bound volumes: the node is in the topology domain
@@ -519,58 +612,71 @@ impl Scan<'_> {
         })
     }
 
-    fn pod_affinity_ok(&self, template: &Template, pod: PodId, n: &SimNode) -> bool {
-        if template.anti_affinity.is_empty() && template.affinity.is_empty() {
-            return true;
-        }
-        let pods = self.world.pods();
-        let namespace = &pods[pod].namespace;
-        // Pods in the same topology domain as `n` (only hostname-like keys
-        // and keys every node of a pool shares are modelled: the domain is
-        // the set of nodes carrying the same value of the key).
-        let in_domain = |key: &str, selector: &kube_core::Selector| -> bool {
-            let value = n.labels().get(key);
-            self.world
-                .nodes()
-                .iter()
-                .filter(|m| m.labels().get(key) == value && value.is_some())
-                .any(|m| {
-                    m.pods.iter().any(|&other| {
-                        other != pod
-                            && pods[other].phase != PodPhase::Gone
-                            && &pods[other].namespace == namespace
-                            && kube_core::SelectorExt::matches(
-                                selector,
-                                &pods[other].template.labels,
-                            )
-                    })
-                })
-        };
-        template
-            .anti_affinity
-            .iter()
-            .all(|(selector, key)| !in_domain(key, selector))
-            && template.affinity.iter().all(|(selector, key)| {
-                in_domain(key, selector) || self.first_of_its_kind(template, pod, selector)
-            })
-    }
-
-    /// A pod whose affinity selects its own labels may go anywhere when no
-    /// matching pod exists yet (kube-scheduler's special case), so the first
-    /// replica of a self-affine workload can start.
-    fn first_of_its_kind(
+    /// What the filters that read other pods make of the node: topology
+    /// spread, then inter-pod affinity (upstream's filter order).
+    fn other_pods_misfit(
         &self,
+        others: Others<'_>,
         template: &Template,
         pod: PodId,
-        selector: &kube_core::Selector,
-    ) -> bool {
-        kube_core::SelectorExt::matches(selector, &template.labels)
-            && !self.world.pods().iter().enumerate().any(|(i, p)| {
-                i != pod
-                    && p.node.is_some()
-                    && p.phase != PodPhase::Gone
-                    && kube_core::SelectorExt::matches(selector, &p.template.labels)
-            })
+        n: &SimNode,
+    ) -> Option<Misfit> {
+        let namespace = &self.world.pod(pod).namespace;
+        if let Some(state) = others.spread {
+            match state.filter(&spread_pod(namespace, template), &n.object) {
+                Ok(()) => {}
+                Err(SpreadMisfit::MissingLabel) => return Some(Misfit::SpreadLabel),
+                Err(SpreadMisfit::Skew) => return Some(Misfit::Spread),
+            }
+        }
+        let state = others.interpod?;
+        let incoming = terms(namespace, template);
+        match state.filter(&incoming, n.labels()) {
+            Ok(()) => None,
+            Err(InterPodMisfit::ExistingAntiAffinity) => Some(Misfit::ExistingAntiAffinity),
+            Err(InterPodMisfit::Affinity | InterPodMisfit::AntiAffinity) => {
+                Some(Misfit::PodAffinity)
+            }
+        }
+    }
+}
+
+/// What the filters that read other pods counted for one pod (`None`:
+/// that filter cannot refuse any node for it).
+#[derive(Debug, Clone, Copy)]
+struct Others<'a> {
+    interpod: Option<&'a InterPodState>,
+    spread: Option<&'a SpreadState>,
+}
+
+impl Others<'_> {
+    fn is_empty(&self) -> bool {
+        self.interpod.is_none() && self.spread.is_none()
+    }
+}
+
+/// A pod of `namespace` made from `template`, as the spread filter reads
+/// it.
+fn spread_pod<'a>(namespace: &'a str, template: &'a Template) -> SpreadPod<'a> {
+    SpreadPod {
+        namespace,
+        labels: &template.labels,
+        placement: Placement {
+            required: Some(&template.required),
+            tolerations: &template.tolerations,
+        },
+        constraints: &template.spread,
+    }
+}
+
+/// A pod of `namespace` made from `template`, as the inter-pod filter
+/// reads it.
+fn terms<'a>(namespace: &'a str, template: &'a Template) -> PodTerms<'a> {
+    PodTerms {
+        namespace,
+        labels: &template.labels,
+        affinity: &template.affinity,
+        anti_affinity: &template.anti_affinity,
     }
 }
 
@@ -743,6 +849,107 @@ mod tests {
             2,
             "the new class was judged too"
         );
+    }
+
+    /// `interpodaffinity/filtering_test.go`, "verify that PodAntiAffinity
+    /// from existing pod is respected when pod has no AntiAffinity
+    /// constraints": a running pod's required anti-affinity keeps the pod
+    /// it selects off its node, however many seeds pick; the control (the
+    /// term selects another app) lets the pod go to either node.
+    #[test]
+    fn a_running_pods_anti_affinity_keeps_the_pod_it_repels_off_its_node() {
+        let picks = |repelled: &str| -> BTreeSet<NodeId> {
+            (0..16)
+                .map(|seed| {
+                    let (mut world, mut scheduler) = cluster(2);
+                    let db = template_with(
+                        "db",
+                        serde_json::json!({"affinity": {"podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                                "labelSelector": {"matchLabels": {"app": repelled}},
+                                "topologyKey": "kubernetes.io/hostname"}]}}}),
+                    );
+                    let d = world.add_pod(pod("db", Owner::None, db, Vec::new()));
+                    world.bind(d, 0);
+                    // As busy as node 0, so the scores tie.
+                    let busy =
+                        world.add_pod(pod("busy", Owner::None, template("busy"), Vec::new()));
+                    world.bind(busy, 1);
+                    let p = world.add_pod(pod("web", Owner::None, template("web"), Vec::new()));
+                    pick(&world, &mut scheduler, p, seed).expect("fits")
+                })
+                .collect()
+        };
+        assert_eq!(picks("web"), BTreeSet::from([1]), "never next to db");
+        assert_eq!(picks("cache"), BTreeSet::from([0, 1]), "control");
+    }
+
+    /// With the only free node in the repelling pod's domain, the pod is
+    /// unschedulable and says why in upstream's words.
+    #[test]
+    fn the_repelled_pod_that_fits_nowhere_says_so() {
+        let (mut world, mut scheduler) = cluster(1);
+        let db = template_with(
+            "db",
+            serde_json::json!({"affinity": {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                    "topologyKey": "kubernetes.io/hostname"}]}}}),
+        );
+        let d = world.add_pod(pod("db", Owner::None, db, Vec::new()));
+        world.bind(d, 0);
+        let p = world.add_pod(pod("web", Owner::None, template("web"), Vec::new()));
+        assert_eq!(
+            pick(&world, &mut scheduler, p, 1),
+            Err("0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules".to_owned())
+        );
+        // Control: once db no longer holds the node, web goes there.
+        world.release(d);
+        assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(0));
+    }
+
+    /// `podtopologyspread/filtering.go`: with `DoNotSchedule`, a node whose
+    /// domain would exceed `maxSkew` is refused even when the scores
+    /// prefer it; the control (a larger `maxSkew`) lets the scores win.
+    #[test]
+    fn a_do_not_schedule_spread_constraint_refuses_the_fuller_node() {
+        let spread = |max_skew: u32| -> BTreeSet<NodeId> {
+            (0..8)
+                .map(|seed| {
+                    let (mut world, mut scheduler) = cluster(2);
+                    let web = template_with(
+                        "web",
+                        serde_json::json!({"topologySpreadConstraints": [{
+                            "maxSkew": max_skew, "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": {"matchLabels": {"app": "web"}}}]}),
+                    );
+                    for i in 0..2 {
+                        let p = world.add_pod(pod(
+                            &format!("web-{i}"),
+                            Owner::None,
+                            web.clone(),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 0);
+                    }
+                    // Node 1 is busier, so the scores prefer node 0.
+                    for i in 0..3 {
+                        let p = world.add_pod(pod(
+                            &format!("busy-{i}"),
+                            Owner::None,
+                            template("busy"),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 1);
+                    }
+                    let p = world.add_pod(pod("web-new", Owner::None, web, Vec::new()));
+                    pick(&world, &mut scheduler, p, seed).expect("fits")
+                })
+                .collect()
+        };
+        assert_eq!(spread(1), BTreeSet::from([1]), "2 + 1 - 0 > 1 on node 0");
+        assert_eq!(spread(3), BTreeSet::from([0]), "control: 3 <= 3");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! a pod's requests count on its node from [`World::bind`] until
 //! [`World::release`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use k8s_openapi::api::core::v1::Taint;
@@ -27,6 +27,10 @@ pub(crate) struct World {
     workloads: Vec<Workload>,
     workload_index: BTreeMap<String, WorkloadId>,
     pdbs: Vec<Pdb>,
+    /// The pods holding resources on a node whose required anti-affinity
+    /// terms every incoming pod must be checked against (the rule is
+    /// symmetric), so a scheduling pass need not read every pod.
+    repelling: BTreeSet<PodId>,
     /// Per node: its labels as shared with placements; forgotten whenever
     /// its labels change.
     shared_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
@@ -192,6 +196,15 @@ impl World {
         let p = &mut self.pods[pod];
         p.node = Some(node);
         p.holds_resources = true;
+        if !p.template.anti_affinity.is_empty() {
+            self.repelling.insert(pod);
+        }
+    }
+
+    /// The pods holding resources on a node that carry required
+    /// anti-affinity terms, in index order.
+    pub(crate) fn repelling_pods(&self) -> &BTreeSet<PodId> {
+        &self.repelling
     }
 
     /// A pod stops counting on its node (it finished or is gone); it stays
@@ -201,6 +214,7 @@ impl World {
             return;
         }
         self.pods[pod].holds_resources = false;
+        self.repelling.remove(&pod);
         if let Some(node) = self.pods[pod].node {
             let requests = self.pods[pod].template.requests;
             let n = &mut self.nodes[node];

@@ -43,7 +43,8 @@ spec:
 /// A cluster whose nodes are in every state the compact flag must not
 /// vouch for: cordoned, draining, NotReady with the unreachable taints,
 /// tainted beyond their class; and templates at node level (hostname
-/// affinity), pod level (anti-affinity), tolerating everything, too big.
+/// affinity), pod level (anti-affinity, repelled by running pods,
+/// topology spread), tolerating everything, too big.
 fn varied() -> Simulation {
     let dir = tempfile::tempdir().expect("tempdir");
     let manifests = [
@@ -62,6 +63,16 @@ fn varied() -> Simulation {
         ),
         deployment("anywhere", 2, "1Gi", "      tolerations: [{operator: Exists}]\n"),
         deployment("huge", 1, "30Gi", "      nodeSelector: {tier: a}\n"),
+        // Other-pod filters with no terms of their own to flag them: a
+        // pod the `spread` pods repel, and a DoNotSchedule spread.
+        deployment("repelled", 1, "1Gi", "      nodeSelector: {tier: a}\n")
+            .replace("{app: repelled}", "{app: spread}"),
+        deployment(
+            "skewed",
+            4,
+            "1Gi",
+            "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: skewed}}}]\n",
+        ),
     ]
     .concat();
     std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
@@ -282,4 +293,101 @@ fn a_pinned_endpoint_stays_on_its_dead_holder() {
     sim.advance_to(sim.now() + 30 * 60_000);
     assert_eq!(sim.endpoint_holder(), Some(holder));
     assert!(!sim.api_available());
+}
+
+/// The StatefulSet documentation, "Pod Management Policies": with
+/// `OrderedReady` (the default) each ordinal is created only once the one
+/// before it is Running and Ready; with `Parallel` all are created at once,
+/// none waiting. The control is the other policy on the same StatefulSet.
+#[test]
+fn a_parallel_statefulset_creates_every_pod_at_once_and_an_ordered_one_waits_for_ready() {
+    let statefulset = |policy: &str| {
+        format!(
+            "apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: db, namespace: apps}}
+spec:
+  replicas: 3
+  serviceName: db
+{policy}  selector: {{matchLabels: {{app: db}}}}
+  template:
+    metadata: {{labels: {{app: db}}}}
+    spec:
+      containers: [{{name: c, image: pause, resources: {{requests: {{cpu: 100m, memory: 1Gi}}}}}}]
+"
+        )
+    };
+    let pools = "    - {name: base, count: 2, serverType: cx43}\n";
+    // (pod, when created, when Ready) per ordinal, after ten minutes.
+    let created_and_ready = |policy: &str| -> Vec<(String, u64, u64)> {
+        let mut sim = simulation(pools, &statefulset(policy), 1);
+        sim.advance_to(600_000);
+        let at = |kind: drillbench_observe::EventKind, name: &str| {
+            sim.observation()
+                .events
+                .iter()
+                .find(|e| e.kind == kind && e.object.name == name)
+                .map(|e| e.at_ms)
+                .unwrap_or_else(|| panic!("{name}: no {kind:?}"))
+        };
+        (0..3)
+            .map(|i| {
+                let name = format!("db-{i}");
+                let created = at(drillbench_observe::EventKind::PodCreated, &name);
+                let ready = at(drillbench_observe::EventKind::PodReady, &name);
+                (name, created, ready)
+            })
+            .collect()
+    };
+    for policy in ["", "  podManagementPolicy: OrderedReady\n"] {
+        let pods = created_and_ready(policy);
+        for pair in pods.windows(2) {
+            assert!(
+                pair[1].1 >= pair[0].2,
+                "{policy:?}: {} created before {} was Ready: {pods:?}",
+                pair[1].0,
+                pair[0].0
+            );
+        }
+    }
+    let parallel = created_and_ready("  podManagementPolicy: Parallel\n");
+    assert!(
+        parallel.iter().all(|p| p.1 == parallel[0].1),
+        "all created at once: {parallel:?}"
+    );
+    assert!(
+        parallel[1].1 < parallel[0].2,
+        "db-1 did not wait for db-0 to be Ready: {parallel:?}"
+    );
+}
+
+/// The apiserver refuses any other policy (StatefulSet validation:
+/// "supported values: \"OrderedReady\", \"Parallel\"").
+#[test]
+fn an_unknown_pod_management_policy_is_refused_at_load() {
+    let documents = |policy: &str| {
+        vec![drillbench_model::manifest::Document {
+            source: "<test>".to_owned(),
+            index: 0,
+            line: 1,
+            column: 1,
+            value: serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "db", "namespace": "apps"},
+                "spec": {"replicas": 1, "serviceName": "db", "podManagementPolicy": policy,
+                    "selector": {"matchLabels": {"app": "db"}},
+                    "template": {"metadata": {"labels": {"app": "db"}},
+                        "spec": {"containers": [{"name": "c", "image": "pause"}]}}},
+            }),
+        }]
+    };
+    let refused = super::load::load(&documents("Sometimes"), &[], None)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(refused.contains("supported values"), "{refused}");
+    assert!(
+        super::load::load(&documents("Parallel"), &[], None).is_ok(),
+        "control"
+    );
 }

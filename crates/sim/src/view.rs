@@ -337,7 +337,9 @@ impl Simulation {
         let (selector, template) = self.workload_template(w);
         let (live, ready) = self.workload_counts(w);
         let claim_templates = match &self.world.workload(w).kind {
-            WorkloadKind::StatefulSet { claim_templates } => claim_templates
+            WorkloadKind::StatefulSet {
+                claim_templates, ..
+            } => claim_templates
                 .iter()
                 .map(|(name, class)| PersistentVolumeClaim {
                     metadata: ObjectMeta {
@@ -360,6 +362,13 @@ impl Simulation {
                 selector,
                 template,
                 service_name: Some(self.world.workload(w).name.clone()),
+                pod_management_policy: Some(
+                    match self.world.workload(w).kind {
+                        WorkloadKind::StatefulSet { parallel: true, .. } => "Parallel",
+                        _ => "OrderedReady",
+                    }
+                    .to_owned(),
+                ),
                 volume_claim_templates: (!claim_templates.is_empty()).then_some(claim_templates),
                 ..Default::default()
             }),

@@ -11,13 +11,14 @@ use std::rc::Rc;
 use k8s_openapi::api::core::v1::{Node, NodeSpec, PodSpec, Toleration};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube_core::Selector;
 
 use super::clock::Time;
 use drillbench_model::k8s::disruption::{Budget, PdbSelector};
 use drillbench_model::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use drillbench_model::k8s::rollout::Strategy;
 use drillbench_model::scenario::spec::{AttachModel, BindingMode, Release};
+use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::spread::SpreadConstraint;
 
 /// Index of a node.
 pub type NodeId = usize;
@@ -203,10 +204,12 @@ pub struct Template {
     pub preferences: CompiledPreferences,
     /// Tolerations, with the defaults admission adds.
     pub tolerations: Vec<Toleration>,
-    /// Required pod anti-affinity terms: (selector, topology key).
-    pub anti_affinity: Vec<(Selector, String)>,
-    /// Required pod affinity terms: (selector, topology key).
-    pub affinity: Vec<(Selector, String)>,
+    /// Required pod anti-affinity terms.
+    pub anti_affinity: Vec<AffinityTerm>,
+    /// Required pod affinity terms.
+    pub affinity: Vec<AffinityTerm>,
+    /// Declared topology spread constraints, `matchLabelKeys` merged.
+    pub spread: Vec<SpreadConstraint>,
     /// Names of PVCs mounted through `persistentVolumeClaim` volumes.
     pub claim_volumes: Vec<String>,
     /// Whether it mounts emptyDir or hostPath volumes (blocks scale-down).
@@ -244,6 +247,7 @@ impl Template {
             tolerations: self.tolerations.clone(),
             anti_affinity: self.anti_affinity.clone(),
             affinity: self.affinity.clone(),
+            spread: self.spread.clone(),
             claim_volumes: self.claim_volumes.clone(),
             local_storage: self.local_storage,
             start_delay: self.start_delay,
@@ -336,6 +340,11 @@ pub enum WorkloadKind {
     StatefulSet {
         /// volumeClaimTemplates: name and storage class.
         claim_templates: Vec<(String, Option<String>)>,
+        /// `podManagementPolicy: Parallel`: every missing pod is created,
+        /// and every surplus one deleted, at once, none waiting for
+        /// another (the default, `OrderedReady`, goes one ordinal at a
+        /// time, each waiting for its predecessors to be Ready).
+        parallel: bool,
     },
     /// A DaemonSet.
     DaemonSet,

@@ -109,6 +109,15 @@ impl<'a> ClusterView for ObservedView<'a> {
             .collect()
     }
 
+    /// The pods holding resources on the node, DaemonSet pods included.
+    fn pods_on(&self, node: &'a str) -> Vec<&'a PodState> {
+        self.cluster
+            .pods()
+            .values()
+            .filter(|p| p.node.as_deref() == Some(node) && !p.finished)
+            .collect()
+    }
+
     fn pod(&self, pod: &'a PodState) -> PodFacts<'_> {
         let facts = &pod.facts;
         PodFacts {
@@ -118,7 +127,10 @@ impl<'a> ClusterView for ObservedView<'a> {
                 required: facts.required.as_ref(),
                 tolerations: &facts.tolerations,
             },
-            anti_affinity: facts.anti_affinity,
+            labels: &facts.labels,
+            affinity: &facts.affinity,
+            anti_affinity: &facts.anti_affinity,
+            spread: &facts.spread,
             safe_to_evict: facts.safe_to_evict,
             local_storage: facts.local_storage,
             controlled: facts.controlled,

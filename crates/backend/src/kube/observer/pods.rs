@@ -11,6 +11,8 @@ use kube::ResourceExt;
 use super::names::NodeNames;
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 use drillbench_model::k8s::quantity::pod_requests;
+use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::spread::SpreadConstraint;
 
 /// A pod as the watches show it.
 #[derive(Debug, Clone)]
@@ -53,8 +55,13 @@ pub(in crate::kube) struct PodFacts {
     pub(in crate::kube) local_storage: bool,
     /// Has a controller owner other than a bare Pod.
     pub(in crate::kube) controlled: bool,
-    /// Carries a required pod anti-affinity term.
-    pub(in crate::kube) anti_affinity: bool,
+    /// Its required pod affinity terms (none when they do not compile).
+    pub(in crate::kube) affinity: Vec<AffinityTerm>,
+    /// Its required pod anti-affinity terms (none when they do not
+    /// compile: the apiserver would not have admitted the pod).
+    pub(in crate::kube) anti_affinity: Vec<AffinityTerm>,
+    /// Its topology spread constraints (none when they do not compile).
+    pub(in crate::kube) spread: Vec<SpreadConstraint>,
 }
 
 /// A pod the bench may evict from a node.
@@ -65,6 +72,8 @@ pub struct PodOnNode {
 }
 
 fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
+    let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(spec).unwrap_or_default();
+    let spread = SpreadConstraint::from_pod_spec(spec, pod.labels()).unwrap_or_default();
     PodFacts {
         namespace: pod.namespace().unwrap_or_default(),
         daemon_set: pod
@@ -88,15 +97,9 @@ fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
             .owner_references()
             .iter()
             .any(|o| o.controller == Some(true) && o.kind != "Pod"),
-        anti_affinity: spec
-            .affinity
-            .as_ref()
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .is_some_and(|terms| !terms.is_empty()),
+        affinity,
+        anti_affinity,
+        spread,
     }
 }
 
@@ -207,7 +210,7 @@ mod tests {
         let facts = &state.facts;
         assert_eq!(facts.daemon_set.as_deref(), Some("cilium"));
         assert_eq!(facts.safe_to_evict, Some(false));
-        assert!(facts.controlled && facts.anti_affinity && !facts.local_storage);
+        assert!(facts.controlled && facts.anti_affinity.len() == 1 && !facts.local_storage);
         let finished = PodState::read(
             &pod(json!({"metadata": {"name": "j"}, "status": {"phase": "Succeeded"}})),
             None,

@@ -1,0 +1,285 @@
+//! Required inter-pod affinity and anti-affinity: kube-scheduler's
+//! `InterPodAffinity` filter, for the scheduler and for the cluster
+//! autoscaler's rescheduling simulation alike.
+//!
+//! As upstream (`pkg/scheduler/framework/plugins/interpodaffinity/
+//! filtering.go`), the filter works in two steps. Once per pod, a
+//! [`InterPodState`] counts, per topology pair (key, value), the existing
+//! pods that matter: those whose own required anti-affinity term selects
+//! the incoming pod (the rule is symmetric: a running pod keeps pods it
+//! repels off its domain, whatever the incoming pod says), those matching
+//! all of the incoming pod's affinity terms, and those matching one of its
+//! anti-affinity terms. Then, per node, [`InterPodState::filter`] reads the
+//! node's labels against those counts.
+//!
+//! A term selects pods in the namespaces it lists, or in its own pod's
+//! namespace when it lists none; an empty `namespaceSelector` (`{}`)
+//! selects every namespace. A non-empty `namespaceSelector` needs the
+//! namespaces' labels, which the simulator does not keep: such a term
+//! selects only the namespaces it lists (or its own).
+//!
+//! A term whose `labelSelector` is absent selects no pod
+//! (`metav1.LabelSelectorAsSelector(nil)` is `labels.Nothing()`); an empty
+//! one selects every pod.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{PodAffinityTerm, PodSpec};
+use kube_core::{Selector, SelectorExt};
+
+/// One required pod (anti-)affinity term, compiled.
+#[derive(Debug, Clone)]
+pub struct AffinityTerm {
+    /// `None`: no `labelSelector`, which selects nothing.
+    selector: Option<Selector>,
+    topology_key: String,
+    /// The namespaces listed (empty: the term's own pod's namespace).
+    namespaces: Vec<String>,
+    /// `namespaceSelector: {}`: every namespace.
+    all_namespaces: bool,
+}
+
+impl AffinityTerm {
+    /// Compiles a term; an invalid selector is an error, as the apiserver
+    /// would refuse the pod.
+    pub fn compile(term: &PodAffinityTerm) -> Result<AffinityTerm, String> {
+        let selector = term
+            .label_selector
+            .clone()
+            .map(Selector::try_from)
+            .transpose()
+            .map_err(|e| format!("labelSelector of a pod affinity term: {e}"))?;
+        let all_namespaces = term.namespace_selector.as_ref().is_some_and(|s| {
+            s.match_labels.as_ref().is_none_or(|m| m.is_empty())
+                && s.match_expressions.as_ref().is_none_or(|e| e.is_empty())
+        });
+        Ok(AffinityTerm {
+            selector,
+            topology_key: term.topology_key.clone(),
+            namespaces: term.namespaces.clone().unwrap_or_default(),
+            all_namespaces,
+        })
+    }
+
+    /// The required affinity and anti-affinity terms of a pod spec.
+    pub fn from_pod_spec(spec: &PodSpec) -> Result<(Vec<AffinityTerm>, Vec<AffinityTerm>), String> {
+        let affinity = spec.affinity.as_ref();
+        let compile = |terms: Option<&Vec<PodAffinityTerm>>| {
+            terms
+                .into_iter()
+                .flatten()
+                .map(AffinityTerm::compile)
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let required = compile(
+            affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        )?;
+        let repelled = compile(
+            affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        )?;
+        Ok((required, repelled))
+    }
+
+    /// The node label whose values are this term's domains.
+    pub fn topology_key(&self) -> &str {
+        &self.topology_key
+    }
+
+    /// Whether the term, written in a pod of `owner_namespace`, selects a
+    /// pod of `namespace` labelled `labels` (upstream's
+    /// `PodMatchesTermsNamespaceAndSelector`).
+    pub fn selects(
+        &self,
+        owner_namespace: &str,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        let in_namespace = self.all_namespaces
+            || if self.namespaces.is_empty() {
+                namespace == owner_namespace
+            } else {
+                self.namespaces.iter().any(|n| n == namespace)
+            };
+        in_namespace && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    }
+}
+
+/// A pod as the filter reads it: where it lives, its labels and its
+/// required terms.
+#[derive(Debug, Clone, Copy)]
+pub struct PodTerms<'a> {
+    pub namespace: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    pub affinity: &'a [AffinityTerm],
+    pub anti_affinity: &'a [AffinityTerm],
+}
+
+impl PodTerms<'_> {
+    /// Whether the pod matches every one of `terms` written in `owner`
+    /// (false for no terms, as upstream's `podMatchesAllAffinityTerms`).
+    fn matches_all(&self, owner_namespace: &str, terms: &[AffinityTerm]) -> bool {
+        !terms.is_empty()
+            && terms
+                .iter()
+                .all(|t| t.selects(owner_namespace, self.namespace, self.labels))
+    }
+}
+
+/// Why a node fails the filter, in upstream's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum InterPodMisfit {
+    /// A pod in the node's domain has an anti-affinity term selecting the
+    /// incoming pod.
+    ExistingAntiAffinity,
+    /// The incoming pod's affinity finds no matching pod in the node's
+    /// domain.
+    Affinity,
+    /// The incoming pod's anti-affinity finds a matching pod there.
+    AntiAffinity,
+}
+
+impl InterPodMisfit {
+    /// kube-scheduler's reason (`ErrReason…` in `filtering.go`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            InterPodMisfit::ExistingAntiAffinity => {
+                "node(s) didn't satisfy existing pods anti-affinity rules"
+            }
+            InterPodMisfit::Affinity => "node(s) didn't match pod affinity rules",
+            InterPodMisfit::AntiAffinity => "node(s) didn't match pod anti-affinity rules",
+        }
+    }
+}
+
+/// Matching pods per topology pair: key, then value.
+type Pairs = BTreeMap<String, BTreeMap<String, u32>>;
+
+/// What the filter counted for one incoming pod over the pods already
+/// placed: upstream's `preFilterState`.
+#[derive(Debug, Clone, Default)]
+pub struct InterPodState {
+    /// Pairs where an existing pod's anti-affinity term selects the
+    /// incoming pod.
+    existing_anti: Pairs,
+    /// Pairs where a pod matching all of the incoming pod's affinity terms
+    /// runs.
+    affinity: Pairs,
+    /// Pairs where a pod matching one of its anti-affinity terms runs.
+    anti: Pairs,
+}
+
+fn bump(pairs: &mut Pairs, key: &str, labels: &BTreeMap<String, String>) {
+    let Some(value) = labels.get(key) else {
+        return;
+    };
+    // Most pairs are met again: count them without building a key.
+    if let Some(n) = pairs.get_mut(key).and_then(|values| values.get_mut(value)) {
+        *n += 1;
+        return;
+    }
+    pairs
+        .entry(key.to_owned())
+        .or_default()
+        .insert(value.clone(), 1);
+}
+
+fn has(pairs: &Pairs, key: &str, labels: &BTreeMap<String, String>) -> bool {
+    labels
+        .get(key)
+        .and_then(|value| pairs.get(key)?.get(value))
+        .is_some_and(|&n| n > 0)
+}
+
+impl InterPodState {
+    /// Counts one existing pod, on a node labelled `node_labels`, for the
+    /// incoming pod.
+    pub fn add(
+        &mut self,
+        incoming: &PodTerms<'_>,
+        existing: &PodTerms<'_>,
+        node_labels: &BTreeMap<String, String>,
+    ) {
+        for term in existing.anti_affinity {
+            if term.selects(existing.namespace, incoming.namespace, incoming.labels) {
+                bump(&mut self.existing_anti, &term.topology_key, node_labels);
+            }
+        }
+        if existing.matches_all(incoming.namespace, incoming.affinity) {
+            for term in incoming.affinity {
+                bump(&mut self.affinity, &term.topology_key, node_labels);
+            }
+        }
+        for term in incoming.anti_affinity {
+            if term.selects(incoming.namespace, existing.namespace, existing.labels) {
+                bump(&mut self.anti, &term.topology_key, node_labels);
+            }
+        }
+    }
+
+    /// Whether no node can fail the filter: the incoming pod has no terms
+    /// and no existing pod repels it.
+    pub fn is_trivial(&self, incoming: &PodTerms<'_>) -> bool {
+        self.existing_anti.is_empty()
+            && incoming.affinity.is_empty()
+            && incoming.anti_affinity.is_empty()
+    }
+
+    /// Whether the incoming pod may go to a node labelled `node_labels`.
+    pub fn filter(
+        &self,
+        incoming: &PodTerms<'_>,
+        node_labels: &BTreeMap<String, String>,
+    ) -> Result<(), InterPodMisfit> {
+        if !incoming.affinity.is_empty() {
+            // A node without one of the keys is in no domain of that term.
+            if incoming
+                .affinity
+                .iter()
+                .any(|t| !node_labels.contains_key(&t.topology_key))
+            {
+                return Err(InterPodMisfit::Affinity);
+            }
+            let all_met = incoming
+                .affinity
+                .iter()
+                .all(|t| has(&self.affinity, &t.topology_key, node_labels));
+            // The first pod of a group affine to itself may go anywhere,
+            // provided no pod anywhere matches its terms yet.
+            if !all_met
+                && (!self.affinity.is_empty()
+                    || !incoming.matches_all(incoming.namespace, incoming.affinity))
+            {
+                return Err(InterPodMisfit::Affinity);
+            }
+        }
+        if incoming
+            .anti_affinity
+            .iter()
+            .any(|t| has(&self.anti, &t.topology_key, node_labels))
+        {
+            return Err(InterPodMisfit::AntiAffinity);
+        }
+        // Then, as upstream, the existing pods' terms.
+        if self
+            .existing_anti
+            .keys()
+            .any(|key| has(&self.existing_anti, key, node_labels))
+        {
+            return Err(InterPodMisfit::ExistingAntiAffinity);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

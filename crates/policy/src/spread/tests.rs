@@ -1,0 +1,407 @@
+//! Table rows in the manner of upstream's
+//! `pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go`
+//! (`TestSingleConstraint`, `TestMultipleConstraints`, the minDomains and
+//! node inclusion policy cases), each named after the upstream case it
+//! transcribes and paired with a control that flips its outcome.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, NodeSpec, PodSpec, Taint, TopologySpreadConstraint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Value, json};
+
+use super::*;
+use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// `node-<name>` in `zone`, or without a zone label; optionally tainted.
+fn node(name: &str, zone: Option<&str>, tainted: bool) -> Node {
+    let mut labels = map(&[("node", name), ("kubernetes.io/hostname", name)]);
+    if let Some(zone) = zone {
+        labels.insert("zone".to_owned(), zone.to_owned());
+    }
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: Some(NodeSpec {
+            taints: tainted.then(|| {
+                vec![Taint {
+                    key: "dedicated".to_owned(),
+                    effect: "NoSchedule".to_owned(),
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// A cluster: nodes and, per node, its pods (namespace, labels).
+struct Cluster {
+    nodes: Vec<Node>,
+    pods: Vec<Vec<(&'static str, BTreeMap<String, String>)>>,
+}
+
+/// Nodes `a`, `b` in zone1 and `x`, `y` in zone2, with this many `foo`
+/// pods of namespace `default` each.
+fn four(counts: [usize; 4]) -> Cluster {
+    let nodes = vec![
+        node("a", Some("zone1"), false),
+        node("b", Some("zone1"), false),
+        node("x", Some("zone2"), false),
+        node("y", Some("zone2"), false),
+    ];
+    let pods = counts
+        .iter()
+        .map(|&n| vec![("default", map(&[("foo", "")])); n])
+        .collect();
+    Cluster { nodes, pods }
+}
+
+/// A constraint from its JSON form, `labelSelector: foo Exists` unless
+/// given.
+fn constraint(extra: Value) -> TopologySpreadConstraint {
+    let mut c = json!({
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]},
+    });
+    if let (Some(into), Value::Object(extra)) = (c.as_object_mut(), extra) {
+        into.extend(extra);
+    }
+    serde_json::from_value(c).expect("a constraint")
+}
+
+/// The nodes (by name) the filter lets the incoming pod onto.
+fn fitting(
+    cluster: &Cluster,
+    labels: &BTreeMap<String, String>,
+    constraints: &[TopologySpreadConstraint],
+    spec: PodSpec,
+) -> Vec<String> {
+    let compiled: Vec<SpreadConstraint> = constraints
+        .iter()
+        .map(|c| SpreadConstraint::compile(c, labels).expect("compiles"))
+        .collect();
+    let required = RequiredNodeAffinity::from_pod_spec(&spec).expect("compiles");
+    let incoming = SpreadPod {
+        namespace: "default",
+        labels,
+        placement: Placement {
+            required: Some(&required),
+            tolerations: &[],
+        },
+        constraints: &compiled,
+    };
+    let mut state = SpreadState::default();
+    for (node, pods) in cluster.nodes.iter().zip(&cluster.pods) {
+        state.add_node(&incoming, node, |i| {
+            pods.iter()
+                .filter(|(ns, l)| compiled[i].counts("default", ns, l))
+                .count() as u32
+        });
+    }
+    cluster
+        .nodes
+        .iter()
+        .filter(|n| state.filter(&incoming, n).is_ok())
+        .map(|n| n.metadata.name.clone().unwrap_or_default())
+        .collect()
+}
+
+fn foo() -> BTreeMap<String, String> {
+    map(&[("foo", "")])
+}
+
+fn by_node(extra: Value) -> TopologySpreadConstraint {
+    let mut extra = extra;
+    extra["topologyKey"] = json!("node");
+    constraint(extra)
+}
+
+#[test]
+fn max_skew_over_zones_and_nodes() {
+    let rows: Vec<(&str, Cluster, TopologySpreadConstraint, &[&str])> = vec![
+        (
+            "no existing pods",
+            four([0, 0, 0, 0]),
+            constraint(json!({})),
+            &["a", "b", "x", "y"],
+        ),
+        (
+            "pods spread across zones as 3/3, all nodes fit",
+            four([2, 1, 1, 2]),
+            constraint(json!({})),
+            &["a", "b", "x", "y"],
+        ),
+        (
+            "control: 3/2, only zone2 fits",
+            four([2, 1, 1, 1]),
+            constraint(json!({})),
+            &["x", "y"],
+        ),
+        (
+            "pods spread across nodes as 2/1/0/3, only node-x fits",
+            four([2, 1, 0, 3]),
+            by_node(json!({})),
+            &["x"],
+        ),
+        (
+            "pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
+            four([2, 1, 0, 3]),
+            by_node(json!({"maxSkew": 2})),
+            &["b", "x"],
+        ),
+        (
+            "control: maxSkew 3 lets node-a in too",
+            four([2, 1, 0, 3]),
+            by_node(json!({"maxSkew": 3})),
+            &["a", "b", "x"],
+        ),
+    ];
+    for (name, cluster, c, want) in rows {
+        assert_eq!(
+            fitting(&cluster, &foo(), &[c], PodSpec::default()),
+            *want,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn what_counts_in_a_domain() {
+    // Existing pods in another namespace do not count.
+    let mut cluster = four([0, 0, 0, 0]);
+    cluster.pods[0] = vec![("other", foo()), ("other", foo())];
+    let c = by_node(json!({}));
+    assert_eq!(
+        fitting(
+            &cluster,
+            &foo(),
+            std::slice::from_ref(&c),
+            PodSpec::default()
+        ),
+        ["a", "b", "x", "y"],
+        "existing pods in a different namespace do not count"
+    );
+    cluster.pods[0] = vec![("default", foo())];
+    assert_eq!(
+        fitting(
+            &cluster,
+            &foo(),
+            std::slice::from_ref(&c),
+            PodSpec::default()
+        ),
+        ["b", "x", "y"],
+        "control: one in the same namespace does"
+    );
+
+    // The incoming pod adds itself only when its selector matches it.
+    let mut cluster = four([1, 0, 0, 0]);
+    cluster.nodes.truncate(2);
+    cluster.pods.truncate(2);
+    let bar = map(&[("bar", "")]);
+    assert_eq!(
+        fitting(&cluster, &bar, std::slice::from_ref(&c), PodSpec::default()),
+        ["a", "b"],
+        "a pod its own selector does not match adds nothing"
+    );
+    assert_eq!(
+        fitting(
+            &cluster,
+            &foo(),
+            std::slice::from_ref(&c),
+            PodSpec::default()
+        ),
+        ["b"],
+        "control: a matching pod adds itself"
+    );
+
+    // No labelSelector: the constraint selects no pod, itself included.
+    let mut none = c.clone();
+    none.label_selector = None;
+    let cluster = four([3, 0, 0, 0]);
+    assert_eq!(
+        fitting(&cluster, &foo(), &[none], PodSpec::default()),
+        ["a", "b", "x", "y"],
+        "a constraint without labelSelector counts nothing"
+    );
+}
+
+#[test]
+fn a_node_without_the_key_is_no_domain_and_never_fits() {
+    // "pods spread across zones as 1/2 due to absence of label 'zone' on
+    // node-b": node-b's pods do not count, and node-b is refused.
+    let mut cluster = four([1, 3, 1, 1]);
+    cluster.nodes[1] = node("b", None, false);
+    let c = constraint(json!({}));
+    assert_eq!(
+        fitting(
+            &cluster,
+            &foo(),
+            std::slice::from_ref(&c),
+            PodSpec::default()
+        ),
+        ["a"],
+        "zone1 has 1, zone2 has 2"
+    );
+    // Control: labelled, node-b's three pods make zone1 the fuller one.
+    let cluster = four([1, 3, 1, 1]);
+    assert_eq!(
+        fitting(&cluster, &foo(), &[c], PodSpec::default()),
+        ["x", "y"]
+    );
+}
+
+#[test]
+fn node_inclusion_policies_default_to_honor_affinity_and_ignore_taints() {
+    let to_a_or_y: PodSpec = serde_json::from_value(json!({"containers": [], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "node", "operator": "In", "values": ["a", "y"]}]}]}}}}))
+    .expect("a spec");
+    // "incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence
+    // node-a fits": only a and y are domains (Honor), minimum 2.
+    let cluster = four([2, 1, 0, 3]);
+    let honored = fitting(&cluster, &foo(), &[by_node(json!({}))], to_a_or_y.clone());
+    // The filter judges spread alone: b and x are domains nobody counts,
+    // so they pass it (node affinity refuses them elsewhere).
+    assert!(honored.contains(&"a".to_owned()) && !honored.contains(&"y".to_owned()));
+    let ignored = fitting(
+        &cluster,
+        &foo(),
+        &[by_node(json!({"nodeAffinityPolicy": "Ignore"}))],
+        to_a_or_y,
+    );
+    assert!(
+        !ignored.contains(&"a".to_owned()),
+        "control: with Ignore, node-x (0) is a domain and node-a is 2 over it"
+    );
+
+    // nodeTaintsPolicy: a tainted node still counts by default, so its 0
+    // holds the minimum down.
+    let mut cluster = four([1, 1, 0, 1]);
+    cluster.nodes[2] = node("x", Some("zone2"), true);
+    let ignore = fitting(&cluster, &foo(), &[by_node(json!({}))], PodSpec::default());
+    assert_eq!(ignore, ["x"], "the tainted node's 0 is the minimum");
+    let honor = fitting(
+        &cluster,
+        &foo(),
+        &[by_node(json!({"nodeTaintsPolicy": "Honor"}))],
+        PodSpec::default(),
+    );
+    assert_eq!(
+        honor,
+        ["a", "b", "x", "y"],
+        "control: with Honor the untolerated node is no domain, minimum 1"
+    );
+}
+
+#[test]
+fn min_domains_holds_the_minimum_at_zero() {
+    // "pods spread across nodes as 2/2/1, maxSkew is 2, and the number of
+    // domains < minDomains, then the third node fits".
+    let mut cluster = four([2, 2, 1, 0]);
+    cluster.nodes.truncate(3);
+    cluster.pods.truncate(3);
+    let few = by_node(json!({"maxSkew": 2, "minDomains": 4}));
+    assert_eq!(fitting(&cluster, &foo(), &[few], PodSpec::default()), ["x"]);
+    let enough = by_node(json!({"maxSkew": 2, "minDomains": 3}));
+    assert_eq!(
+        fitting(&cluster, &foo(), &[enough], PodSpec::default()),
+        ["a", "b", "x"],
+        "control: as many domains as minDomains, the minimum is 1"
+    );
+}
+
+#[test]
+fn match_label_keys_narrow_the_selector_to_the_pods_revision() {
+    let mut cluster = four([0, 0, 0, 0]);
+    let rev = |r: &str| map(&[("foo", ""), ("rev", r)]);
+    cluster.pods[0] = vec![("default", rev("1")), ("default", rev("1"))];
+    cluster.pods[1] = vec![("default", rev("2"))];
+    let keyed = by_node(json!({"matchLabelKeys": ["rev"]}));
+    assert_eq!(
+        fitting(&cluster, &rev("2"), &[keyed], PodSpec::default()),
+        ["a", "x", "y"],
+        "only rev 2 counts: node-b has the one"
+    );
+    let plain = by_node(json!({}));
+    assert_eq!(
+        fitting(&cluster, &rev("2"), &[plain], PodSpec::default()),
+        ["x", "y"],
+        "control: without matchLabelKeys every foo pod counts"
+    );
+}
+
+#[test]
+fn the_apiserver_refuses_what_it_refuses() {
+    let labels = foo();
+    for (why, c) in [
+        ("maxSkew 0", constraint(json!({"maxSkew": 0}))),
+        ("minDomains 0", constraint(json!({"minDomains": 0}))),
+        (
+            "minDomains with ScheduleAnyway",
+            constraint(json!({"minDomains": 2, "whenUnsatisfiable": "ScheduleAnyway"})),
+        ),
+        (
+            "unknown action",
+            constraint(json!({"whenUnsatisfiable": "Maybe"})),
+        ),
+        (
+            "unknown policy",
+            constraint(json!({"nodeTaintsPolicy": "Sometimes"})),
+        ),
+    ] {
+        assert!(SpreadConstraint::compile(&c, &labels).is_err(), "{why}");
+    }
+    let fine = SpreadConstraint::compile(&constraint(json!({})), &labels).expect("control");
+    assert_eq!(
+        (fine.min_domains, fine.node_affinity, fine.node_taints),
+        (1, Inclusion::Honor, Inclusion::Ignore),
+        "upstream's defaults (common.go)"
+    );
+}
+
+#[test]
+fn system_defaults_need_a_selector_and_only_score() {
+    // plugin.go's systemDefaultConstraints; helper.DefaultSelector.
+    assert!(
+        system_defaults(None).is_empty(),
+        "nothing derived, no spreading"
+    );
+    let service = map(&[("app", "web")]);
+    let selector = default_selector([&service], None).expect("valid");
+    let defaults = system_defaults(selector);
+    let shape: Vec<(&str, u32, Unsatisfiable)> = defaults
+        .iter()
+        .map(|c| (c.topology_key.as_str(), c.max_skew, c.when))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("kubernetes.io/hostname", 3, Unsatisfiable::ScheduleAnyway),
+            (
+                "topology.kubernetes.io/zone",
+                5,
+                Unsatisfiable::ScheduleAnyway
+            ),
+        ]
+    );
+    assert!(defaults[0].counts("ns", "ns", &map(&[("app", "web"), ("x", "y")])));
+    assert!(
+        !defaults[0].counts("ns", "ns", &map(&[("app", "db")])),
+        "control"
+    );
+    assert_eq!(default_selector([], None), Ok(None));
+}
