@@ -54,6 +54,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     ("empty", "1:1", "holds no drill"),
     (
+        "empty-assertions-list",
+        "5:9",
+        "`empty-verdicts` has no assertions, so it would pass on nothing",
+    ),
+    (
         "endpoint-holder-without-endpoint",
         "13:17",
         "needs a stable endpoint",
@@ -95,6 +100,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "negative-count",
         "8:14",
         "expected a whole number, not negative",
+    ),
+    (
+        "no-assertions",
+        "5:9",
+        "`no-verdict` has no assertions, so it would pass on nothing",
     ),
     ("not-a-mapping", "1:1", "a drill file is a mapping"),
     (
@@ -175,7 +185,72 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "manifests/no-kind.yaml:6:1",
         "a Kubernetes object without kind",
     ),
-    ("wrong-kind", "2:7", "unsupported kind `Scenario`"),
+    ("wrong-kind", "2:7", "unsupported kind `Scenario`"), // Issue 19: refused by `validate` instead of exit 3 at run time or silence.
+    (
+        "empty-selector",
+        "manifests/empty-selector.yaml:1:1",
+        "DaemonSet `web` has an empty spec.selector",
+    ),
+    (
+        "fault-on-empty-pool",
+        "16:17",
+        "pool `spare` is a static pool of 0 nodes",
+    ),
+    (
+        "inline-negative-replicas",
+        "12:5",
+        "inline workload: StatefulSet `db` has spec.replicas -3",
+    ),
+    (
+        "invalid-label-value",
+        "manifests/invalid-label-value.yaml:1:1",
+        "labels.tier = \"front end\", not a valid label value",
+    ),
+    (
+        "negative-replicas",
+        "manifests/negative-replicas.yaml:1:1",
+        "spec.replicas -1; expected a number greater than or equal to 0",
+    ),
+    (
+        "no-containers",
+        "manifests/no-containers.yaml:1:1",
+        "no containers in spec.template.spec.containers",
+    ),
+    (
+        "no-control-plane-ordinals",
+        "6:29",
+        "control-plane ordinals are empty",
+    ),
+    (
+        "no-selector",
+        "manifests/no-selector.yaml:1:1",
+        "Deployment `web` has no spec.selector",
+    ),
+    (
+        "pdb-policy-v1beta1",
+        "manifests/pdb-policy-v1beta1.yaml:6:1",
+        "apiVersion `policy/v1beta1`, which the API server does not serve",
+    ),
+    (
+        "pool-removed-twice",
+        "17:26",
+        "pool `batch` was already removed by the step at line 15",
+    ),
+    (
+        "selector-mismatch",
+        "manifests/selector-mismatch.yaml:1:1",
+        "Deployment `web`: `selector` does not match template `labels`",
+    ),
+    (
+        "statefulset-apps-v2",
+        "manifests/statefulset-apps-v2.yaml:1:1",
+        "StatefulSet `web` has apiVersion `apps/v2`",
+    ),
+    (
+        "statefulset-selector-mismatch",
+        "manifests/statefulset-selector-mismatch.yaml:1:1",
+        "StatefulSet `web`: `selector` does not match template `labels`",
+    ),
 ];
 
 #[test]

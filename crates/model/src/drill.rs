@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use crate::embedded;
 use crate::manifest::{self, Document, ManifestError};
+use crate::object_rules::object_rule_problems;
 use crate::scenario::assertion::Assertion;
 use crate::scenario::catalog;
 use crate::scenario::check::{Checker, check, check_requirement};
@@ -169,7 +170,11 @@ fn load_workloads(
                 match manifest::load_documents(&resolved) {
                     Ok(loaded) => {
                         for document in &loaded {
-                            if let Some(problem) = object_problem(&document.value) {
+                            let problems = match object_problem(&document.value) {
+                                Some(problem) => vec![problem],
+                                None => object_rule_problems(&document.value),
+                            };
+                            for problem in problems {
                                 checker.diagnostics.push(manifest_diagnostic(
                                     &resolved,
                                     document.line,
@@ -193,7 +198,11 @@ fn load_workloads(
                 files.push(resolved);
             }
             WorkloadSource::Inline(object) => {
-                if let Some(problem) = object_problem(object) {
+                let problems = match object_problem(object) {
+                    Some(problem) => vec![problem],
+                    None => object_rule_problems(object),
+                };
+                for problem in problems {
                     checker.error(workload.at, format!("inline workload: {problem}"));
                 }
                 documents.push(Document {
@@ -334,6 +343,7 @@ fn check_references(
             }
         }
     }
+    crate::fault_targets::check_fault_targets(spec, topology, checker);
     let names: BTreeSet<&str> = spec.assertions.iter().map(|a| a.name.as_str()).collect();
     for assertion in &spec.assertions {
         refs.assertion(assertion, &names, spec, checker);
