@@ -461,3 +461,28 @@ fn a_pipe_a_folder_or_a_device_is_refused_not_read() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
 }
+
+/// `bench run` refuses what `validate` refuses, before anything runs or is
+/// written (issue 19: a pool removed twice and a fault on an empty pool
+/// exited 3 mid-run; an `apps/v2` StatefulSet ran as if absent).
+#[test]
+fn run_refuses_the_issue_19_drills_before_writing_a_report() {
+    for name in [
+        "pool-removed-twice",
+        "fault-on-empty-pool",
+        "statefulset-apps-v2",
+        "no-assertions",
+    ] {
+        let out = tempfile::tempdir().expect("tempdir");
+        let reports = out.path().join("reports");
+        let path = format!("tests/bad-drills/{name}.yaml");
+        let run = bench(&["run", &path, "--out", reports.to_str().expect("utf-8 path")]);
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("error: tests/bad-drills/"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert!(!reports.exists(), "{name}: a report folder was written");
+    }
+}
