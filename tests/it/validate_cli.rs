@@ -12,6 +12,11 @@ use common::{bench, root};
 /// (`line:column` in the file itself, or `file:line:column` in a file it
 /// refers to), and a fragment of the message that says what was expected.
 const CORPUS: &[(&str, &str, &str)] = &[
+    (
+        "duplicate-object",
+        "manifests/duplicate-object.yaml:23:1",
+        "duplicate Deployment `default/web`; expected each object once",
+    ),
     ("alias-bomb", "18:14", "alias bomb"),
     (
         "assertion-without-kind",

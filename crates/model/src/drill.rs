@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use crate::embedded;
 use crate::manifest::{self, Document, ManifestError};
-use crate::object_rules::object_rule_problems;
+use crate::object_rules::{self, object_rule_problems};
 use crate::scenario::assertion::Assertion;
 use crate::scenario::catalog;
 use crate::scenario::check::{Checker, check, check_requirement};
@@ -214,6 +214,15 @@ fn load_workloads(
                 });
             }
         }
+    }
+    for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
+        let (this, first) = (&documents[index], &documents[earlier]);
+        checker.diagnostics.push(manifest_diagnostic(
+            Path::new(&this.source),
+            this.line,
+            this.column,
+            format!("{problem}; the first is at {}:{}", first.source, first.line),
+        ));
     }
     (files, documents)
 }

@@ -182,6 +182,37 @@ fn is_label_value(value: &str) -> bool {
                 .all(|&b| alphanumeric(b) || matches!(b, b'-' | b'_' | b'.')))
 }
 
+/// For each object that repeats an earlier one's kind, namespace and name,
+/// its index in `documents`, the earlier one's, and what is wrong: the API
+/// server refuses the second create with AlreadyExists, so a drill that
+/// declares both would simulate an object a cluster never holds.
+pub(crate) fn duplicate_objects(
+    documents: &[crate::manifest::Document],
+) -> Vec<(usize, usize, String)> {
+    let mut first: std::collections::BTreeMap<(String, String, String), usize> =
+        std::collections::BTreeMap::new();
+    let mut duplicates = Vec::new();
+    for (index, document) in documents.iter().enumerate() {
+        let (Some(kind), Some(name)) = (document.kind(), document.name()) else {
+            continue;
+        };
+        // An object without a namespace is created in `default`.
+        let namespace = document.namespace().unwrap_or("default");
+        let key = (kind.to_owned(), namespace.to_owned(), name.to_owned());
+        match first.get(&key) {
+            Some(&earlier) => duplicates.push((
+                index,
+                earlier,
+                format!("duplicate {kind} `{namespace}/{name}`; expected each object once"),
+            )),
+            None => {
+                first.insert(key, index);
+            }
+        }
+    }
+    duplicates
+}
+
 #[cfg(test)]
 mod tests {
     use super::object_rule_problems;
@@ -335,5 +366,23 @@ mod tests {
                                          "metadata": {"name": "w"}}))
             .is_empty()
         );
+    }
+
+    /// The API server refuses a second create of one kind/namespace/name
+    /// (AlreadyExists); another namespace or another kind is another object.
+    #[test]
+    fn duplicate_objects_refused_other_namespace_or_kind_admitted() {
+        let docs = crate::manifest::parse_documents(
+            "m.yaml",
+            "kind: Deployment\nmetadata: {name: web, namespace: default}\n---\n\
+             kind: Deployment\nmetadata: {name: web, namespace: shop}\n---\n\
+             kind: StatefulSet\nmetadata: {name: web}\n---\n\
+             kind: Deployment\nmetadata: {name: web}\n",
+        )
+        .expect("parses");
+        let duplicates = super::duplicate_objects(&docs);
+        assert_eq!(duplicates.len(), 1, "{duplicates:?}");
+        assert_eq!((duplicates[0].0, duplicates[0].1), (3, 0));
+        assert!(super::duplicate_objects(&docs[..3]).is_empty());
     }
 }
