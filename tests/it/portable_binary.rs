@@ -20,7 +20,16 @@ impl Copied {
         let built = assert_cmd::cargo::cargo_bin("bench");
         let bin = dir.path().join("bin").join("bench");
         std::fs::create_dir_all(bin.parent().unwrap()).expect("bin folder");
-        std::fs::copy(&built, &bin).expect("copy the binary");
+        // A child `cp` writes the copy: had this process held it open for
+        // writing while another test thread forked, running it would fail
+        // with ETXTBSY until that child execs (see
+        // `test_support::write_script`).
+        let copied = std::process::Command::new("cp")
+            .arg(&built)
+            .arg(&bin)
+            .status()
+            .expect("cp runs");
+        assert!(copied.success(), "copy the binary: {copied}");
         std::fs::create_dir(dir.path().join("work")).expect("work folder");
         Copied { dir, bin }
     }

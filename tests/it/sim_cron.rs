@@ -35,6 +35,7 @@ metadata: {name: cron}
 cluster:
   pools: [{name: baseline, count: 2, serverType: cx43}]
 workloads: [{path: manifests.yaml}]
+assertions: [{name: quorum, quorum: {}}]
 ";
     let drill = Drill::from_source(SourceFile::new(
         dir.path().join("drill.yaml"),

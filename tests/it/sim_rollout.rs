@@ -28,6 +28,7 @@ cluster:
       serverType: cx43
 workloads:
   - path: manifests.yaml
+assertions: [{name: quorum, quorum: {}}]
 ";
     let source = SourceFile::new(dir.path().join("drill.yaml"), text.to_owned());
     let drill = Drill::from_source(source).map_err(|d| d.render(false))?;

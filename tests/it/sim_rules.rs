@@ -42,6 +42,7 @@ cluster:
   endpoint: {{name: vip}}
 workloads:
   - path: manifests.yaml
+assertions: [{{name: quorum, quorum: {{}}}}]
 "
     );
     let source = SourceFile::new(dir.path().join("drill.yaml"), text);

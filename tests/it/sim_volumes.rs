@@ -71,6 +71,7 @@ cluster:
       bindingMode: {binding}
 {key}workloads:
   - path: manifests.yaml
+assertions: [{{name: quorum, quorum: {{}}}}]
 "
     );
     let source = SourceFile::new(dir.path().join("drill.yaml"), text);

@@ -174,6 +174,7 @@ metadata: {name: writer}
 cluster:
   pools: [{name: baseline, count: 1, serverType: cx43}]
 workloads: [{path: manifests.yaml}]
+assertions: [{name: quorum, quorum: {}}]
 ";
     let drill = Drill::from_source(SourceFile::new(
         dir.path().join("drill.yaml"),

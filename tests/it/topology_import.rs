@@ -14,7 +14,9 @@ use drillbench_model::topology::PoolSize;
 
 fn drill(text: &str) -> Result<Drill, String> {
     let path = root().join("scenarios/inline-test.yaml");
-    Drill::from_source(SourceFile::new(path, text.to_owned())).map_err(|d| d.to_string())
+    // A drill must hold an assertion; these tests are about the cluster alone.
+    let text = format!("{text}assertions: [{{name: quorum, quorum: {{}}}}]\n");
+    Drill::from_source(SourceFile::new(path, text)).map_err(|d| d.to_string())
 }
 
 const HEADER: &str =

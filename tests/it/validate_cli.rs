@@ -12,6 +12,11 @@ use common::{bench, root};
 /// (`line:column` in the file itself, or `file:line:column` in a file it
 /// refers to), and a fragment of the message that says what was expected.
 const CORPUS: &[(&str, &str, &str)] = &[
+    (
+        "duplicate-object",
+        "manifests/duplicate-object.yaml:23:1",
+        "duplicate Deployment `default/web`; expected each object once",
+    ),
     ("alias-bomb", "18:14", "alias bomb"),
     (
         "assertion-without-kind",
@@ -54,6 +59,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     ("empty", "1:1", "holds no drill"),
     (
+        "empty-assertions-list",
+        "5:9",
+        "`empty-verdicts` has no assertions, so it would pass on nothing",
+    ),
+    (
         "endpoint-holder-without-endpoint",
         "13:17",
         "needs a stable endpoint",
@@ -95,6 +105,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "negative-count",
         "8:14",
         "expected a whole number, not negative",
+    ),
+    (
+        "no-assertions",
+        "5:9",
+        "`no-verdict` has no assertions, so it would pass on nothing",
     ),
     ("not-a-mapping", "1:1", "a drill file is a mapping"),
     (
@@ -175,7 +190,72 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "manifests/no-kind.yaml:6:1",
         "a Kubernetes object without kind",
     ),
-    ("wrong-kind", "2:7", "unsupported kind `Scenario`"),
+    ("wrong-kind", "2:7", "unsupported kind `Scenario`"), // Issue 19: refused by `validate` instead of exit 3 at run time or silence.
+    (
+        "empty-selector",
+        "manifests/empty-selector.yaml:1:1",
+        "DaemonSet `web` has an empty spec.selector",
+    ),
+    (
+        "fault-on-empty-pool",
+        "16:17",
+        "pool `spare` is a static pool of 0 nodes",
+    ),
+    (
+        "inline-negative-replicas",
+        "12:5",
+        "inline workload: StatefulSet `db` has spec.replicas -3",
+    ),
+    (
+        "invalid-label-value",
+        "manifests/invalid-label-value.yaml:1:1",
+        "labels.tier = \"front end\", not a valid label value",
+    ),
+    (
+        "negative-replicas",
+        "manifests/negative-replicas.yaml:1:1",
+        "spec.replicas -1; expected a number greater than or equal to 0",
+    ),
+    (
+        "no-containers",
+        "manifests/no-containers.yaml:1:1",
+        "no containers in spec.template.spec.containers",
+    ),
+    (
+        "no-control-plane-ordinals",
+        "6:29",
+        "control-plane ordinals are empty",
+    ),
+    (
+        "no-selector",
+        "manifests/no-selector.yaml:1:1",
+        "Deployment `web` has no spec.selector",
+    ),
+    (
+        "pdb-policy-v1beta1",
+        "manifests/pdb-policy-v1beta1.yaml:6:1",
+        "apiVersion `policy/v1beta1`, which the API server does not serve",
+    ),
+    (
+        "pool-removed-twice",
+        "17:26",
+        "pool `batch` was already removed by the step at line 15",
+    ),
+    (
+        "selector-mismatch",
+        "manifests/selector-mismatch.yaml:1:1",
+        "Deployment `web`: `selector` does not match template `labels`",
+    ),
+    (
+        "statefulset-apps-v2",
+        "manifests/statefulset-apps-v2.yaml:1:1",
+        "StatefulSet `web` has apiVersion `apps/v2`",
+    ),
+    (
+        "statefulset-selector-mismatch",
+        "manifests/statefulset-selector-mismatch.yaml:1:1",
+        "StatefulSet `web`: `selector` does not match template `labels`",
+    ),
 ];
 
 #[test]
@@ -385,4 +465,29 @@ fn a_pipe_a_folder_or_a_device_is_refused_not_read() {
     let run = bench(&["validate", drill.to_str().expect("utf-8")]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+}
+
+/// `bench run` refuses what `validate` refuses, before anything runs or is
+/// written (issue 19: a pool removed twice and a fault on an empty pool
+/// exited 3 mid-run; an `apps/v2` StatefulSet ran as if absent).
+#[test]
+fn run_refuses_the_issue_19_drills_before_writing_a_report() {
+    for name in [
+        "pool-removed-twice",
+        "fault-on-empty-pool",
+        "statefulset-apps-v2",
+        "no-assertions",
+    ] {
+        let out = tempfile::tempdir().expect("tempdir");
+        let reports = out.path().join("reports");
+        let path = format!("tests/bad-drills/{name}.yaml");
+        let run = bench(&["run", &path, "--out", reports.to_str().expect("utf-8 path")]);
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("error: tests/bad-drills/"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert!(!reports.exists(), "{name}: a report folder was written");
+    }
 }

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use crate::embedded;
 use crate::manifest::{self, Document, ManifestError};
+use crate::object_rules::{self, object_rule_problems};
 use crate::scenario::assertion::Assertion;
 use crate::scenario::catalog;
 use crate::scenario::check::{Checker, check, check_requirement};
@@ -169,7 +170,11 @@ fn load_workloads(
                 match manifest::load_documents(&resolved) {
                     Ok(loaded) => {
                         for document in &loaded {
-                            if let Some(problem) = object_problem(&document.value) {
+                            let problems = match object_rules::object_problem(&document.value) {
+                                Some(problem) => vec![problem],
+                                None => object_rule_problems(&document.value),
+                            };
+                            for problem in problems {
                                 checker.diagnostics.push(manifest_diagnostic(
                                     &resolved,
                                     document.line,
@@ -193,7 +198,11 @@ fn load_workloads(
                 files.push(resolved);
             }
             WorkloadSource::Inline(object) => {
-                if let Some(problem) = object_problem(object) {
+                let problems = match object_rules::object_problem(object) {
+                    Some(problem) => vec![problem],
+                    None => object_rule_problems(object),
+                };
+                for problem in problems {
                     checker.error(workload.at, format!("inline workload: {problem}"));
                 }
                 documents.push(Document {
@@ -206,38 +215,16 @@ fn load_workloads(
             }
         }
     }
-    (files, documents)
-}
-
-/// What a Kubernetes object lacks, if anything.
-fn object_problem(object: &serde_json::Value) -> Option<String> {
-    let text = |pointer: &str| {
-        object
-            .pointer(pointer)
-            .and_then(|v| v.as_str())
-            .filter(|s| !s.is_empty())
-    };
-    if !object.is_object() {
-        return Some(format!(
-            "expected a Kubernetes object (a mapping), found {}",
-            manifest::json_type(object)
+    for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
+        let (this, first) = (&documents[index], &documents[earlier]);
+        checker.diagnostics.push(manifest_diagnostic(
+            Path::new(&this.source),
+            this.line,
+            this.column,
+            format!("{problem}; the first is at {}:{}", first.source, first.line),
         ));
     }
-    let missing: Vec<&str> = [
-        ("/apiVersion", "apiVersion"),
-        ("/kind", "kind"),
-        ("/metadata/name", "metadata.name"),
-    ]
-    .into_iter()
-    .filter(|(pointer, _)| text(pointer).is_none())
-    .map(|(_, name)| name)
-    .collect();
-    (!missing.is_empty()).then(|| {
-        format!(
-            "a Kubernetes object without {}; expected apiVersion, kind and metadata.name",
-            missing.join(", ")
-        )
-    })
+    (files, documents)
 }
 
 /// A diagnostic inside a manifest file, with the file's text for context.
@@ -334,6 +321,7 @@ fn check_references(
             }
         }
     }
+    crate::fault_targets::check_fault_targets(spec, topology, checker);
     let names: BTreeSet<&str> = spec.assertions.iter().map(|a| a.name.as_str()).collect();
     for assertion in &spec.assertions {
         refs.assertion(assertion, &names, spec, checker);

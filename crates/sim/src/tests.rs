@@ -15,6 +15,7 @@ metadata: {{name: parts}}
 cluster:
   pools:
 {pools}workloads: [{{path: manifests.yaml}}]
+assertions: [{{name: quorum, quorum: {{}}}}]
 "
     );
     let source = drillbench_model::scenario::SourceFile::new(dir.path().join("drill.yaml"), text);
@@ -89,6 +90,7 @@ cluster:
       labels: {tier: b}
       taints: [{key: dedicated, value: b, effect: NoSchedule}]
 workloads: [{path: manifests.yaml}]
+assertions: [{name: quorum, quorum: {}}]
 ";
     let source =
         drillbench_model::scenario::SourceFile::new(dir.path().join("drill.yaml"), text.to_owned());

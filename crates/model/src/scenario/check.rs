@@ -97,6 +97,18 @@ pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) -> (Vec<Step>, Vec<Ass
     check_guards(&spec.guards, checker);
     let steps = check_steps(&spec.steps, checker);
     let assertions = check_assertions(&spec.assertions, checker);
+    if spec.assertions.is_empty() {
+        // Issue 19: a drill without a verdict "passed 0 of 0" on every seed,
+        // which reads as a green drill while it proved nothing.
+        checker.error_with_help(
+            spec.metadata.name.at,
+            format!(
+                "drill `{}` has no assertions, so it would pass on nothing; expected at least one under `assertions`",
+                spec.metadata.name.value
+            ),
+            "add a verdict, e.g. `assertions: [{name: quorum, quorum: {}}]`",
+        );
+    }
     if let Some(recovery) = &spec.recovery {
         check_recovery(recovery, checker);
     }
@@ -129,6 +141,14 @@ fn check_cluster(cluster: &ClusterSpec, checker: &mut Checker<'_>) {
             check_pattern(checker, pattern);
         }
         if let Some(ordinals) = &cp.ordinals {
+            // Issue 19: `ordinals: []` built a cluster of no control planes,
+            // on which a quorum assertion held vacuously.
+            if ordinals.is_empty() {
+                checker.error(
+                    ordinals.at,
+                    "control-plane ordinals are empty; expected at least one, since a cluster needs at least one control plane",
+                );
+            }
             let unique: BTreeSet<u32> = ordinals.iter().copied().collect();
             if unique.len() != ordinals.len() {
                 checker.error(ordinals.at, "control-plane ordinals must be distinct");
