@@ -4,7 +4,7 @@
 //! protects, no pod is bound to a node its required affinity refuses, and
 //! every run replays byte for byte.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use drillbench::run::run_drill;
 use drillbench_backend::sim::provision;
@@ -307,8 +307,72 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
             Some((name, app.as_str()?.to_owned()))
         })
         .collect();
+    // Spread: when a pod of a workload spread with DoNotSchedule is
+    // placed, its node's count (itself included) is at most maxSkew above
+    // the least count over the domains: the nodes that exist and that the
+    // workload's required node affinity admits (nodeAffinityPolicy
+    // Honor), tainted or not (nodeTaintsPolicy Ignore).
+    let skews: BTreeMap<String, (usize, RequiredNodeAffinity)> = drill
+        .workloads
+        .iter()
+        .filter_map(|d| {
+            let name = d.value.pointer("/metadata/name")?.as_str()?.to_owned();
+            let k = d
+                .value
+                .pointer("/spec/template/spec/topologySpreadConstraints/0/maxSkew")?
+                .as_u64()? as usize;
+            let spec: PodSpec =
+                serde_json::from_value(d.value.pointer("/spec/template/spec")?.clone()).ok()?;
+            Some((name, (k, RequiredNodeAffinity::from_pod_spec(&spec).ok()?)))
+        })
+        .collect();
+    let mut live: Vec<String> = Vec::new();
     let mut on: BTreeMap<String, String> = BTreeMap::new();
+    // Terminating pods still hold their node (and repel), but the spread
+    // filter does not count them (`countPodsMatchSelector` skips a pod
+    // with a deletionTimestamp).
+    let mut terminating: BTreeSet<String> = BTreeSet::new();
     for e in &report.timeline {
+        match e.kind {
+            EventKind::NodeAdded => live.push(e.object.name.clone()),
+            EventKind::NodeDeleted => live.retain(|n| *n != e.object.name),
+            _ => {}
+        }
+        if e.kind == EventKind::PodScheduled
+            && e.object.namespace == "apps"
+            && let Some((k, required)) = skews.get(&workload_of(&e.object.name))
+        {
+            let mine = workload_of(&e.object.name);
+            let count = |node: &str| {
+                on.iter()
+                    .filter(|(p, n)| {
+                        *n == node && workload_of(p) == mine && !terminating.contains(*p)
+                    })
+                    .count()
+            };
+            let admits = |node: &str| {
+                required.matches(&Node {
+                    metadata: ObjectMeta {
+                        labels: Some(node_labels(report, node)),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                })
+            };
+            let least = live
+                .iter()
+                .filter(|n| admits(n))
+                .map(|n| count(n))
+                .min()
+                .unwrap_or(0);
+            let here = count(e.node.as_deref().unwrap_or_default()) + 1;
+            assert!(
+                here <= least + k,
+                "{} placed on {:?}: {here} there, {least} on the emptiest domain, maxSkew {k}",
+                e.object.name,
+                e.node
+            );
+        }
         match e.kind {
             EventKind::PodScheduled if e.object.namespace == "apps" => {
                 let node = e.node.clone().unwrap_or_default();
@@ -331,8 +395,12 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
                 }
                 on.insert(e.object.name.clone(), node);
             }
+            EventKind::PodTerminating if e.object.namespace == "apps" => {
+                terminating.insert(e.object.name.clone());
+            }
             EventKind::PodDeleted if e.object.namespace == "apps" => {
                 on.remove(&e.object.name);
+                terminating.remove(&e.object.name);
             }
             _ => {}
         }

@@ -58,6 +58,10 @@ pub enum EventKind {
     PodBlocked,
     /// A pod was evicted through the eviction API.
     PodEvicted,
+    /// A pod's deletion started (its `deletionTimestamp` was set): it
+    /// still holds its node until it is gone, but the scheduler's spread
+    /// counts and its controller no longer count it.
+    PodTerminating,
     PodDeleted,
     // Volumes.
     /// A volume was attached to `node`.

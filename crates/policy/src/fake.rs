@@ -91,6 +91,7 @@ pub(super) struct FakePod {
     pub(super) safe_to_evict: Option<bool>,
     pub(super) local_storage: bool,
     pub(super) controlled: bool,
+    pub(super) terminating: bool,
     pub(super) budgets: Vec<Budget>,
 }
 
@@ -110,6 +111,7 @@ pub(super) fn pod(node: Option<usize>, cpu: i64) -> FakePod {
         safe_to_evict: None,
         local_storage: false,
         controlled: true,
+        terminating: false,
         budgets: Vec::new(),
     }
 }
@@ -236,6 +238,7 @@ impl ClusterView for Fake {
             safe_to_evict: p.safe_to_evict,
             local_storage: p.local_storage,
             controlled: p.controlled,
+            terminating: p.terminating,
         }
     }
 

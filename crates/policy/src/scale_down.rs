@@ -12,6 +12,7 @@
 //! below its min; empty nodes go together, non-empty ones one per scan.
 //! A node annotated [`SCALE_DOWN_DISABLED`] is never considered.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -109,14 +110,38 @@ pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> {
         .map(|b| Blocker::BudgetExhausted(b.name))
 }
 
+/// Every pod where it runs, with whether it carries anti-affinity terms:
+/// what the rescheduling simulation checks moved pods against. A pass reads
+/// it once, and only when a candidate has pods to move: reading it for each
+/// candidate cost the whole cluster every time.
+pub struct Standing<V: ClusterView> {
+    pods: Vec<(V::Pod, V::Node, bool)>,
+    /// Whether any pod carries anti-affinity terms (then every moved pod
+    /// needs the inter-pod filter, even one without terms of its own).
+    repelling: bool,
+}
+
+impl<V: ClusterView> Standing<V> {
+    pub fn read(view: &V) -> Standing<V> {
+        let pods: Vec<_> = view
+            .nodes()
+            .flat_map(|n| view.pods_on(n).into_iter().map(move |p| (p, n)))
+            .map(|(p, n)| (p, n, !view.pod(p).anti_affinity.is_empty()))
+            .collect();
+        let repelling = pods.iter().any(|&(_, _, r)| r);
+        Standing { pods, repelling }
+    }
+}
+
 /// Whether every one of `pods` (the movable pods of `node`) fits, first
 /// fit, on the other Ready, schedulable nodes not being removed (`removing`
 /// are the nodes this scan already chose): placement, requests and pod
 /// slots, the pod's `DoNotSchedule` topology spread constraints (over the
-/// nodes that exist, the drained one included without its pods), and the
-/// required inter-pod (anti-)affinity of the pod and of every pod already
-/// running, each placed pod taking its room (and joining the pods the
-/// next one is checked against).
+/// nodes that exist, the drained one included without its pods; pods
+/// already terminating not counted, as upstream's `countPodsMatchSelector`
+/// skips them), and the required inter-pod (anti-)affinity of the pod and
+/// of every pod already running, each placed pod taking its room (and
+/// joining the pods the next one is checked against).
 ///
 /// As upstream's rescheduling simulation (`cluster-autoscaler/simulator/
 /// cluster.go`, which runs the scheduler framework's filters on a snapshot
@@ -129,17 +154,35 @@ pub fn fits_elsewhere<V: ClusterView>(
     pods: &[V::Pod],
     removing: &[V::Node],
 ) -> bool {
+    fits_elsewhere_among(view, &OnceCell::new(), node, pods, removing)
+}
+
+/// [`fits_elsewhere`], with the standing pods read at most once for the
+/// pass that shares `standing`.
+fn fits_elsewhere_among<V: ClusterView>(
+    view: &V,
+    standing: &OnceCell<Standing<V>>,
+    node: V::Node,
+    pods: &[V::Pod],
+    removing: &[V::Node],
+) -> bool {
+    if pods.is_empty() {
+        return true;
+    }
+    let standing = standing.get_or_init(|| Standing::read(view));
     let mut extra: BTreeMap<V::Node, Room> = BTreeMap::new();
-    // Every pod that stays, with its node and whether it carries
-    // anti-affinity terms; the pods placed join them.
-    let mut running: Vec<(V::Pod, V::Node, bool)> = view
-        .nodes()
-        .filter(|&n| n != node)
-        .flat_map(|n| view.pods_on(n).into_iter().map(move |p| (p, n)))
-        .map(|(p, n)| (p, n, !view.pod(p).anti_affinity.is_empty()))
-        .collect();
-    let mut repelling = running.iter().any(|&(_, _, r)| r);
+    // The pods placed so far by this simulation; with the standing pods
+    // off the drained node, they are what the next pod is checked against.
+    let mut placed: Vec<(V::Pod, V::Node, bool)> = Vec::new();
+    let mut repelling = standing.repelling;
     'pods: for &pod in pods {
+        let running = || {
+            standing
+                .pods
+                .iter()
+                .filter(|&&(_, on, _)| on != node)
+                .chain(&placed)
+        };
         let facts = view.pod(pod);
         let incoming = facts.terms();
         let spread_pod = facts.spread_pod();
@@ -148,11 +191,12 @@ pub fn fits_elsewhere<V: ClusterView>(
             for n in view.nodes().filter(|&n| view.node(n).counted) {
                 state.add_node(&spread_pod, view.node(n).object, |i| {
                     let c = &facts.spread[i];
-                    running
-                        .iter()
+                    running()
                         .filter(|&&(p, on, _)| {
                             let p = view.pod(p);
-                            on == n && c.counts(facts.namespace, p.namespace, p.labels)
+                            on == n
+                                && !p.terminating
+                                && c.counts(facts.namespace, p.namespace, p.labels)
                         })
                         .count() as u32
                 });
@@ -166,7 +210,7 @@ pub fn fits_elsewhere<V: ClusterView>(
                     // Without terms of its own, only the pods that repel
                     // can refuse it a node.
                     let own = !incoming.affinity.is_empty() || !incoming.anti_affinity.is_empty();
-                    for &(other, on, _) in running.iter().filter(|&&(_, _, r)| own || r) {
+                    for &(other, on, _) in running().filter(|&&(_, _, r)| own || r) {
                         state.add(
                             &incoming,
                             &view.pod(other).terms(),
@@ -201,7 +245,7 @@ pub fn fits_elsewhere<V: ClusterView>(
                 continue;
             }
             extra.entry(other).or_default().add(facts.requests);
-            running.push((pod, other, !facts.anti_affinity.is_empty()));
+            placed.push((pod, other, !facts.anti_affinity.is_empty()));
             repelling |= !facts.anti_affinity.is_empty();
             continue 'pods;
         }
@@ -253,13 +297,14 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
         remove: Vec::new(),
     };
     let mut non_empty_started = false;
+    let standing = OnceCell::new();
     for node in candidates {
         let facts = view.node(node);
         let movable = view.movable_pods(node);
         let unneeded = utilisation(facts.requested.resources(), facts.allocatable.resources())
             < threshold
             && movable.iter().all(|&p| blocker(view, p).is_none())
-            && fits_elsewhere(view, node, &movable, &out.remove);
+            && fits_elsewhere_among(view, &standing, node, &movable, &out.remove);
         if !unneeded {
             out.unneeded.push((node, None));
             continue;
@@ -579,6 +624,44 @@ mod tests {
                 fits_elsewhere(&fake, 1, &pods, &[]),
                 want,
                 "maxSkew {max_skew}"
+            );
+        }
+    }
+
+    /// `podtopologyspread/common.go`'s `countPodsMatchSelector` skips a
+    /// pod with a deletionTimestamp ("Bypass terminating Pod"), and the
+    /// autoscaler's simulation runs that filter: a terminating pod on the
+    /// destination does not count against the moved pod's skew, while the
+    /// same pod still running (the control) refuses it.
+    #[test]
+    fn a_terminating_pod_does_not_count_against_the_spread_of_a_moved_pod() {
+        for (terminating, want) in [(true, true), (false, false)] {
+            let mut fake = Fake::default();
+            fake.nodes.push(node("base"));
+            fake.nodes.push(node("auto"));
+            hostname(&mut fake.nodes[0], "base");
+            hostname(&mut fake.nodes[1], "auto");
+            let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+            let constraint = serde_json::from_value(serde_json::json!({
+                "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }))
+            .expect("a constraint");
+            let spread =
+                crate::spread::SpreadConstraint::compile(&constraint, &labels).expect("compiles");
+            for (on, stopping) in [(0, terminating), (1, false)] {
+                let mut web = pod(Some(on), 100);
+                web.labels = labels.clone();
+                web.spread = vec![spread.clone()];
+                web.terminating = stopping;
+                fake.add(web);
+            }
+            let pods = fake.movable_pods(1);
+            assert_eq!(
+                fits_elsewhere(&fake, 1, &pods, &[]),
+                want,
+                "the pod on base terminating: {terminating}"
             );
         }
     }

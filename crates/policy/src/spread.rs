@@ -151,14 +151,26 @@ impl SpreadConstraint {
     }
 
     /// Whether a pod of `namespace` labelled `labels` counts in a domain,
-    /// for an incoming pod of `incoming_namespace`.
+    /// for an incoming pod of `incoming_namespace`. An empty selector
+    /// (`labelSelector: {}`) counts no existing pod, as upstream's
+    /// `countPodsMatchSelector` returns 0 for `selector.Empty()`.
     pub fn counts(
         &self,
         incoming_namespace: &str,
         namespace: &str,
         labels: &BTreeMap<String, String>,
     ) -> bool {
-        namespace == incoming_namespace && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+        namespace == incoming_namespace
+            && self
+                .selector
+                .as_ref()
+                .is_some_and(|s| !s.selects_all() && s.matches(labels))
+    }
+
+    /// Whether the incoming pod counts itself (upstream's `selfMatchNum`:
+    /// a plain `Matches`, so an empty selector matches it).
+    fn selects_itself(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.selector.as_ref().is_some_and(|s| s.matches(labels))
     }
 
     /// Whether the node is a domain for a pod placed as `placement`
@@ -345,7 +357,7 @@ impl SpreadState {
                 domains.and_then(|d| d.values().min().copied()).unwrap_or(0)
             };
             let here = domains.and_then(|d| d.get(value)).copied().unwrap_or(0);
-            let own = u32::from(c.counts(incoming.namespace, incoming.namespace, incoming.labels));
+            let own = u32::from(c.selects_itself(incoming.labels));
             if (here + own).saturating_sub(minimum) > c.max_skew {
                 return Err(SpreadMisfit::Skew);
             }

@@ -147,6 +147,9 @@ pub struct PodFacts<'a> {
     pub local_storage: bool,
     /// Has a controller other than a bare Pod.
     pub controlled: bool,
+    /// Its deletion has started: it holds its node until it is gone, but
+    /// topology spread no longer counts it.
+    pub terminating: bool,
 }
 
 impl<'a> PodFacts<'a> {

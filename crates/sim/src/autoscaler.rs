@@ -55,6 +55,7 @@ fn facts(template: &world::Template) -> PodFacts<'_> {
         safe_to_evict: template.safe_to_evict,
         local_storage: template.local_storage,
         controlled: true,
+        terminating: false,
     }
 }
 
@@ -136,6 +137,7 @@ impl ClusterView for SimView<'_> {
                 Owner::Workload(w, _) => self.sim.world.workload(w).kind != WorkloadKind::Pod,
                 Owner::None => false,
             },
+            terminating: p.phase == PodPhase::Terminating,
             ..facts(&p.template)
         }
     }

@@ -233,6 +233,8 @@ impl Simulation {
             None => self.pod_gone(pod),
             Some(node) => {
                 self.world.pod_mut(pod).phase = PodPhase::Terminating;
+                let r = self.world.pod_ref(pod);
+                self.record(EventKind::PodTerminating, r, Some(node), "pod terminating");
                 self.mark_owner_dirty(pod);
                 if self.world.node(node).server_up && self.world.node(node).phase != NodePhase::Gone
                 {

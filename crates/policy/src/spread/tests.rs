@@ -237,6 +237,28 @@ fn what_counts_in_a_domain() {
         ["a", "b", "x", "y"],
         "a constraint without labelSelector counts nothing"
     );
+
+    // `labelSelector: {}` (common.go's `countPodsMatchSelector`: an
+    // `Empty()` selector counts 0) counts no existing pod, while the
+    // incoming pod still adds itself (`selfMatchNum` is a plain
+    // `Matches`): 0 + 1 - 0 never exceeds maxSkew, so every node fits.
+    let mut everything = c.clone();
+    everything.label_selector = Some(Default::default());
+    assert_eq!(
+        fitting(&cluster, &foo(), &[everything], PodSpec::default()),
+        ["a", "b", "x", "y"],
+        "an empty selector counts no existing pod"
+    );
+    assert_eq!(
+        fitting(
+            &cluster,
+            &foo(),
+            std::slice::from_ref(&c),
+            PodSpec::default()
+        ),
+        ["b", "x", "y"],
+        "control: a selector naming the pods counts the three on a"
+    );
 }
 
 #[test]

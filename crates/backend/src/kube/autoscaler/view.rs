@@ -134,6 +134,7 @@ impl<'a> ClusterView for ObservedView<'a> {
             safe_to_evict: facts.safe_to_evict,
             local_storage: facts.local_storage,
             controlled: facts.controlled,
+            terminating: pod.deleting,
         }
     }
 

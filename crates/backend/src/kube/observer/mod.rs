@@ -262,6 +262,15 @@ impl Observer {
                 node: n.clone(),
             });
         }
+        if state.deleting && !before.as_ref().is_some_and(|b| b.deleting) {
+            self.event(
+                at,
+                EventKind::PodTerminating,
+                r.clone(),
+                node,
+                "pod terminating".to_owned(),
+            );
+        }
         let was_ready = before.as_ref().is_some_and(|b| b.ready);
         if ready != was_ready && (ready || before.is_some()) {
             let kind = if ready {

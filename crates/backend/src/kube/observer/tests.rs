@@ -515,3 +515,32 @@ fn an_accepted_eviction_that_leaves_a_budget_short_is_a_breach() {
         }]
     );
 }
+
+/// A watched pod whose `deletionTimestamp` appears is Terminating (the
+/// event the simulator records when it starts a deletion), once, however
+/// many updates follow; a pod updated without one (the control) is not.
+#[test]
+fn a_deletion_timestamp_records_the_pod_terminating_once() {
+    let drill = drill();
+    let mut observer = Observer::new(drill.topology.clone());
+    observer.apply(0, node("prod-worker-1", true, json!({})));
+    let running = pod("db-0", Some("prod-worker-1"), true, None);
+    let mut stopping = running.clone();
+    stopping.metadata.deletion_timestamp =
+        Some(serde_json::from_value(json!("2026-01-01T00:00:10Z")).expect("a timestamp"));
+    for (at, p) in [
+        (1_000, &running),
+        (2_000, &running),
+        (10_000, &stopping),
+        (11_000, &stopping),
+    ] {
+        observer.apply(at, Change::Applied(Object::Pod(Box::new(p.clone()))));
+        observer.settle(at);
+    }
+    let terminating: Vec<Time> = kinds(&observer)
+        .into_iter()
+        .filter(|(_, kind, _)| *kind == EventKind::PodTerminating)
+        .map(|(at, _, _)| at)
+        .collect();
+    assert_eq!(terminating, [10_000]);
+}
