@@ -182,6 +182,7 @@ cluster:
     - name: autoscale-cx43
       autoscaled: {{min: 0, max: 3}}
       serverType: cx43
+      namePattern: burst-{{n}}
       labels: {labels}
   autoscaler: {{maxNodesTotal: 9, scaleDownUnneededTime: 5m}}
   storageClasses:
@@ -334,7 +335,16 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
     let mut terminating: BTreeSet<String> = BTreeSet::new();
     for e in &report.timeline {
         match e.kind {
-            EventKind::NodeAdded => live.push(e.object.name.clone()),
+            EventKind::NodeAdded => {
+                // No two live nodes share a name, whatever the pool's
+                // pattern makes of its ordinals.
+                assert!(
+                    !live.contains(&e.object.name),
+                    "{} added while a live node has that name",
+                    e.object.name
+                );
+                live.push(e.object.name.clone());
+            }
             EventKind::NodeDeleted => live.retain(|n| *n != e.object.name),
             _ => {}
         }

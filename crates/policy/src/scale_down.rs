@@ -16,7 +16,7 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, PodSpec};
 
 use super::interpod::InterPodState;
 use super::scale_up::pool_size;
@@ -87,15 +87,52 @@ impl fmt::Display for Blocker {
     }
 }
 
-/// What keeps the autoscaler from moving a pod, checked in the FAQ's
-/// order; the first that applies.
+/// The pod annotation that lets the autoscaler move a pod whatever else
+/// would keep it (`"true"`), or keeps it (`"false"`).
+pub const SAFE_TO_EVICT: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+
+/// The pod annotation naming (comma-separated) the pod's local volumes
+/// whose contents may be lost, so that they no longer keep it.
+pub const SAFE_TO_EVICT_LOCAL_VOLUMES: &str =
+    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
+
+/// A pod's [`SAFE_TO_EVICT`] annotation: only the exact values `"true"`
+/// and `"false"` mean anything (`utils/drain`'s
+/// `HasSafeToEvictAnnotation`/`HasNotSafeToEvictAnnotation`).
+pub fn safe_to_evict(annotations: &BTreeMap<String, String>) -> Option<bool> {
+    match annotations.get(SAFE_TO_EVICT).map(String::as_str) {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether a pod mounts local storage that keeps it (`utils/drain`'s
+/// `HasBlockingLocalStorage`): a `hostPath` volume, or an `emptyDir` not
+/// backed by memory, that [`SAFE_TO_EVICT_LOCAL_VOLUMES`] does not name.
+pub fn blocking_local_storage(spec: &PodSpec, annotations: &BTreeMap<String, String>) -> bool {
+    let disposable: Vec<&str> = annotations
+        .get(SAFE_TO_EVICT_LOCAL_VOLUMES)
+        .map(|names| names.split(',').collect())
+        .unwrap_or_default();
+    spec.volumes.iter().flatten().any(|v| {
+        let local = v.host_path.is_some()
+            || v.empty_dir
+                .as_ref()
+                .is_some_and(|e| e.medium.as_deref() != Some("Memory"));
+        local && !disposable.contains(&v.name.as_str())
+    })
+}
+
+/// What keeps the autoscaler from moving a pod, in the order of upstream's
+/// drainability rules (`simulator/drainability/rules/rules.go`):
+/// `safe-to-evict: "true"` ends the checks (the pod is drainable), then
+/// the blocking checks replicated, system, not-safe-to-evict, local
+/// storage, budgets; the first that applies.
 pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> {
     let facts = view.pod(pod);
-    if facts.safe_to_evict == Some(false) {
-        return Some(Blocker::NotSafeToEvict);
-    }
-    if facts.local_storage && facts.safe_to_evict != Some(true) {
-        return Some(Blocker::LocalStorage);
+    if facts.safe_to_evict == Some(true) {
+        return None;
     }
     if !facts.controlled {
         return Some(Blocker::NoController);
@@ -103,6 +140,12 @@ pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> {
     let budgets = view.budgets(pod);
     if facts.namespace == "kube-system" && budgets.is_empty() {
         return Some(Blocker::KubeSystemWithoutBudget);
+    }
+    if facts.safe_to_evict == Some(false) {
+        return Some(Blocker::NotSafeToEvict);
+    }
+    if facts.local_storage {
+        return Some(Blocker::LocalStorage);
     }
     budgets
         .into_iter()
@@ -363,11 +406,9 @@ mod tests {
     /// upstream drainability rules implement it
     /// (`cluster-autoscaler/simulator/drainability/rules/<rule>/rule.go`),
     /// and is followed by its control: the same pod with the one fact
-    /// flipped moves.
-    ///
-    /// One known difference stays pinned here: upstream's `safetoevict`
-    /// rule lets a pod annotated `safe-to-evict: "true"` go whatever else
-    /// holds; this rule set honours the annotation for local storage only.
+    /// flipped moves. `safe-to-evict: "true"` is an interrupting rule
+    /// (`rules/safetoevict`, listed before every blocking rule in
+    /// `rules.go`): it moves a pod that any blocking rule would keep.
     #[test]
     fn each_blocker_keeps_its_pod_and_its_control_moves() {
         type Edit = fn(&mut crate::fake::FakePod);
@@ -400,6 +441,14 @@ mod tests {
                 Some(Blocker::NoController),
             ),
             ("control: a ReplicaSet's pod", |p| p.controlled = true, None),
+            (
+                "control: a bare pod annotated safe-to-evict: true",
+                |p| {
+                    p.controlled = false;
+                    p.safe_to_evict = Some(true);
+                },
+                None,
+            ),
             // rules/system
             (
                 "a kube-system pod without a budget",
@@ -425,12 +474,138 @@ mod tests {
                 |p| p.budgets = vec![budget(1)],
                 None,
             ),
+            (
+                "control: an exhausted budget, annotated safe-to-evict: true",
+                |p| {
+                    p.budgets = vec![budget(0)];
+                    p.safe_to_evict = Some(true);
+                },
+                None,
+            ),
+            (
+                "control: a kube-system pod without a budget, annotated safe-to-evict: true",
+                |p| {
+                    p.namespace = "kube-system".to_owned();
+                    p.safe_to_evict = Some(true);
+                },
+                None,
+            ),
+            // rules.go's order: replicated is checked before
+            // not-safe-to-evict and local storage.
+            (
+                "a bare pod annotated safe-to-evict: false with local storage",
+                |p| {
+                    p.controlled = false;
+                    p.safe_to_evict = Some(false);
+                    p.local_storage = true;
+                },
+                Some(Blocker::NoController),
+            ),
+            (
+                "control: the same with a controller: not-safe-to-evict comes next",
+                |p| {
+                    p.safe_to_evict = Some(false);
+                    p.local_storage = true;
+                },
+                Some(Blocker::NotSafeToEvict),
+            ),
         ];
         for (why, edit, want) in rows {
             let (mut fake, p) = cluster();
             edit(&mut fake.pods[p]);
             assert_eq!(blocker(&fake, p), *want, "{why}");
         }
+    }
+
+    /// `utils/drain/drain.go`: `isLocalVolume` (hostPath, or emptyDir not
+    /// backed by memory), `getNonBlockingVolumes` (the volumes
+    /// `safe-to-evict-local-volumes` names, comma-separated), and the
+    /// annotations' exact values; each row paired with its control.
+    #[test]
+    fn local_storage_and_the_safe_to_evict_annotations_as_utils_drain_reads_them() {
+        let spec = |volumes: serde_json::Value| -> PodSpec {
+            serde_json::from_value(serde_json::json!({"containers": [], "volumes": volumes}))
+                .expect("a pod spec")
+        };
+        let notes = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let scratch = serde_json::json!([{"name": "scratch", "emptyDir": {}}]);
+        let rows: &[(&str, PodSpec, BTreeMap<String, String>, bool)] = &[
+            (
+                "an emptyDir on disk",
+                spec(scratch.clone()),
+                notes(&[]),
+                true,
+            ),
+            (
+                "control: an emptyDir in memory",
+                spec(serde_json::json!([{"name": "scratch", "emptyDir": {"medium": "Memory"}}])),
+                notes(&[]),
+                false,
+            ),
+            (
+                "a hostPath",
+                spec(serde_json::json!([{"name": "logs", "hostPath": {"path": "/var/log"}}])),
+                notes(&[]),
+                true,
+            ),
+            (
+                "control: a configMap volume",
+                spec(serde_json::json!([{"name": "cfg", "configMap": {"name": "c"}}])),
+                notes(&[]),
+                false,
+            ),
+            (
+                "the annotation names another volume",
+                spec(scratch.clone()),
+                notes(&[(SAFE_TO_EVICT_LOCAL_VOLUMES, "cache,tmp")]),
+                true,
+            ),
+            (
+                "control: the annotation names it among others",
+                spec(scratch.clone()),
+                notes(&[(SAFE_TO_EVICT_LOCAL_VOLUMES, "cache,scratch")]),
+                false,
+            ),
+            (
+                "two local volumes, one named",
+                spec(serde_json::json!([
+                    {"name": "scratch", "emptyDir": {}},
+                    {"name": "logs", "hostPath": {"path": "/var/log"}},
+                ])),
+                notes(&[(SAFE_TO_EVICT_LOCAL_VOLUMES, "scratch")]),
+                true,
+            ),
+            (
+                "control: both named",
+                spec(serde_json::json!([
+                    {"name": "scratch", "emptyDir": {}},
+                    {"name": "logs", "hostPath": {"path": "/var/log"}},
+                ])),
+                notes(&[(SAFE_TO_EVICT_LOCAL_VOLUMES, "scratch,logs")]),
+                false,
+            ),
+        ];
+        for (why, spec, annotations, want) in rows {
+            assert_eq!(blocking_local_storage(spec, annotations), *want, "{why}");
+        }
+        for (value, want) in [
+            ("true", Some(true)),
+            ("false", Some(false)),
+            ("True", None),
+            ("yes", None),
+        ] {
+            assert_eq!(
+                safe_to_evict(&notes(&[(SAFE_TO_EVICT, value)])),
+                want,
+                "safe-to-evict: {value:?}"
+            );
+        }
+        assert_eq!(safe_to_evict(&notes(&[])), None);
     }
 
     /// The FAQ's last blocker: "pods that cannot be moved elsewhere due to

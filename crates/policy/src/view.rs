@@ -143,7 +143,8 @@ pub struct PodFacts<'a> {
     pub spread: &'a [SpreadConstraint],
     /// Its `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
     pub safe_to_evict: Option<bool>,
-    /// Mounts `emptyDir` or `hostPath`.
+    /// Mounts local storage that keeps it on its node
+    /// ([`crate::scale_down::blocking_local_storage`]).
     pub local_storage: bool,
     /// Has a controller other than a bare Pod.
     pub controlled: bool,

@@ -237,8 +237,20 @@ impl Simulation {
             return;
         };
         for _ in 0..chosen.nodes {
-            let ordinal = scale_up::pool_size(&SimView { sim: self }, &pool.name) + 1;
-            let name = self.node_name(&pool.name_pattern, ordinal);
+            // The next ordinal after the pool's size, unless a live node
+            // holds its name (a middle node went, a later one stayed): then
+            // the next free one, so two live nodes never share a name.
+            let mut ordinal = scale_up::pool_size(&SimView { sim: self }, &pool.name) + 1;
+            let mut name = self.node_name(&pool.name_pattern, ordinal);
+            while self
+                .world
+                .nodes()
+                .iter()
+                .any(|n| n.phase != NodePhase::Gone && n.name == name)
+            {
+                ordinal += 1;
+                name = self.node_name(&pool.name_pattern, ordinal);
+            }
             let Some(template) = self.controllers.pool_template(&pool.name) else {
                 continue;
             };

@@ -24,6 +24,7 @@ use drillbench_model::scenario::spec::GuardSpec;
 use drillbench_observe::ObjectRef;
 use drillbench_policy::admission::{admit, claim_classes};
 use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
 
 /// Why the simulator could not take a manifest.
@@ -413,13 +414,9 @@ fn workload(
     // The classes of the claims the pod mounts: claim templates by the
     // template's class, `persistentVolumeClaim` volumes by the standalone claim.
     let mut claim_volumes = Vec::new();
-    let mut local_storage = false;
     for volume in spec.volumes.iter().flatten() {
         if let Some(pvc) = &volume.persistent_volume_claim {
             claim_volumes.push(pvc.claim_name.clone());
-        }
-        if volume.empty_dir.is_some() || volume.host_path.is_some() {
-            local_storage = true;
         }
     }
     let classes = claim_classes(
@@ -453,9 +450,8 @@ fn workload(
     let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(&spec)?;
     let spread = SpreadConstraint::from_pod_spec(&spec, &labels)?;
     let start_delay = readiness_delay(&spec);
-    let safe_to_evict = annotations
-        .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
-        .map(|v| v == "true");
+    let safe_to_evict = scale_down::safe_to_evict(&annotations);
+    let local_storage = scale_down::blocking_local_storage(&spec, &annotations);
     let writes_every = match annotations.get(WRITER_ANNOTATION) {
         None => None,
         Some(v) => match v.parse::<drillbench_model::duration::Duration>() {

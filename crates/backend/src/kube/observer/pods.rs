@@ -12,6 +12,7 @@ use super::names::NodeNames;
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 use drillbench_model::k8s::quantity::pod_requests;
 use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
 
 /// A pod as the watches show it.
@@ -84,15 +85,8 @@ fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
         labels: pod.labels().clone(),
         required: RequiredNodeAffinity::from_pod_spec(spec).ok(),
         tolerations: spec.tolerations.clone().unwrap_or_default(),
-        safe_to_evict: pod
-            .annotations()
-            .get("cluster-autoscaler.kubernetes.io/safe-to-evict")
-            .map(|v| v == "true"),
-        local_storage: spec
-            .volumes
-            .iter()
-            .flatten()
-            .any(|v| v.empty_dir.is_some() || v.host_path.is_some()),
+        safe_to_evict: scale_down::safe_to_evict(pod.annotations()),
+        local_storage: scale_down::blocking_local_storage(spec, pod.annotations()),
         controlled: pod
             .owner_references()
             .iter()
