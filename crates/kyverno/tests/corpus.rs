@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use drillbench_kyverno::{
-    AdmissionRequest, Engine, InMemoryCluster, Operation, RuleStatus, UserInfo, operator, pattern,
-    policy, value_pattern, wildcard,
+    AdmissionRequest, Engine, InMemoryCluster, Operation, UserInfo, operator, pattern, policy,
+    value_pattern, wildcard,
 };
 use serde_json::{Value, json};
 
