@@ -44,6 +44,9 @@ enum Command {
     /// Read-only go/no-go checks before a destructive operation.
     #[command(subcommand)]
     Preflight(PreflightCommand),
+    /// Kyverno policies run with the bench's engine.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Static audits of rendered manifests.
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -72,6 +75,20 @@ enum ScenariosCommand {
     Export {
         /// The folder to write to (created if missing).
         dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Run Kyverno CLI test suites (`kyverno-test.yaml`, found recursively
+    /// under folders) and print a result table like `kyverno test`.
+    ///
+    /// Exit 0 when every expected result matches; 1 when one does not; 2 on
+    /// bad input, said as file:line:column.
+    Test {
+        /// Test files or folders holding them.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
     },
 }
 
@@ -352,6 +369,7 @@ pub fn main() -> ExitCode {
             drop(stdout);
             return preflight_cp_recreate(args);
         }
+        Command::Policy(PolicyCommand::Test { paths }) => app::policy_test(&paths, &mut io),
         Command::Audit(AuditCommand::Placement(args)) => {
             drop(stdout);
             return audit_placement(args);

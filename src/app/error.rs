@@ -109,6 +109,8 @@ pub(crate) enum CommandError {
     Leftovers(#[source] CleanError),
     #[error(transparent)]
     Serve(#[from] ServeError),
+    #[error(transparent)]
+    PolicySuite(#[from] drillbench_kyverno::test_runner::SuiteError),
     #[error("cannot wait for Ctrl-C")]
     CtrlC(#[source] std::io::Error),
     /// Refused before the drill touched anything: said so after the cause.
@@ -150,7 +152,8 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::NotOurs { .. }
         | E::Report(_)
         | E::ReadSweep(_)
-        | E::Compare(_) => Exit::BadInput,
+        | E::Compare(_)
+        | E::PolicySuite(_) => Exit::BadInput,
         E::Serve(ServeError::NotLoopback(_) | ServeError::Speed(_)) => Exit::BadInput,
         E::Leftovers(e) => e.exit(),
         E::NothingRan(inner) => error_exit(inner),

@@ -55,6 +55,17 @@ fn list_drills(backend: Option<Backend>, io: &mut Io<'_>) -> Result<Ending, Comm
     Ok(Ending::Held)
 }
 
+/// `bench policy test PATH...`: Kyverno CLI test suites (`kyverno-test.yaml`)
+/// run with the bench's Kyverno engine, one `kyverno test`-style table each.
+/// Exit 0 when every expected result matches, 1 when one does not, 2 for bad
+/// input (said as file:line:column before anything is judged).
+pub fn policy_test(paths: &[PathBuf], io: &mut Io<'_>) -> Exit {
+    let result = drillbench_kyverno::test_runner::run_all(paths, io.out)
+        .map(|all| if all { Ending::Held } else { Ending::Failed })
+        .map_err(CommandError::from);
+    finish(result, io)
+}
+
 /// `bench scenarios export DIR`: the built-in drills and the files they
 /// read, written out for editing, one path a line.
 pub fn export_scenarios(dir: &Path, io: &mut Io<'_>) -> Exit {

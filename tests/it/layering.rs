@@ -11,6 +11,7 @@ use serde_json::Value;
 const SPINE: &[&str] = &[
     "drillbench-model",
     "drillbench-observe",
+    "drillbench-kyverno",
     "drillbench-policy",
     "drillbench-sim",
     "drillbench-report",

@@ -40,6 +40,7 @@ mod loader_props;
 mod local_path;
 #[cfg(unix)]
 mod nightly_verdict;
+mod policy_cli;
 mod portable_binary;
 mod preflight_cli;
 #[cfg(unix)]
