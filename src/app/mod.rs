@@ -102,10 +102,14 @@ pub fn validate(files: &[PathBuf], io: &mut Io<'_>) -> Exit {
         match loaded {
             Ok(drill) => {
                 let _ = writeln!(io.out, "{}: valid drill `{}`", file.display(), drill.name());
-                for name in drillbench_model::scenario::assertion::uncontrolled(&drill.assertions) {
+                let uncontrolled = drillbench_model::scenario::assertion::uncontrolled(
+                    &drill.assertions,
+                    &drill.spec.guards,
+                );
+                for name in uncontrolled {
                     let _ = writeln!(
                         io.err,
-                        "warning: {}: assertion `{name}` has no negative control that can make it fail; add one whose `mustFail` names it",
+                        "warning: {}: assertion `{name}` has no negative control that can make it fail; add one whose `mustFail` names it (or, for a placement, an admission control of a guard that enforces it)",
                         file.display()
                     );
                 }

@@ -27,7 +27,7 @@ use drillbench_model::scenario::located::Located;
 use drillbench_model::scenario::spec::{
     AdmissionControl, DrillChange, GuardSpec, PreflightGuard, Subject,
 };
-use drillbench_observe::Observation;
+use drillbench_observe::{BYPASSED_EVICTION, EventKind, Observation};
 use drillbench_policy::admission::{Candidate, admit, claim_classes};
 use drillbench_report::{
     AssertionResult, ControlConclusion, ControlProof, Evidence, NEGATIVE_CONTROL, TraceStep,
@@ -50,6 +50,10 @@ enum Subjects<'a> {
     ControlPlane,
     /// The pods on the nodes the real run's faults hit.
     FaultedNodes,
+    /// The restores from the weakened backups: an RPO's evidence.
+    Restores,
+    /// The pods the weakened run's drains deleted without the eviction API.
+    Deleted,
 }
 
 /// Judges a negative control against the real run's observation.
@@ -148,7 +152,11 @@ fn judge_with(
                 dropped_steps: dropped_steps(drill, &weaken.change.value),
             };
             let subjects = match weaken.change.value {
-                DrillChange::NoNodeReplacement => Subjects::FaultedNodes,
+                DrillChange::NoNodeReplacement | DrillChange::SkipSteps(_) => {
+                    Subjects::FaultedNodes
+                }
+                DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_) => Subjects::Restores,
+                DrillChange::DrainWithoutEviction => Subjects::Deleted,
                 _ => Subjects::ControlPlane,
             };
             (
@@ -237,7 +245,9 @@ fn weakening_supported(control: &Control, backend: &str) -> bool {
             backend == "sim"
                 || matches!(
                     w.change.value,
-                    DrillChange::SecondFaultBeforePromotion | DrillChange::NoNodeReplacement
+                    DrillChange::SecondFaultBeforePromotion
+                        | DrillChange::NoNodeReplacement
+                        | DrillChange::SkipSteps(_)
                 )
         }
         _ => true,
@@ -298,7 +308,9 @@ fn must_fail_verdict(
     let whose = match subjects {
         Subjects::Guard(g) => format!("the pods guard `{}` governs", g.name.value),
         Subjects::ControlPlane => "the control plane after the fault".to_owned(),
-        Subjects::FaultedNodes => "the pods of the node the fault hit".to_owned(),
+        Subjects::FaultedNodes => "the nodes the faults hit and their pods".to_owned(),
+        Subjects::Restores => "the restore from the weakened backups".to_owned(),
+        Subjects::Deleted => "the pods a drain deleted without the eviction API".to_owned(),
     };
     let (conclusion, failed, why) = if !diverged.is_empty() {
         (
@@ -386,6 +398,10 @@ fn involves<'e>(
                 .iter()
                 .filter(|e| {
                     e.pod.as_deref().is_some_and(|p| governed.contains(p))
+                        // A node the real run's faults hit, named by
+                        // node-level evidence (a stranded node).
+                        || matches!(subjects, Subjects::FaultedNodes)
+                            && e.node.as_deref().is_some_and(|n| hit.contains(n))
                         || governed.iter().any(|p| e.detail.contains(p))
                         || claims.iter().any(|c| e.detail.contains(c.as_str()))
                 })
@@ -424,6 +440,27 @@ fn involves<'e>(
                 .evidence
                 .iter()
                 .filter(|e| short_at(e.at_ms))
+                .collect()
+        }
+        // Every backup is weakened, so an RPO's evidence (what a restore
+        // lost, or where it restored to) is the weakening's doing.
+        Subjects::Restores => match &assertion.kind {
+            AssertionKind::Rpo(_) => result.evidence.iter().collect(),
+            _ => Vec::new(),
+        },
+        // A breach is the bypassing drain's only when the pod it names is
+        // one that drain deleted.
+        Subjects::Deleted => {
+            let deleted: BTreeSet<String> = obs
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::PodDeleted && e.message == BYPASSED_EVICTION)
+                .map(|e| format!("{}/{}", e.object.namespace, e.object.name))
+                .collect();
+            result
+                .evidence
+                .iter()
+                .filter(|e| e.pod.as_ref().is_some_and(|p| deleted.contains(p)))
                 .collect()
         }
         Subjects::ControlPlane => {

@@ -6,7 +6,7 @@ use drillbench_assert as assert;
 use drillbench_model::drill::Drill;
 use drillbench_model::scenario::located::Located;
 use drillbench_model::scenario::spec::{
-    AblationControl, DrillChange, Fault, GuardChange, NodeFault, Target, WeakenControl,
+    AblationControl, BackupPhase, DrillChange, Fault, GuardChange, NodeFault, Target, WeakenControl,
 };
 use drillbench_model::scenario::step::{Action, Step};
 use drillbench_model::topology::EndpointMode;
@@ -37,6 +37,23 @@ pub(super) fn describe_weakening(change: &DrillChange) -> String {
                 .to_owned()
         }
         DrillChange::NoNodeReplacement => "the lost node never replaced".to_owned(),
+        DrillChange::DrainWithoutEviction => {
+            "drains that delete pods without the eviction API".to_owned()
+        }
+        DrillChange::NewestBackupFailed => {
+            "the newest backup not completed (PartiallyFailed)".to_owned()
+        }
+        DrillChange::BackupTakes(d) => {
+            format!("backups that take {d} while the writers keep writing")
+        }
+        DrillChange::SkipSteps(steps) => format!(
+            "the step(s) {} left out",
+            steps
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -49,6 +66,7 @@ pub(super) fn dropped_steps(drill: &Drill, change: &DrillChange) -> Vec<String> 
             .filter(|s| is_replacement(s))
             .map(|s| s.label.clone())
             .collect(),
+        DrillChange::SkipSteps(steps) => steps.clone(),
         _ => Vec::new(),
     }
 }
@@ -134,6 +152,50 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
         }
         DrillChange::StartWithLearner => weakened.topology.control_planes.learners_at_start = 1,
         DrillChange::NoNodeReplacement => weakened.steps.retain(|s| !is_replacement(s)),
+        DrillChange::SkipSteps(skipped) => weakened.steps.retain(|s| !skipped.contains(&s.label)),
+        DrillChange::DrainWithoutEviction => weakened.topology.drains_bypass_budgets = true,
+        DrillChange::NewestBackupFailed => {
+            for backup in &mut weakened.topology.backups {
+                backup.last_phase = BackupPhase::PartiallyFailed;
+            }
+        }
+        DrillChange::BackupTakes(d) => {
+            for backup in &mut weakened.topology.backups {
+                backup.duration = *d;
+            }
+        }
     }
     weakened
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skipped_steps_are_dropped_and_declared_and_nothing_else_is() {
+        let path = drillbench_model::scenario::catalog::resolve("stranded-pool").expect("built-in");
+        let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let skipped = "drain and delete the other";
+        let change = DrillChange::SkipSteps(vec![skipped.to_owned()]);
+        let weaken = WeakenControl {
+            change: Located::at(change.clone(), Default::default()),
+            must_fail: Vec::new(),
+            preflight_refuses: None,
+        };
+        let weakened = weaken_drill(&drill, &weaken);
+        let labels = |d: &Drill| d.steps.iter().map(|s| s.label.clone()).collect::<Vec<_>>();
+        let mut expected = labels(&drill);
+        expected.retain(|l| l != skipped);
+        assert_eq!(labels(&weakened), expected);
+        assert_eq!(weakened.steps.len() + 1, drill.steps.len());
+        assert_eq!(dropped_steps(&drill, &change), [skipped]);
+        assert_eq!(
+            describe_weakening(&change),
+            "the step(s) `drain and delete the other` left out"
+        );
+        // Another weakening leaves the steps alone.
+        let other = DrillChange::EndpointWithoutFailover;
+        assert!(dropped_steps(&drill, &other).is_empty());
+    }
 }

@@ -17,6 +17,12 @@ const MIN: u64 = 60_000;
 /// autoscaled cx43 pool, an `hcloud` class released as `release` says,
 /// and the given manifests.
 fn cluster(manifests: &str, release: &str, autoscaled_min: u32) -> Simulation {
+    let drill = cluster_drill(manifests, release, autoscaled_min);
+    Simulation::new(&drill, 1).expect("provisions")
+}
+
+/// The drill of [`cluster`], to change before it is simulated.
+fn cluster_drill(manifests: &str, release: &str, autoscaled_min: u32) -> Drill {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
     let text = format!(
@@ -46,8 +52,7 @@ assertions: [{{name: quorum, quorum: {{}}}}]
 "
     );
     let source = SourceFile::new(dir.path().join("drill.yaml"), text);
-    let drill = Drill::from_source(source).unwrap_or_else(|d| panic!("{}", d.render(false)));
-    Simulation::new(&drill, 1).expect("provisions")
+    Drill::from_source(source).unwrap_or_else(|d| panic!("{}", d.render(false)))
 }
 
 fn pods_of<'a>(sim: &'a Simulation, prefix: &str) -> Vec<&'a drillbench_sim::world::SimPod> {
@@ -308,6 +313,41 @@ fn a_drain_blocked_by_a_budget_times_out_and_leaves_the_node() {
             .iter()
             .any(|(_, f)| f.contains("drain of") && f.contains("timed out"))
     );
+}
+
+/// The same drain as above with `kubectl drain --disable-eviction`, which
+/// "will bypass checking PodDisruptionBudgets"
+/// (<https://kubernetes.io/docs/reference/kubectl/generated/kubectl_drain>):
+/// the pod is deleted although its budget allows no disruption, the node
+/// goes, and the breach is recorded for `pdbRespected` to judge. Only a
+/// negative control (`drainWithoutEviction`) drains this way.
+#[test]
+fn a_drain_that_bypasses_the_eviction_api_breaks_the_budget_and_says_so() {
+    let manifests =
+        deployment("single", 1, "1Gi", ON_BASELINE) + &pdb("single", "maxUnavailable: 0");
+    let mut drill = cluster_drill(&manifests, "never", 0);
+    drill.topology.drains_bypass_budgets = true;
+    let mut sim = Simulation::new(&drill, 1).expect("provisions");
+    sim.advance_to(MIN);
+    let pod = pods_of(&sim, "single-")[0].name.clone();
+    let node = node_of(&sim, &pod).expect("runs");
+    let id = sim.node_id(&node).expect("node");
+    sim.delete_node(id, true, Duration::from_mins(2));
+    sim.advance_to(sim.now() + 5 * MIN);
+    assert_eq!(
+        sim.node_phase(id),
+        NodePhase::Gone,
+        "nothing held the drain"
+    );
+    let events = &sim.observation().events;
+    assert!(!events.iter().any(|e| e.kind == EventKind::EvictionRefused));
+    assert!(events.iter().any(|e| e.kind == EventKind::PodDeleted
+        && e.object.name == pod
+        && e.message == drillbench_observe::BYPASSED_EVICTION));
+    let breaches = &sim.observation().budget_breaches;
+    assert_eq!(breaches.len(), 1, "{breaches:?}");
+    assert_eq!(breaches[0].pdb, "apps/single");
+    assert_eq!(breaches[0].pod, format!("apps/{pod}"));
 }
 
 /// A filler occupies the baseline, so the stayer (which prefers, but does

@@ -92,6 +92,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`manifests/does-not-exist.yaml` does not exist",
     ),
     (
+        "skip-steps-unknown-or-every-fault",
+        "22:17",
+        "`skipSteps` names `drain the node`, which is not a step of the drill",
+    ),
+    (
         "must-fail-unknown-assertion",
         "22:20",
         "`openbao-on-baseline` is not an assertion",

@@ -443,6 +443,75 @@ impl<'t> References<'t> {
                      expected `cluster.endpoint`",
                 )
             }
+            DrillChange::SkipSteps(skipped) => {
+                let label = |i: usize, s: &Located<crate::scenario::spec::StepSpec>| {
+                    s.name.clone().unwrap_or_else(|| format!("step {}", i + 1))
+                };
+                let labels: Vec<String> = spec
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| label(i, s))
+                    .collect();
+                if skipped.is_empty() {
+                    checker.error(at, "`skipSteps` names no step; expected the steps left out");
+                }
+                for name in skipped {
+                    if !labels.contains(name) {
+                        checker.error(
+                            at,
+                            format!(
+                                "`skipSteps` names `{name}`, which is not a step of the drill; expected one of: {}",
+                                labels.join(", ")
+                            ),
+                        );
+                    }
+                }
+                let fault_left = spec
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .any(|(i, s)| s.fault.is_some() && !skipped.contains(&label(i, s)));
+                if !fault_left {
+                    checker.error(
+                        at,
+                        "`skipSteps` leaves the drill no fault; a control whose weakened run \
+                         meets no fault proves nothing",
+                    );
+                }
+            }
+            DrillChange::DrainWithoutEviction
+                if !spec.steps.iter().any(|s| {
+                    s.fault.as_ref().is_some_and(|f| match &f.value {
+                        Fault::DeleteNode(n) => n.drain,
+                        Fault::RollingUpgrade(_) => true,
+                        _ => false,
+                    })
+                }) =>
+            {
+                checker.error(
+                    at,
+                    "`drainWithoutEviction` changes how drains delete pods, but no step drains \
+                     a node; expected a `deleteNode` with `drain: true` or a `rollingUpgrade`",
+                )
+            }
+            DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_)
+                if self.topology.backups.is_empty() =>
+            {
+                checker.error(
+                    at,
+                    "this weakening changes the cluster's backups, but it has none; \
+                     expected `cluster.backups`",
+                )
+            }
+            DrillChange::BackupTakes(d) if self.topology.backups.iter().all(|b| b.duration >= *d) => {
+                checker.error(
+                    at,
+                    format!(
+                        "every backup already takes {d} or longer, so `backupTakes: {d}` takes nothing away; expected a longer duration"
+                    ),
+                )
+            }
             DrillChange::StartWithControlPlanes(n)
                 if *n as usize >= self.topology.control_planes.ordinals.len() =>
             {

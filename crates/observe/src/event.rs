@@ -26,6 +26,13 @@ pub struct Event {
     pub message: String,
 }
 
+/// The message of a `PodDeleted` event for a pod a drain deleted without
+/// the eviction API (only a negative control's drain does): `kubectl drain
+/// --disable-eviction` "will bypass checking PodDisruptionBudgets"
+/// (<https://kubernetes.io/docs/reference/kubectl/generated/kubectl_drain>).
+pub const BYPASSED_EVICTION: &str =
+    "deleted without the eviction API (drain --disable-eviction): no PodDisruptionBudget consulted";
+
 /// The kinds of timeline events. Every backend emits the same vocabulary,
 /// so assertions and renderers never know which backend ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ mod event;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-pub use event::{Event, EventKind, ObjectRef};
+pub use event::{BYPASSED_EVICTION, Event, EventKind, ObjectRef};
 
 /// Milliseconds since the drill started.
 pub type Time = u64;

@@ -305,6 +305,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
         storage_classes: Vec::new(),
         endpoint: None,
         backups: Vec::new(),
+        drains_bypass_budgets: false,
     }
 }
 

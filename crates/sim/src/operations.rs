@@ -15,7 +15,7 @@ use drillbench_model::k8s::disruption::{EvictionAllowed, SelectedPod, check_evic
 use drillbench_model::topology::CONTROL_PLANE_POOL;
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::BudgetBreach;
-use drillbench_observe::EventKind;
+use drillbench_observe::{BYPASSED_EVICTION, EventKind};
 use drillbench_policy::drain::{self, Next};
 use drillbench_policy::scale_down;
 use drillbench_policy::view::Resources;
@@ -171,12 +171,23 @@ impl Simulation {
         }
     }
 
-    /// The eviction API: honours PodDisruptionBudgets; a refusal is the
+    /// The eviction API: honours PodDisruptionBudgets (unless a negative
+    /// control made drains bypass it); a refusal is the
     /// apiserver's 429 message.
     pub fn evict(&mut self, pod: PodId) -> Result<(), String> {
         self.refresh_pdb_status();
         let object = self.pod_object(pod);
         let covering = self.world.covering_budgets(pod);
+        if self.topology.drains_bypass_budgets {
+            // A negative control's drain: the pod is deleted, no budget
+            // is asked, and what that costs the budgets is recorded.
+            let r = self.world.pod_ref(pod);
+            let node = self.world.pod(pod).node;
+            self.record(EventKind::PodDeleted, r, node, BYPASSED_EVICTION);
+            self.delete_pod(pod);
+            self.check_budgets_after_eviction(pod, &covering);
+            return Ok(());
+        }
         let budgets: Vec<&k8s_openapi::api::policy::v1::PodDisruptionBudget> = covering
             .iter()
             .map(|&i| &self.world.pdbs()[i].object)

@@ -5,9 +5,11 @@
 //! and [`Assertion::lower`] turns that into an enum, so a new kind is a new
 //! variant and the compiler lists every place that must judge it.
 
+use super::located::Located;
 use super::spec::{
     AblationControl, AdmissionControl, AssertionSpec, AvailabilityAssertion, BurstAssertion,
-    PlacementAssertion, QuorumAssertion, RpoAssertion, RtoAssertion, WeakenControl,
+    GuardSpec, PlacementAssertion, PodMatch, QuorumAssertion, RpoAssertion, RtoAssertion,
+    WeakenControl,
 };
 
 /// A validated assertion.
@@ -158,9 +160,18 @@ impl Assertion {
     }
 }
 
-/// The real assertions no negative control names in `mustFail`: nothing
-/// shows they can go red on this drill, so a green verdict may be vacuous.
-pub fn uncontrolled(assertions: &[Assertion]) -> Vec<&str> {
+/// The real assertions no negative control can make fail: nothing shows
+/// they can go red on this drill, so a green verdict may be vacuous.
+///
+/// A weakening or an ablation covers the assertions its `mustFail` names.
+/// An admission control covers every placement assertion its guard
+/// enforces ([`guard_enforces`]): the object it plants is one that
+/// assertion exists to keep off its nodes, and the control passes only if
+/// the guard refuses it.
+pub fn uncontrolled<'a>(
+    assertions: &'a [Assertion],
+    guards: &[Located<GuardSpec>],
+) -> Vec<&'a str> {
     let named: Vec<&str> = assertions
         .iter()
         .filter_map(|a| match &a.kind {
@@ -171,12 +182,68 @@ pub fn uncontrolled(assertions: &[Assertion]) -> Vec<&str> {
         .flatten()
         .map(|m| m.as_str())
         .collect();
+    let admitted_guards: Vec<&GuardSpec> = assertions
+        .iter()
+        .filter_map(|a| match &a.kind {
+            AssertionKind::NegativeControl(Control::Admission(c)) => guards
+                .iter()
+                .find(|g| g.name.as_str() == c.guard.as_str())
+                .map(|g| &g.value),
+            _ => None,
+        })
+        .collect();
     assertions
         .iter()
-        .filter(|a| !matches!(a.kind, AssertionKind::NegativeControl(_)))
+        .filter(|a| match &a.kind {
+            AssertionKind::NegativeControl(_) => false,
+            AssertionKind::Placement(p) => {
+                !named.contains(&a.name.as_str())
+                    && !admitted_guards.iter().any(|g| guard_enforces(g, p))
+            }
+            _ => !named.contains(&a.name.as_str()),
+        })
         .map(|a| a.name.as_str())
-        .filter(|name| !named.contains(name))
         .collect()
+}
+
+/// Whether a guard enforces a placement assertion: it refuses pods the
+/// assertion selects (every pod it matches is one the assertion selects)
+/// unless they require one of the nodes the assertion allows (its
+/// requirement is one of the assertion's). An `Audit` guard refuses
+/// nothing, so it enforces nothing.
+pub fn guard_enforces(guard: &GuardSpec, placement: &PlacementAssertion) -> bool {
+    guard.action == super::spec::GuardAction::Enforce
+        && placement
+            .nodes
+            .iter()
+            .any(|n| n.value == guard.require.node_affinity.value)
+        && within(&guard.matches, &placement.pods)
+}
+
+/// Whether every pod `inner` matches is one `outer` matches: each
+/// condition `outer` sets, `inner` sets at least as narrowly.
+fn within(inner: &PodMatch, outer: &PodMatch) -> bool {
+    let same = |a: &Option<Located<String>>, b: &Option<Located<String>>| match b {
+        None => true,
+        Some(b) => a.as_ref().is_some_and(|a| a.value == b.value),
+    };
+    let namespaces = match (&inner.namespaces, &outer.namespaces) {
+        (_, None) => true,
+        (None, Some(_)) => false,
+        (Some(i), Some(o)) => i.iter().all(|n| o.contains(n)),
+    };
+    let labels = match (&inner.labels, &outer.labels) {
+        (_, None) => true,
+        (None, Some(o)) => o.is_empty(),
+        (Some(i), Some(o)) => o.iter().all(|(k, v)| i.get(k) == Some(v)),
+    };
+    same(&inner.mounts_claim_of_class, &outer.mounts_claim_of_class)
+        && same(
+            &inner.mounts_no_claim_of_class,
+            &outer.mounts_no_claim_of_class,
+        )
+        && namespaces
+        && labels
 }
 
 #[cfg(test)]
@@ -238,11 +305,78 @@ mod tests {
                 "name: c\nnegativeControl:\n  weaken: {change: endpointWithoutFailover, mustFail: [q]}\n",
             ),
         ];
-        assert_eq!(uncontrolled(&assertions), ["e"]);
+        assert_eq!(uncontrolled(&assertions, &[]), ["e"]);
         assert!(
-            uncontrolled(&assertions[..1]) == ["q"],
+            uncontrolled(&assertions[..1], &[]) == ["q"],
             "no control, no proof"
         );
+    }
+
+    fn guard(yaml: &str) -> Located<GuardSpec> {
+        Located::at(
+            serde_saphyr::from_str(yaml).expect("a guard"),
+            super::super::located::Position::UNKNOWN,
+        )
+    }
+
+    const BASELINE: &str = "{key: baseline, operator: In, values: [\"true\"]}";
+
+    /// An admission control proves the placement its guard enforces, and
+    /// nothing else: not an assertion on other pods or other nodes.
+    #[test]
+    fn an_admission_control_covers_the_placement_its_guard_enforces() {
+        let lowered = |yaml: &str| Assertion::lower(&spec(yaml)).expect("one kind");
+        let placement = |name: &str, pods: &str, nodes: &str| {
+            lowered(&format!(
+                "name: {name}\nplacement: {{pods: {pods}, nodes: [{nodes}]}}\n"
+            ))
+        };
+        let assertions = [
+            placement(
+                "hcloud-on-baseline",
+                "{mountsClaimOfClass: hcloud}",
+                BASELINE,
+            ),
+            placement(
+                "longhorn-on-baseline",
+                "{mountsClaimOfClass: longhorn}",
+                BASELINE,
+            ),
+            placement(
+                "hcloud-elsewhere",
+                "{mountsClaimOfClass: hcloud}",
+                "{key: zone, operator: Exists}",
+            ),
+            placement(
+                "hcloud-in-apps",
+                "{mountsClaimOfClass: hcloud, namespaces: [apps]}",
+                BASELINE,
+            ),
+            lowered("name: pdbs\npdbRespected: {}\n"),
+            lowered(
+                "name: refused\nnegativeControl:\n  admission: {guard: g, object: {kind: Pod}}\n",
+            ),
+        ];
+        let enforcing = guard(&format!(
+            "name: g\naction: Enforce\nmatch: {{mountsClaimOfClass: hcloud, namespaces: [openbao]}}\nrequire: {{nodeAffinity: {BASELINE}}}\n"
+        ));
+        // Covered: the guard's pods (hcloud consumers in openbao) are among
+        // the assertion's, and it requires the node the assertion allows.
+        assert_eq!(
+            uncontrolled(&assertions, std::slice::from_ref(&enforcing)),
+            [
+                "longhorn-on-baseline",
+                "hcloud-elsewhere",
+                "hcloud-in-apps",
+                "pdbs"
+            ]
+        );
+        // The same control with no such guard, or an auditing one, covers nothing.
+        assert_eq!(uncontrolled(&assertions, &[]).len(), 5);
+        let audit = guard(&format!(
+            "name: g\naction: Audit\nmatch: {{mountsClaimOfClass: hcloud}}\nrequire: {{nodeAffinity: {BASELINE}}}\n"
+        ));
+        assert_eq!(uncontrolled(&assertions, &[audit]).len(), 5);
     }
 
     #[test]

@@ -38,6 +38,15 @@ pub struct Topology {
     /// The stable API endpoint, when the cluster has one.
     pub endpoint: Option<Endpoint>,
     pub backups: Vec<BackupSchedule>,
+    /// Drains delete pods directly instead of going through the eviction
+    /// API (`kubectl drain --disable-eviction`), so no PodDisruptionBudget
+    /// is consulted. Only a negative control sets it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub drains_bypass_budgets: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -446,6 +455,7 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
         storage_classes,
         endpoint,
         backups,
+        drains_bypass_budgets: false,
     }
 }
 

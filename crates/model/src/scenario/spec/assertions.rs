@@ -191,6 +191,20 @@ pub enum DrillChange {
     StartWithLearner,
     /// A lost node is never replaced: every `replaceNode` step is dropped.
     NoNodeReplacement,
+    /// The named steps of the procedure are left out (a remedy the
+    /// runbook prescribes, never carried out). At least one fault must
+    /// remain: a control that takes every fault away proves nothing.
+    SkipSteps(Vec<String>),
+    /// The newest backup of every schedule did not complete
+    /// (`PartiallyFailed`): a restore falls back to the one before.
+    NewestBackupFailed,
+    /// Every backup takes this long while the writers keep writing (a
+    /// namespace backed up with the full backup instead of alone).
+    BackupTakes(Duration),
+    /// Drains delete pods directly instead of through the eviction API
+    /// (`kubectl drain --disable-eviction`): no PodDisruptionBudget is
+    /// asked.
+    DrainWithoutEviction,
 }
 
 /// A guard of the control-plane preflight, as its `reason=` lines name it.
