@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 pub enum PatchError {
     #[error("the patch is not valid JSON: {0}")]
     Json(String),
+    #[error("the applied configuration is not valid YAML: {0}")]
+    Yaml(String),
     #[error("the JSON patch could not be applied: {0}")]
     Apply(String),
     #[error("unsupported patch type `{0}`")]
@@ -43,8 +45,9 @@ pub fn apply(target: &mut Value, content_type: &str, body: &[u8]) -> Result<(), 
         // model are pruned by the caller ([`prune_to`]). Field ownership is
         // not tracked: the simulator has one writer at a time.
         "application/apply-patch+yaml" => {
+            let text = std::str::from_utf8(body).map_err(|e| PatchError::Yaml(e.to_string()))?;
             let patch: Value =
-                serde_json::from_slice(body).map_err(|e| PatchError::Json(e.to_string()))?;
+                serde_saphyr::from_str(text).map_err(|e| PatchError::Yaml(e.to_string()))?;
             strategic_merge(target, &patch);
             Ok(())
         }
