@@ -54,6 +54,7 @@ mod run_inputs;
 mod serve_cli;
 mod serve_kube_rs;
 mod serve_kubectl;
+mod serve_kubectl_dry_run;
 mod serve_kubectl_storage;
 mod sim_cron;
 mod sim_drills;

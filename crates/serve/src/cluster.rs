@@ -93,6 +93,22 @@ impl Cluster {
         cluster
     }
 
+    /// A copy of the cluster to try a request on and throw away
+    /// (`dryRun=All`): the same simulation and objects, no watchers, so
+    /// nothing it does is seen or kept. The copy shares the pod templates
+    /// and their per-node-class memo with the cluster; an API write never
+    /// adds a node class, so the memo stays right for both.
+    pub(super) fn scratch(&self) -> Cluster {
+        Cluster {
+            sim: self.sim.clone(),
+            written: self.written.clone(),
+            guards: self.guards.clone(),
+            history: self.history.scratch(),
+            watchers: Watchers::default(),
+            seen_events: self.seen_events,
+        }
+    }
+
     pub(super) fn objects(&self) -> Objects<'_> {
         Objects {
             sim: &self.sim,

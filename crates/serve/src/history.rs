@@ -25,7 +25,7 @@ pub(super) struct Change {
 }
 
 /// The last state announced of an object that exists.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Announced {
     rv: u64,
     /// Without its resourceVersion, to compare with a fresh view.
@@ -53,6 +53,18 @@ impl History {
             window,
             announced: BTreeMap::new(),
             latest: BTreeMap::new(),
+        }
+    }
+
+    /// A copy to try a change on (a dry run): the versions and what was
+    /// announced, without the changes a watch would replay.
+    pub(super) fn scratch(&self) -> History {
+        History {
+            rv: self.rv,
+            changes: VecDeque::new(),
+            window: self.window,
+            announced: self.announced.clone(),
+            latest: self.latest.clone(),
         }
     }
 
