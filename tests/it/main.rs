@@ -51,6 +51,7 @@ mod report_formats;
 mod report_html;
 mod report_sweep;
 mod run_inputs;
+mod serve_bounds;
 mod serve_cli;
 mod serve_kube_rs;
 mod serve_kubectl;

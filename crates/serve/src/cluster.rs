@@ -54,6 +54,9 @@ pub(super) struct Cluster {
     watchers: Watchers,
     /// How many of the timeline's events have been turned into changes.
     seen_events: usize,
+    /// The most pods one workload written through the API may ask for
+    /// ([`super::limits::Limits::max_pods`]).
+    pub(super) max_pods: u64,
 }
 
 impl Cluster {
@@ -68,6 +71,7 @@ impl Cluster {
             history: History::new(window, rv),
             watchers: Watchers::default(),
             seen_events: 0,
+            max_pods: super::limits::DEFAULT_MAX_PODS,
         };
         cluster.written.set_metadata(
             ("Namespace", String::new(), "kube-system".to_owned()),
@@ -106,6 +110,7 @@ impl Cluster {
             history: self.history.scratch(),
             watchers: Watchers::default(),
             seen_events: self.seen_events,
+            max_pods: self.max_pods,
         }
     }
 

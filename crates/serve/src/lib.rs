@@ -152,11 +152,13 @@ impl Server {
         let (drill_copy, seed, clock) = (drill.clone(), options.seed, options.clock);
         let window = options.history_window.max(1);
         let standby = options.standby_nodes;
+        let max_pods = options.limits.max_pods;
         let sim_thread = std::thread::Builder::new()
             .name("bench-sim".to_owned())
             .spawn(move || match state::provision(&drill_copy, seed, standby) {
                 Ok(sim) => {
-                    let facade = Facade::new(&drill_copy, sim, clock, window, standby);
+                    let mut facade = Facade::new(&drill_copy, sim, clock, window, standby);
+                    facade.set_max_pods(max_pods);
                     let _ = ready_tx.send(Ok(()));
                     simulator_loop(facade, inbox);
                 }
@@ -345,7 +347,7 @@ fn http_loop(listener: std::net::TcpListener, gate: Arc<Gate>, stopped: oneshot:
 /// A response body: one JSON document, or a watch's lines as they come.
 pub enum ApiBody {
     Full(Option<Bytes>),
-    Stream(mpsc::UnboundedReceiver<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
 }
 
 impl Body for ApiBody {
@@ -495,8 +497,8 @@ async fn answer(
     Ok(match reply {
         Reply::Json(status, body) => json_response(status, &body),
         Reply::Watch { events, timeout } => {
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(forward(events, tx, timeout));
+            let (tx, rx) = mpsc::channel(gate.limits.watch_queue.max(1));
+            tokio::spawn(forward(events, tx, timeout, gate.limits.slow_watcher_grace));
             let mut response = hyper::Response::new(ApiBody::Stream(rx));
             response.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
@@ -507,20 +509,28 @@ async fn answer(
     })
 }
 
-/// Forwards watch lines until the client goes, the simulator stops, or
-/// the watch's timeout ends it (a zero timeout: what is queued, then end).
+/// Forwards watch lines until the client goes, the simulator stops, the
+/// watch's timeout ends it (a zero timeout: what is queued, then end), or
+/// the client falls behind: its queue stays full for `grace`
+/// ([`Limits::slow_watcher_grace`]). Ending drops the simulator's side too, so the
+/// watcher is forgotten there; the client sees its watch end and
+/// re-lists, as after the API server closes a watcher that fell behind.
 #[expect(
     clippy::disallowed_methods,
     reason = "served at wall-clock speed, virtual time is paced by the real one"
 )]
 async fn forward(
     mut events: mpsc::UnboundedReceiver<Bytes>,
-    tx: mpsc::UnboundedSender<Bytes>,
+    tx: mpsc::Sender<Bytes>,
     timeout: Option<std::time::Duration>,
+    grace: std::time::Duration,
 ) {
     if timeout == Some(std::time::Duration::ZERO) {
         while let Ok(line) = events.try_recv() {
-            let _ = tx.send(line);
+            match tokio::time::timeout(grace, tx.send(line)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
         }
         return;
     }
@@ -537,7 +547,13 @@ async fn forward(
         };
         tokio::select! {
             line = next => match line {
-                Some(line) => if tx.send(line).is_err() { return },
+                Some(line) => {
+                    match tokio::time::timeout(grace, tx.send(line)).await {
+                        Ok(Ok(())) => {}
+                        // Gone, or too slow: either way the watch ends.
+                        Ok(Err(_)) | Err(_) => return,
+                    }
+                }
                 None => return,
             },
             _ = tx.closed() => return,

@@ -26,8 +26,14 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 /// after the API server closes a watcher it found unresponsive).
 pub const DEFAULT_WATCH_QUEUE: usize = 1_000;
 
-/// How many pods the simulation will be asked to hold: beyond it a write
-/// is refused with a 422, never an out-of-memory kill.
+/// How long a watch's client may leave its queue full before the server
+/// gives up on it: long enough for a burst (a watch's first events list
+/// the whole kind), short enough that a client that stopped reading holds
+/// at most its queue and what arrives meanwhile.
+pub const DEFAULT_SLOW_WATCHER_GRACE: Duration = Duration::from_secs(5);
+
+/// How many pods one workload written through the API may ask for: beyond
+/// it the write is refused with a 422, never an out-of-memory kill.
 pub const DEFAULT_MAX_PODS: u64 = 5_000;
 
 /// The server's budgets.
@@ -39,6 +45,8 @@ pub struct Limits {
     pub header_read_timeout: Duration,
     /// See [`DEFAULT_WATCH_QUEUE`].
     pub watch_queue: usize,
+    /// See [`DEFAULT_SLOW_WATCHER_GRACE`].
+    pub slow_watcher_grace: Duration,
     /// See [`DEFAULT_MAX_PODS`].
     pub max_pods: u64,
 }
@@ -49,6 +57,7 @@ impl Default for Limits {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             watch_queue: DEFAULT_WATCH_QUEUE,
+            slow_watcher_grace: DEFAULT_SLOW_WATCHER_GRACE,
             max_pods: DEFAULT_MAX_PODS,
         }
     }

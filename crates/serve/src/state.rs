@@ -83,6 +83,11 @@ impl Facade {
         }
     }
 
+    /// See [`super::limits::Limits::max_pods`].
+    pub(super) fn set_max_pods(&mut self, max_pods: u64) {
+        self.cluster.max_pods = max_pods;
+    }
+
     pub(super) fn simulation(&self) -> &Simulation {
         &self.cluster.sim
     }
@@ -164,7 +169,9 @@ impl Facade {
         let sim = provision(&drill, seed, self.standby_nodes)
             .map_err(|e| ApiError::invalid(format!("cannot provision the drill again: {e}")))?;
         let rv = self.cluster.history().rv();
+        let max_pods = self.cluster.max_pods;
         *self = Facade::with_first_rv(&drill, sim, self.clock, self.window, self.standby_nodes, rv);
+        self.cluster.max_pods = max_pods;
         Ok(answer(&protocol::ResetDone {
             reset: drill.name().to_owned(),
             seed,

@@ -90,6 +90,7 @@ pub(super) fn create(
             format!("{} \"{name}\" already exists", resource.qualified()),
         ));
     }
+    within_pod_budget(cluster, &object)?;
     let key: Key = (resource.kind, namespace.clone(), name.clone());
     match resource.kind {
         "Namespace" => cluster.written.create_namespace(&name),
@@ -141,6 +142,27 @@ pub(super) fn create(
             ))
         })?;
     Ok(Reply::Json(201, created))
+}
+
+/// Refuses a workload that asks for more pods than the simulation will
+/// hold: a 422 naming the field, before the simulator makes a single pod
+/// (`replicas: 2000000000` would otherwise exhaust the memory).
+fn within_pod_budget(cluster: &Cluster, object: &Value) -> Result<(), ApiError> {
+    for (pointer, field) in [
+        ("/spec/replicas", "spec.replicas"),
+        ("/spec/parallelism", "spec.parallelism"),
+        ("/spec/completions", "spec.completions"),
+    ] {
+        if let Some(n) = object.pointer(pointer).and_then(Value::as_u64)
+            && n > cluster.max_pods
+        {
+            return Err(ApiError::invalid(format!(
+                "{field}: Invalid value: {n}: bench sim serve simulates at most {} pods per workload",
+                cluster.max_pods
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// An eviction: `201` when the pod goes, `429` when a disruption budget
@@ -209,6 +231,11 @@ pub(super) fn update(
             patch::PatchError::Unsupported(_) => {
                 ApiError::new(415, "UnsupportedMediaType", e.to_string())
             }
+            patch::PatchError::TooManyOperations(_) => ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: {e}"),
+            ),
             other => ApiError::invalid(other.to_string()),
         })?;
         if apply {
@@ -249,6 +276,7 @@ pub(super) fn update(
             "the name of the object does not match the name on the URL",
         ));
     }
+    within_pod_budget(cluster, &wanted)?;
     let key: Key = (resource.kind, namespace.to_owned(), name.to_owned());
     match sub {
         Some("scale") => {
