@@ -57,6 +57,7 @@ mod serve_kube_rs;
 mod serve_kubectl;
 mod serve_kubectl_dry_run;
 mod serve_kubectl_storage;
+mod serve_kubectl_strict;
 mod sim_cron;
 mod sim_drills;
 mod sim_incident;

@@ -255,6 +255,14 @@ fn a_browsers_simple_post_is_refused_even_with_the_token() {
     // Control: the same body as JSON creates it.
     let created = post("application/json");
     assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    // A percent-escaped path names the same object.
+    let escaped = http(
+        addr,
+        token,
+        "GET",
+        "/api/v1/namespaces/apps/configmaps/from%2Da%2Dpage",
+    );
+    assert!(escaped.starts_with("HTTP/1.1 200"), "{escaped}");
 }
 
 #[test]

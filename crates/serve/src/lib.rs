@@ -21,6 +21,7 @@ mod control;
 mod history;
 pub mod limits;
 mod media;
+mod names;
 mod namespaces;
 mod objects;
 pub mod patch;
@@ -433,7 +434,11 @@ async fn answer(
             "Unauthorized",
         )));
     };
-    let path = path.to_owned();
+    // The path as the API server routes it: percent-escapes decoded
+    // (`/api/v1/namespaces/apps/configmaps/a%2Eb` names `a.b`).
+    let path = percent_encoding::percent_decode_str(path)
+        .decode_utf8_lossy()
+        .into_owned();
     let header = |name: hyper::header::HeaderName| {
         request
             .headers()
