@@ -73,3 +73,78 @@ fn generate_name_and_required_fields() {
         out.stderr
     );
 }
+
+/// A label-selector watch as kubectl shows it: an object that starts
+/// matching is ADDED and one that stops matching is DELETED, as the API
+/// server's watch cache converts events for a filtered watcher.
+#[test]
+fn a_selector_watch_sees_objects_enter_and_leave() {
+    let Some(s) = serve() else { return };
+    let map = |name: &str, team: &str| {
+        manifest(
+            &s,
+            &format!("{name}-{team}"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: apps, labels: {{team: {team}}}}}\n"
+            ),
+        )
+    };
+    s.ok(&["create", "-f", &map("first", "a")]);
+    let (mut child, out, _err) = s.spawn(
+        &[
+            "get",
+            "configmaps",
+            "-n",
+            "apps",
+            "-l",
+            "team=a",
+            "-w",
+            "--output-watch-events",
+        ],
+        "watch",
+    );
+    let wait_for = |what: &dyn Fn(&str) -> bool| {
+        let start = std::time::Instant::now();
+        while !what(&read(&out)) {
+            assert!(start.elapsed() < DEADLINE, "watch output: {}", read(&out));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    wait_for(&|o| o.contains("first"));
+    s.ok(&["create", "-f", &map("second", "b")]);
+    s.ok(&[
+        "label",
+        "configmap",
+        "second",
+        "-n",
+        "apps",
+        "team=a",
+        "--overwrite",
+    ]);
+    wait_for(&|o| {
+        o.lines()
+            .any(|l| l.starts_with("ADDED") && l.contains("second"))
+    });
+    s.ok(&[
+        "label",
+        "configmap",
+        "second",
+        "-n",
+        "apps",
+        "team=c",
+        "--overwrite",
+    ]);
+    wait_for(&|o| {
+        o.lines()
+            .any(|l| l.starts_with("DELETED") && l.contains("second"))
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = read(&out);
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("MODIFIED") && l.contains("second")),
+        "entering and leaving are not modifications: {text}"
+    );
+}

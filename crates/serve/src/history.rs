@@ -22,6 +22,10 @@ pub(super) struct Change {
     pub(super) kind_type: &'static str,
     /// The object with its resourceVersion (a deleted one's last state).
     pub(super) object: Value,
+    /// A modification's previous state, without its resourceVersion: a
+    /// filtered watch tells from it whether the object entered or left
+    /// its selection.
+    pub(super) before: Option<Value>,
 }
 
 /// The last state announced of an object that exists.
@@ -84,6 +88,11 @@ impl History {
         self.rv += 1;
         set_rv(&mut object, self.rv);
         self.latest.insert(key.0, self.rv);
+        let before = if kind_type == "MODIFIED" {
+            self.announced.get(&key).map(|a| a.bare.clone())
+        } else {
+            None
+        };
         if kind_type == "DELETED" {
             self.announced.remove(&key);
         } else {
@@ -99,6 +108,7 @@ impl History {
             namespace: key.1,
             kind_type,
             object,
+            before,
         });
         if self.changes.len() > self.window {
             self.changes.pop_front();
