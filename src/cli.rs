@@ -123,6 +123,10 @@ struct ServeArgs {
     /// bench's emulated one releases them).
     #[arg(long, value_name = "N")]
     standby_nodes: Option<u32>,
+    /// Refuse request bodies larger than this many bytes (413), as the
+    /// API server's `--max-request-bytes` does.
+    #[arg(long, value_name = "BYTES", default_value_t = drillbench_serve::limits::DEFAULT_MAX_BODY_BYTES)]
+    max_request_bytes: usize,
 }
 
 #[derive(Debug, Args)]
@@ -395,6 +399,7 @@ pub fn main() -> ExitCode {
                 speed: (!args.step).then_some(args.speed),
                 seed: args.seed,
                 standby_nodes: args.standby_nodes,
+                max_request_bytes: args.max_request_bytes,
             };
             app::sim_serve(&options, &mut io)
         }

@@ -17,6 +17,26 @@ drillbench_state_file() {
     fi
 }
 
+# curl with the served simulator's bearer token (DRILLBENCH_FAKE_TOKEN),
+# which it requires on every request.
+drillbench_curl() {
+    if [ -n "${DRILLBENCH_FAKE_TOKEN:-}" ]; then
+        curl -H "Authorization: Bearer $DRILLBENCH_FAKE_TOKEN" "$@"
+    else
+        curl "$@"
+    fi
+}
+
+# The `user:` of the kubeconfigs the stand-ins write: the served
+# simulator's token when there is one.
+drillbench_kubeconfig_user() {
+    if [ -n "${DRILLBENCH_FAKE_TOKEN:-}" ]; then
+        printf '{token: %s}' "$DRILLBENCH_FAKE_TOKEN"
+    else
+        printf '{}'
+    fi
+}
+
 # Appends a container.
 drillbench_state_add() { # NAME NODE IP STATUS LABELS
     printf '%s %s %s %s %s\n' "$1" "$2" "$3" "$4" "$5" >> "$(drillbench_state_file)"
@@ -47,11 +67,11 @@ drillbench_sim() { # crash|delete NODE
     case "$server" in http://*) ;; *) return 0 ;; esac
     [ "$2" != "-" ] || return 0
     case "$1" in
-        crash) curl -fsS -X POST "$server/bench/v1/crash?node=$2" > /dev/null ;;
+        crash) drillbench_curl -fsS -X POST "$server/bench/v1/crash?node=$2" > /dev/null ;;
         remove)
             # The Node may be gone already: the bench deletes it before it
             # removes the container of a node it deletes on purpose.
-            code="$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$server/bench/v1/remove?node=$2")"
+            code="$(drillbench_curl -sS -o /dev/null -w '%{http_code}' -X POST "$server/bench/v1/remove?node=$2")"
             case "$code" in
                 200 | 404) ;;
                 *) echo "fake docker: removing node $2: HTTP $code" >&2; return 1 ;;
@@ -67,7 +87,7 @@ drillbench_sim() { # crash|delete NODE
 drillbench_sim_reset() {
     server="${DRILLBENCH_FAKE_SERVER:-}"
     case "$server" in http://*) ;; *) return 0 ;; esac
-    curl -fsS -X POST -H 'Content-Type: application/json' \
+    drillbench_curl -fsS -X POST -H 'Content-Type: application/json' \
         --data '{"guards": "[]", "workloads": false}' \
         "$server/bench/v1/reset?seed=${DRILLBENCH_FAKE_SEED:-1}" > /dev/null
 }

@@ -311,8 +311,21 @@ fn serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Result<Ending, CommandEr
         seed: options.seed,
         history_window: served::DEFAULT_HISTORY_WINDOW,
         standby_nodes: options.standby_nodes,
+        limits: served::Limits {
+            max_body_bytes: options.max_request_bytes,
+            ..served::Limits::default()
+        },
     };
     let server = Server::start(&drill, &serve_options)?;
+    // The signals are caught from before the address is printed, so a
+    // caller that stops the server as soon as it reads it stops it cleanly.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CommandError::CtrlC)?;
+    let signals = runtime
+        .block_on(async { Signals::new() })
+        .map_err(CommandError::CtrlC)?;
     let _ = writeln!(
         io.out,
         "serving {} (seed {}) at {}",
@@ -324,11 +337,50 @@ fn serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Result<Ending, CommandEr
         let _ = writeln!(io.out, "kubeconfig: {}", path.display());
     }
     let _ = io.out.flush();
-    let waited = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .and_then(|rt| rt.block_on(tokio::signal::ctrl_c()));
+    let waited = runtime.block_on(signals.wait());
+    // Stopping removes the kubeconfig: its token is dead with the server.
     server.stop();
     waited.map_err(CommandError::CtrlC)?;
     Ok(Ending::Held)
+}
+
+/// Ctrl-C (SIGINT) and, on Unix, SIGTERM (what `kill`, systemd and
+/// container runtimes send): either ends `bench sim serve` cleanly.
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Catches the signals from now on (inside a runtime).
+    fn new() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Signals {})
+        }
+    }
+
+    async fn wait(mut self) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => Ok(()),
+                _ = self.terminate.recv() => Ok(()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await
+        }
+    }
 }

@@ -180,10 +180,11 @@ fn kubeconfig(drill: &Drill, options: &RunOptions) -> Result<Factory, CommandErr
         .enable_all()
         .build()
         .ok()
-        .and_then(|rt| rt.block_on(kube::server_of(&path, options.context.as_deref())))
+        .and_then(|rt| rt.block_on(kube::server_and_token_of(&path, options.context.as_deref())))
         .unwrap_or_default();
-    let served =
-        bench_api::loopback_http_addr(&server).and_then(|addr| BenchApi::detect(addr).map(|d| d.0));
+    let (server, token) = server;
+    let served = bench_api::loopback_http_addr(&server)
+        .and_then(|addr| BenchApi::detect(addr, token).map(|d| d.0));
     let factory = Factory::existing(Existing {
         kubeconfig: path,
         context: options.context.clone(),

@@ -37,6 +37,7 @@ fn serve_with_standby(per_pool: u32, ip: &str) -> Server {
             seed: 1,
             history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: Some(per_pool),
+            limits: Default::default(),
         },
     )
     .expect("the server starts")
@@ -69,6 +70,7 @@ fn bench(dir: &Path, server: Option<&Server>, args: &[&str]) -> Outcome {
         .map(|s| {
             vec![
                 ("DRILLBENCH_FAKE_SERVER", s.url()),
+                ("DRILLBENCH_FAKE_TOKEN", s.token().as_str().to_owned()),
                 ("DRILLBENCH_FAKE_API_IP", s.addr().ip().to_string()),
             ]
         })

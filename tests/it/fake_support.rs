@@ -75,6 +75,7 @@ pub fn serve(drill: &Drill) -> Server {
             seed: 7,
             history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
+            limits: Default::default(),
         },
     )
     .expect("the server starts")
@@ -92,7 +93,7 @@ impl Served {
             .enable_all()
             .build()
             .unwrap();
-        let config = kube::Config::new(server.url().parse().unwrap());
+        let config = server.client_config();
         let client = runtime.block_on(async { kube::Client::try_from(config).unwrap() });
         Self { runtime, client }
     }

@@ -14,9 +14,15 @@ use drillbench_backend::machines::Machines;
 use drillbench_model::exit::Exit;
 use fake_support::{Served, calls, registry, serve, serve_drill, tools};
 
-fn options(dir: &std::path::Path, run: &str, server: &str) -> KindOptions {
+fn options(dir: &std::path::Path, run: &str, server: &str, token: &str) -> KindOptions {
     let mut options = KindOptions::new(RunId::new(run).unwrap(), registry(dir));
-    options.tools = tools(dir, &[("DRILLBENCH_FAKE_SERVER", server)]);
+    options.tools = tools(
+        dir,
+        &[
+            ("DRILLBENCH_FAKE_SERVER", server),
+            ("DRILLBENCH_FAKE_TOKEN", token),
+        ],
+    );
     // The served cluster has no standby nodes to wait for.
     options.standby_per_pool = 0;
     options.ready_timeout = Duration::from_secs(60);
@@ -29,7 +35,7 @@ fn a_kind_run_creates_labels_crashes_removes_and_deletes_with_these_commands() {
     let server = serve(&drill);
     let served = Served::new(&server);
     let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path(), "k1", &server.url());
+    let options = options(dir.path(), "k1", &server.url(), server.token().as_str());
 
     let mut machines = provision(&drill, &options).expect("provisioned");
     let record = dir.path().join("runs/k1.json");
@@ -116,7 +122,7 @@ fn a_kind_run_creates_labels_crashes_removes_and_deletes_with_these_commands() {
 fn a_failing_create_is_infrastructure_and_still_deletes_the_cluster() {
     let drill = serve_drill();
     let dir = tempfile::tempdir().unwrap();
-    let mut options = options(dir.path(), "k2", "http://127.0.0.1:9");
+    let mut options = options(dir.path(), "k2", "http://127.0.0.1:9", "none");
     // Only `kind create cluster` fails, as it does when an image cannot be
     // pulled or a node container cannot start.
     options.tools.kind = fake_support::wrapped(
@@ -155,7 +161,7 @@ fn a_failing_create_is_infrastructure_and_still_deletes_the_cluster() {
 fn a_missing_kind_names_what_to_install() {
     let drill = serve_drill();
     let dir = tempfile::tempdir().unwrap();
-    let mut options = options(dir.path(), "k3", "http://127.0.0.1:9");
+    let mut options = options(dir.path(), "k3", "http://127.0.0.1:9", "none");
     options.tools.kind = dir.path().join("no-such-kind");
     let error = provision(&drill, &options).unwrap_err();
     assert_eq!(error.exit(), Exit::Infrastructure);
@@ -170,7 +176,7 @@ fn a_dropped_cluster_is_deleted_even_without_a_teardown_call() {
     let drill = serve_drill();
     let server = serve(&drill);
     let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path(), "k4", &server.url());
+    let options = options(dir.path(), "k4", &server.url(), server.token().as_str());
     let machines = provision(&drill, &options).expect("provisioned");
     let before = calls(dir.path());
     assert!(!before.contains("kind delete"), "{before}");
@@ -189,7 +195,7 @@ fn nodes_that_never_register_fail_the_wait_and_the_cluster_is_deleted() {
     let drill = serve_drill();
     let server = serve(&drill);
     let dir = tempfile::tempdir().unwrap();
-    let mut options = options(dir.path(), "k5", &server.url());
+    let mut options = options(dir.path(), "k5", &server.url(), server.token().as_str());
     // Standby nodes are planned, but the served cluster has none: the wait
     // must name them and give up, not start a drill on a partial cluster.
     options.standby_per_pool = 1;

@@ -44,6 +44,7 @@ fn serve(drill: &Path, dir: &Path) -> (Server, PathBuf) {
             seed: SEED,
             history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
+            limits: Default::default(),
         },
     )
     .expect("the server starts");
@@ -296,7 +297,8 @@ fn a_rollout_through_the_api_reaches_the_simulators_verdicts() {
 }
 
 fn served_state(server: &Server) -> (u64, String) {
-    let api = drillbench_backend::bench_api::BenchApi::new(server.addr());
+    let api = drillbench_backend::bench_api::BenchApi::new(server.addr())
+        .with_token(Some(server.token().as_str().to_owned()));
     let now = api.get("/bench/v1/now").expect("now");
     (
         now["nowMs"].as_u64().expect("nowMs"),
@@ -310,14 +312,14 @@ fn a_fault_drill_on_a_cluster_the_bench_did_not_create_is_refused_before_anythin
     let dir = tempfile::tempdir().expect("temp dir");
     let (server, kubeconfig) = serve(&drill, dir.path());
     // Make it a cluster the bench did not create: no run label anywhere.
-    let api = drillbench_backend::bench_api::BenchApi::new(server.addr());
+    let api = drillbench_backend::bench_api::BenchApi::new(server.addr())
+        .with_token(Some(server.token().as_str().to_owned()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        let client = kube::Client::try_from(kube::Config::new(server.url().parse().expect("url")))
-            .expect("client");
+        let client = kube::Client::try_from(server.client_config()).expect("client");
         let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
         namespaces
             .patch(
@@ -430,7 +432,7 @@ fn through_the_benchs_stable_endpoint_cp_recreate_reaches_the_simulators_verdict
     let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
     let dir = tempfile::tempdir().expect("temp dir");
     let (server, kubeconfig) = serve(&path, dir.path());
-    let api = BenchApi::new(server.addr());
+    let api = BenchApi::new(server.addr()).with_token(Some(server.token().as_str().to_owned()));
     let holder = api.get("/bench/v1/now").expect("now")["endpointHolder"]
         .as_str()
         .expect("a holder")
@@ -585,7 +587,7 @@ fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
     let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
     let dir = tempfile::tempdir().expect("temp dir");
     let (server, kubeconfig) = serve(&path, dir.path());
-    let api = BenchApi::new(server.addr());
+    let api = BenchApi::new(server.addr()).with_token(Some(server.token().as_str().to_owned()));
     let server = std::sync::Arc::new(std::sync::Mutex::new(Some(server)));
     let provision = |drill: &Drill, seed: u64| {
         let machines = ServedSimMachines::new(api.clone(), kubeconfig.clone(), None);

@@ -48,6 +48,7 @@ pub(crate) fn serve_drill(path: &str) -> Option<Served> {
             seed: 1,
             history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
+            limits: Default::default(),
         },
     )
     .expect("the server starts");
@@ -76,7 +77,8 @@ impl Served {
             .expect("timeout");
         write!(
             stream,
-            "POST {path_and_query} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            "POST {path_and_query} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            self.server.token().as_str()
         )
         .expect("write");
         let mut response = String::new();

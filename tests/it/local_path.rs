@@ -16,8 +16,7 @@ use kube::api::Api;
 fn the_provisioner_is_applied_and_what_the_cluster_does_not_serve_is_named() {
     let drill = serve_drill();
     let server = serve(&drill);
-    let url: http::Uri = server.url().parse().unwrap();
-    let client = || kube::Client::try_from(kube::Config::new(url.clone())).unwrap();
+    let client = || kube::Client::try_from(server.client_config()).unwrap();
     let run = RunId::new("lp1").unwrap();
     let not_served = block_on(async { install(&client(), &run).await })
         .unwrap()

@@ -15,19 +15,39 @@ use drillbench_serve::{Clock, ServeOptions, Server};
 
 /// One request, `Connection: close`, the whole response as text (a
 /// chunked watch body is read until the server ends it).
-fn http(addr: SocketAddr, method: &str, path: &str) -> String {
+fn http(addr: SocketAddr, token: &str, method: &str, path: &str) -> String {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .expect("write");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     response
+}
+
+/// A request written as given (head and body), the whole response as text.
+fn raw(addr: SocketAddr, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    stream.write_all(request).expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
+/// The bearer token of a kubeconfig `bench sim serve` wrote.
+fn token_of(kubeconfig: &str) -> &str {
+    kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .unwrap_or_else(|| panic!("no token in {kubeconfig}"))
 }
 
 fn rv_of(response: &str) -> u64 {
@@ -72,7 +92,17 @@ fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
     assert_ne!(addr.port(), 0);
     let text = std::fs::read_to_string(&kubeconfig).expect("kubeconfig written");
     assert!(text.contains(&format!("server: {url}")), "{text}");
-    let version = http(addr, "GET", "/version");
+    let token = token_of(&text);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kubeconfig)
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the token is its owner's alone");
+    }
+    let version = http(addr, token, "GET", "/version");
     assert!(
         version.starts_with("HTTP/1.1 200") && version.contains("gitVersion"),
         "{version}"
@@ -95,6 +125,144 @@ fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(0));
+    assert!(
+        !kubeconfig.exists(),
+        "a stopped server's kubeconfig, and its dead token, are removed"
+    );
+}
+
+#[test]
+fn the_binary_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "sim",
+            "serve",
+            "harness/serve/serve.yaml",
+            "--listen",
+            "127.0.0.1:0",
+            "--step",
+        ])
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .current_dir(common::root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bench starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("a first line");
+    assert!(kubeconfig.exists(), "{line}");
+    let terminated = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(terminated.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("bench sim serve did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "a clean stop, not death by signal");
+    assert!(!kubeconfig.exists());
+}
+
+#[test]
+fn every_request_needs_the_token() {
+    let server = serve(drillbench_serve::state::DEFAULT_HISTORY_WINDOW);
+    let addr = server.addr();
+    let token = server.token().as_str();
+    let body = |response: String| response.split("\r\n\r\n").nth(1).map(str::to_owned);
+    let node_before = body(http(addr, token, "GET", "/api/v1/nodes/prod-worker-1"));
+    for (method, path) in [
+        ("GET", "/version"),
+        ("GET", "/api/v1/pods"),
+        ("POST", "/bench/v1/crash?node=prod-worker-1"),
+    ] {
+        let anonymous = raw(
+            addr,
+            format!("{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert!(
+            anonymous.starts_with("HTTP/1.1 401"),
+            "{method} {path}: {anonymous}"
+        );
+        assert!(
+            anonymous.contains(r#""reason":"Unauthorized""#),
+            "{anonymous}"
+        );
+        let wrong = http(addr, &format!("{token}0"), method, path);
+        assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    }
+    // Control: the same reads with the token are answered.
+    assert!(http(addr, token, "GET", "/version").starts_with("HTTP/1.1 200"));
+    let node_after = body(http(addr, token, "GET", "/api/v1/nodes/prod-worker-1"));
+    assert!(node_before.is_some());
+    assert_eq!(node_before, node_after, "the refused crash did nothing");
+}
+
+#[test]
+fn a_browsers_simple_post_is_refused_even_with_the_token() {
+    // A page can POST text/plain (or a form) without a CORS preflight;
+    // the API accepts JSON and YAML only, as the API server does.
+    let server = serve(drillbench_serve::state::DEFAULT_HISTORY_WINDOW);
+    let addr = server.addr();
+    let token = server.token().as_str();
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"from-a-page"}}"#;
+    let post = |content_type: &str| {
+        raw(
+            addr,
+            format!(
+                "POST /api/v1/namespaces/apps/configmaps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+    };
+    for content_type in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ] {
+        let refused = post(content_type);
+        assert!(
+            refused.starts_with("HTTP/1.1 415"),
+            "{content_type}: {refused}"
+        );
+        assert!(refused.contains("UnsupportedMediaType"), "{refused}");
+    }
+    let gone = http(
+        addr,
+        token,
+        "GET",
+        "/api/v1/namespaces/apps/configmaps/from-a-page",
+    );
+    assert!(
+        gone.starts_with("HTTP/1.1 404"),
+        "nothing was created: {gone}"
+    );
+    // Control: the same body as JSON creates it.
+    let created = post("application/json");
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    // A percent-escaped path names the same object.
+    let escaped = http(
+        addr,
+        token,
+        "GET",
+        "/api/v1/namespaces/apps/configmaps/from%2Da%2Dpage",
+    );
+    assert!(escaped.starts_with("HTTP/1.1 200"), "{escaped}");
 }
 
 #[test]
@@ -122,6 +290,7 @@ fn serve(window: usize) -> Server {
             seed: 1,
             history_window: window,
             standby_nodes: None,
+            limits: Default::default(),
         },
     )
     .expect("the server starts")
@@ -131,15 +300,17 @@ fn serve(window: usize) -> Server {
 fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
     let server = serve(40);
     let addr = server.addr();
-    let before = rv_of(&http(addr, "POST", "/bench/v1/advance?by=2m"));
-    let crash = http(addr, "POST", "/bench/v1/crash?node=prod-worker-1");
+    let token = server.token().as_str();
+    let before = rv_of(&http(addr, token, "POST", "/bench/v1/advance?by=2m"));
+    let crash = http(addr, token, "POST", "/bench/v1/crash?node=prod-worker-1");
     assert!(crash.starts_with("HTTP/1.1 200"), "{crash}");
-    let after = rv_of(&http(addr, "POST", "/bench/v1/advance?by=1m"));
+    let after = rv_of(&http(addr, token, "POST", "/bench/v1/advance?by=1m"));
     assert!(after > before, "the crash made changes");
 
     // Replay: the node's NotReady after the crash, nothing from before.
     let replay = http(
         addr,
+        token,
         "GET",
         &format!("/api/v1/nodes?watch=true&resourceVersion={before}&timeoutSeconds=1"),
     );
@@ -156,6 +327,7 @@ fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
     // A workload's ready count follows its pods: the Deployment changes too.
     let deployments = http(
         addr,
+        token,
         "GET",
         &format!("/apis/apps/v1/deployments?watch=true&resourceVersion={before}&timeoutSeconds=1"),
     );
@@ -167,11 +339,16 @@ fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
 
     // Push the start of the crash out of the 40-change window.
     for _ in 0..10 {
-        http(addr, "POST", "/bench/v1/advance?by=1m");
-        let _ = http(addr, "POST", "/bench/v1/crash?node=prod-worker-2");
-        let _ = http(addr, "POST", "/bench/v1/crash?node=prod-worker-3");
+        http(addr, token, "POST", "/bench/v1/advance?by=1m");
+        let _ = http(addr, token, "POST", "/bench/v1/crash?node=prod-worker-2");
+        let _ = http(addr, token, "POST", "/bench/v1/crash?node=prod-worker-3");
     }
-    let expired = http(addr, "GET", "/api/v1/pods?watch=true&resourceVersion=1");
+    let expired = http(
+        addr,
+        token,
+        "GET",
+        "/api/v1/pods?watch=true&resourceVersion=1",
+    );
     assert!(expired.starts_with("HTTP/1.1 200"), "{expired}");
     assert!(
         expired.contains("\"type\":\"ERROR\"")
@@ -186,9 +363,11 @@ fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
 fn a_watch_sends_bookmarks_when_asked() {
     let server = serve(drillbench_serve::state::DEFAULT_HISTORY_WINDOW);
     let addr = server.addr();
-    let rv = rv_of(&http(addr, "GET", "/bench/v1/now"));
+    let token = server.token().as_str();
+    let rv = rv_of(&http(addr, token, "GET", "/bench/v1/now"));
     let watch = http(
         addr,
+        token,
         "GET",
         &format!(
             "/api/v1/nodes?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3"
@@ -201,6 +380,7 @@ fn a_watch_sends_bookmarks_when_asked() {
     );
     let without = http(
         addr,
+        token,
         "GET",
         &format!("/api/v1/nodes?watch=true&resourceVersion={rv}&timeoutSeconds=2"),
     );

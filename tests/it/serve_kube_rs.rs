@@ -33,10 +33,11 @@ fn start(drill: &Drill) -> (Server, kube::Client) {
             seed: SEED,
             history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
+            limits: Default::default(),
         },
     )
     .expect("the server starts");
-    let mut config = kube::Config::new(server.url().parse().expect("url"));
+    let mut config = server.client_config();
     // kube retries a 429 up to 15 times with backoff; these tests want to
     // see the refusal itself.
     config.default_retry = false;

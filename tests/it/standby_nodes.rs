@@ -31,8 +31,7 @@ fn a_standby_node_is_tainted_then_released() {
         ip: None,
     };
     // A client lives on the runtime that made it; each call gets its own.
-    let url: http::Uri = server.url().parse().unwrap();
-    let client = || kube::Client::try_from(kube::Config::new(url.clone())).unwrap();
+    let client = || kube::Client::try_from(server.client_config()).unwrap();
     block_on(async { apply_api_labels(&client(), std::slice::from_ref(&node)).await })
         .unwrap()
         .unwrap();

@@ -22,7 +22,7 @@ NODE       ID                 HOSTNAME                     PEER URLS            
 10.5.0.3   c41d8e2f9b07a365   drillbench-t1-controlplane-3 https://10.5.0.4:2380   https://10.5.0.4:2379   false
 ";
 
-fn options(dir: &Path, server: &str) -> TalosOptions {
+fn options(dir: &Path, server: &drillbench_serve::Server) -> TalosOptions {
     let members = dir.join("members.txt");
     std::fs::write(&members, MEMBERS).unwrap();
     let members = members.display().to_string();
@@ -30,7 +30,8 @@ fn options(dir: &Path, server: &str) -> TalosOptions {
     options.tools = tools(
         dir,
         &[
-            ("DRILLBENCH_FAKE_SERVER", server),
+            ("DRILLBENCH_FAKE_SERVER", &server.url()),
+            ("DRILLBENCH_FAKE_TOKEN", server.token().as_str()),
             ("DRILLBENCH_FAKE_ETCD_MEMBERS", &members),
         ],
     );
@@ -45,7 +46,7 @@ fn a_talos_run_creates_labels_crashes_recreates_and_destroys_with_these_commands
     let server = serve(&drill);
     let served = Served::new(&server);
     let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path(), &server.url());
+    let options = options(dir.path(), &server);
 
     let mut machines = provision(&drill, &options).expect("provisioned");
     assert!(dir.path().join("runs/t1.json").exists());
@@ -110,7 +111,7 @@ fn a_recreate_without_a_healthy_peer_touches_nothing() {
     let drill = serve_drill();
     let server = serve(&drill);
     let dir = tempfile::tempdir().unwrap();
-    let options = options(dir.path(), &server.url());
+    let options = options(dir.path(), &server);
     let mut machines = provision(&drill, &options).expect("provisioned");
     machines.crash("prod-control-plane-2").unwrap();
     machines.crash("prod-control-plane-3").unwrap();

@@ -87,6 +87,7 @@ fn served() -> (tempfile::TempDir, PathBuf, PathBuf, Server) {
             seed: 1,
             history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
             standby_nodes: None,
+            limits: Default::default(),
         },
     )
     .expect("the server starts");
@@ -105,6 +106,8 @@ fn stand_in_path() -> String {
 fn get(server: &Server, path: &str) -> Value {
     let out = Command::new("curl")
         .args(["-fsS", &format!("http://{}{path}", server.addr())])
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {}", server.token().as_str()))
         .output()
         .expect("curl runs");
     assert!(

@@ -57,12 +57,19 @@ pub enum BenchApiError {
 #[derive(Debug, Clone)]
 pub struct BenchApi {
     addr: SocketAddr,
+    /// The bearer token the server requires (from its kubeconfig).
+    token: Option<String>,
 }
 
 impl BenchApi {
     /// The bench endpoints at `addr`.
     pub fn new(addr: SocketAddr) -> Self {
-        BenchApi { addr }
+        BenchApi { addr, token: None }
+    }
+
+    /// The same endpoints, called with this bearer token.
+    pub fn with_token(self, token: Option<String>) -> Self {
+        BenchApi { token, ..self }
     }
 
     /// The address.
@@ -158,11 +165,15 @@ impl BenchApi {
             addr,
             source,
         };
-        let request = hyper::Request::builder()
+        let mut request = hyper::Request::builder()
             .method(method)
             .uri(path)
             .header(hyper::header::HOST, addr.to_string())
-            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .header(hyper::header::CONTENT_TYPE, "application/json");
+        if let Some(token) = &self.token {
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| io(e.into()))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -206,11 +217,11 @@ impl BenchApi {
         }
     }
 
-    /// Whether a served simulator answers at `addr`: `GET /bench/v1/now`
-    /// answers with its clock. Anything else (a real API server answers
-    /// 404 or 403) is not one.
-    pub fn detect(addr: SocketAddr) -> Option<(BenchApi, protocol::Now)> {
-        let api = BenchApi::new(addr);
+    /// Whether a served simulator answers at `addr` to a client with
+    /// `token`: `GET /bench/v1/now` answers with its clock. Anything else
+    /// (a real API server answers 404 or 403) is not one.
+    pub fn detect(addr: SocketAddr, token: Option<String>) -> Option<(BenchApi, protocol::Now)> {
+        let api = BenchApi::new(addr).with_token(token);
         let now = api.now().ok()?;
         Some((api, now))
     }

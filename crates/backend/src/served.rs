@@ -31,14 +31,13 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 /// endpoints answer): the stand-in for a cluster in tests, which models
 /// what a real one needs installed (storage) itself.
 pub async fn is_served_simulator(kubeconfig: &std::path::Path) -> bool {
-    let Some(addr) = super::kube::server_of(kubeconfig, None)
-        .await
-        .as_deref()
-        .and_then(loopback_http_addr)
-    else {
+    let Some((server, token)) = super::kube::server_and_token_of(kubeconfig, None).await else {
         return false;
     };
-    tokio::task::spawn_blocking(move || BenchApi::detect(addr).is_some())
+    let Some(addr) = loopback_http_addr(&server) else {
+        return false;
+    };
+    tokio::task::spawn_blocking(move || BenchApi::detect(addr, token).is_some())
         .await
         .unwrap_or(false)
 }

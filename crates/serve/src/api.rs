@@ -24,10 +24,10 @@ pub(super) struct Request {
 }
 
 impl Request {
-    /// The body as JSON; anything else is a 400.
+    /// The body as JSON (a YAML body read as the JSON it stands for);
+    /// one that does not parse is a 400.
     pub(super) fn json_body(&self) -> Result<Value, ApiError> {
-        serde_json::from_slice(&self.body)
-            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+        super::media::decode(&self.content_type, &self.body)
     }
 
     /// The body as JSON, or `{}` when there is none (delete options and

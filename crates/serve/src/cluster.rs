@@ -54,6 +54,9 @@ pub(super) struct Cluster {
     watchers: Watchers,
     /// How many of the timeline's events have been turned into changes.
     seen_events: usize,
+    /// The most pods one workload written through the API may ask for
+    /// ([`super::limits::Limits::max_pods`]).
+    pub(super) max_pods: u64,
 }
 
 impl Cluster {
@@ -68,6 +71,7 @@ impl Cluster {
             history: History::new(window, rv),
             watchers: Watchers::default(),
             seen_events: 0,
+            max_pods: super::limits::DEFAULT_MAX_PODS,
         };
         cluster.written.set_metadata(
             ("Namespace", String::new(), "kube-system".to_owned()),
@@ -91,6 +95,23 @@ impl Cluster {
         }
         cluster.sync();
         cluster
+    }
+
+    /// A copy of the cluster to try a request on and throw away
+    /// (`dryRun=All`): the same simulation and objects, no watchers, so
+    /// nothing it does is seen or kept. The copy shares the pod templates
+    /// and their per-node-class memo with the cluster; an API write never
+    /// adds a node class, so the memo stays right for both.
+    pub(super) fn scratch(&self) -> Cluster {
+        Cluster {
+            sim: self.sim.clone(),
+            written: self.written.clone(),
+            guards: self.guards.clone(),
+            history: self.history.scratch(),
+            watchers: Watchers::default(),
+            seen_events: self.seen_events,
+            max_pods: self.max_pods,
+        }
     }
 
     pub(super) fn objects(&self) -> Objects<'_> {

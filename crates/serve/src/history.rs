@@ -22,10 +22,14 @@ pub(super) struct Change {
     pub(super) kind_type: &'static str,
     /// The object with its resourceVersion (a deleted one's last state).
     pub(super) object: Value,
+    /// A modification's previous state, without its resourceVersion: a
+    /// filtered watch tells from it whether the object entered or left
+    /// its selection.
+    pub(super) before: Option<Value>,
 }
 
 /// The last state announced of an object that exists.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Announced {
     rv: u64,
     /// Without its resourceVersion, to compare with a fresh view.
@@ -56,6 +60,18 @@ impl History {
         }
     }
 
+    /// A copy to try a change on (a dry run): the versions and what was
+    /// announced, without the changes a watch would replay.
+    pub(super) fn scratch(&self) -> History {
+        History {
+            rv: self.rv,
+            changes: VecDeque::new(),
+            window: self.window,
+            announced: self.announced.clone(),
+            latest: self.latest.clone(),
+        }
+    }
+
     /// The resourceVersion of the newest change.
     pub(super) fn rv(&self) -> u64 {
         self.rv
@@ -72,6 +88,11 @@ impl History {
         self.rv += 1;
         set_rv(&mut object, self.rv);
         self.latest.insert(key.0, self.rv);
+        let before = if kind_type == "MODIFIED" {
+            self.announced.get(&key).map(|a| a.bare.clone())
+        } else {
+            None
+        };
         if kind_type == "DELETED" {
             self.announced.remove(&key);
         } else {
@@ -87,6 +108,7 @@ impl History {
             namespace: key.1,
             kind_type,
             object,
+            before,
         });
         if self.changes.len() > self.window {
             self.changes.pop_front();

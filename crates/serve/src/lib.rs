@@ -14,10 +14,14 @@
 
 mod admit;
 mod api;
+pub mod auth;
 mod cluster;
 mod commit;
 mod control;
 mod history;
+pub mod limits;
+mod media;
+mod names;
 mod namespaces;
 mod objects;
 pub mod patch;
@@ -37,6 +41,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -46,11 +51,13 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, Incoming};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{mpsc, oneshot};
 
 use self::api::{Command, Reply, Request};
+pub use self::auth::Token;
 pub use self::control::Clock;
+pub use self::limits::Limits;
 pub use self::state::DEFAULT_HISTORY_WINDOW;
 use self::state::Facade;
 use drillbench_model::drill::Drill;
@@ -69,6 +76,7 @@ pub struct ServeOptions {
     /// standby nodes per autoscaled pool and no autoscaler of its own (the
     /// bench emulates it); `None`: the simulator's own autoscaler.
     pub standby_nodes: Option<u32>,
+    pub limits: Limits,
 }
 
 /// Why the server could not start.
@@ -94,11 +102,17 @@ pub enum ServeError {
     },
     #[error("cannot start the server's threads")]
     Thread(#[source] std::io::Error),
+    #[error("cannot draw the server's token from the system's random generator")]
+    Token(#[source] std::io::Error),
 }
 
 /// A running server; dropping it stops it.
 pub struct Server {
     addr: SocketAddr,
+    token: Token,
+    /// The kubeconfig written, removed when the server stops: its token
+    /// is worthless from then on.
+    kubeconfig: Option<PathBuf>,
     commands: std_mpsc::Sender<Command>,
     shutdown: Option<oneshot::Sender<()>>,
     sim_thread: Option<JoinHandle<()>>,
@@ -128,8 +142,9 @@ impl Server {
         listener
             .set_nonblocking(true)
             .map_err(|source| ServeError::Bind { addr, source })?;
+        let token = Token::random().map_err(ServeError::Token)?;
         if let Some(path) = &options.kubeconfig_out {
-            write_kubeconfig(path, addr)?;
+            write_kubeconfig(path, addr, &token)?;
         }
         let (commands, inbox) = std_mpsc::channel();
         // The simulation is not `Send` (it shares templates through `Rc`),
@@ -138,11 +153,13 @@ impl Server {
         let (drill_copy, seed, clock) = (drill.clone(), options.seed, options.clock);
         let window = options.history_window.max(1);
         let standby = options.standby_nodes;
+        let max_pods = options.limits.max_pods;
         let sim_thread = std::thread::Builder::new()
             .name("bench-sim".to_owned())
             .spawn(move || match state::provision(&drill_copy, seed, standby) {
                 Ok(sim) => {
-                    let facade = Facade::new(&drill_copy, sim, clock, window, standby);
+                    let mut facade = Facade::new(&drill_copy, sim, clock, window, standby);
+                    facade.set_max_pods(max_pods);
                     let _ = ready_tx.send(Ok(()));
                     simulator_loop(facade, inbox);
                 }
@@ -165,13 +182,19 @@ impl Server {
             }
         }
         let (shutdown, stopped) = oneshot::channel();
-        let to_sim = commands.clone();
+        let gate = Arc::new(Gate {
+            to_sim: commands.clone(),
+            token: token.clone(),
+            limits: options.limits,
+        });
         let http_thread = std::thread::Builder::new()
             .name("bench-http".to_owned())
-            .spawn(move || http_loop(listener, to_sim, stopped))
+            .spawn(move || http_loop(listener, gate, stopped))
             .map_err(ServeError::Thread)?;
         Ok(Server {
             addr,
+            token,
+            kubeconfig: options.kubeconfig_out.clone(),
             commands,
             shutdown: Some(shutdown),
             sim_thread: Some(sim_thread),
@@ -186,6 +209,22 @@ impl Server {
     /// `http://ADDR`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The bearer token every request must carry.
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    /// A kube-rs configuration for this server: its URL and token.
+    pub fn client_config(&self) -> kube::Config {
+        let mut config = kube::Config::new(
+            self.url()
+                .parse()
+                .unwrap_or_else(|_| http_uri_of_loopback()),
+        );
+        config.auth_info.token = Some(self.token.as_str().to_owned().into());
+        config
     }
 
     /// Stops serving and waits for both threads.
@@ -204,7 +243,15 @@ impl Server {
         if let Some(t) = self.sim_thread.take() {
             let _ = t.join();
         }
+        if let Some(path) = self.kubeconfig.take() {
+            let _ = std::fs::remove_file(path);
+        }
     }
+}
+
+/// `http://127.0.0.1`: never used, a server's own URL always parses.
+fn http_uri_of_loopback() -> hyper::Uri {
+    hyper::Uri::from_static("http://127.0.0.1")
 }
 
 impl Drop for Server {
@@ -246,11 +293,20 @@ fn simulator_loop(mut facade: Facade, inbox: std_mpsc::Receiver<Command>) {
     }
 }
 
-fn http_loop(
-    listener: std::net::TcpListener,
+/// What every connection shares: the way to the simulator, the token it
+/// checks and the budgets it keeps.
+struct Gate {
     to_sim: std_mpsc::Sender<Command>,
-    stopped: oneshot::Receiver<()>,
-) {
+    token: Token,
+    limits: Limits,
+}
+
+/// How long the accept loop pauses after a failed accept: at the
+/// open-file limit (`EMFILE`) the listener stays readable, and retrying at
+/// once would spin a core until a descriptor frees up.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+fn http_loop(listener: std::net::TcpListener, gate: Arc<Gate>, stopped: oneshot::Receiver<()>) {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -266,11 +322,20 @@ fn http_loop(
             tokio::select! {
                 _ = &mut stopped => return,
                 accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let to_sim = to_sim.clone();
+                    let stream = match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(_) => {
+                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                            continue;
+                        }
+                    };
+                    let gate = gate.clone();
                     tokio::spawn(async move {
-                        let service = service_fn(move |request| answer(request, to_sim.clone()));
+                        let timeout = gate.limits.header_read_timeout;
+                        let service = service_fn(move |request| answer(request, gate.clone()));
                         let _ = hyper::server::conn::http1::Builder::new()
+                            .timer(TokioTimer::new())
+                            .header_read_timeout(timeout)
                             .serve_connection(TokioIo::new(stream), service)
                             .await;
                     });
@@ -283,7 +348,7 @@ fn http_loop(
 /// A response body: one JSON document, or a watch's lines as they come.
 pub enum ApiBody {
     Full(Option<Bytes>),
-    Stream(mpsc::UnboundedReceiver<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
 }
 
 impl Body for ApiBody {
@@ -336,10 +401,44 @@ fn decode_query(query: Option<&str>) -> BTreeMap<String, String> {
         .collect()
 }
 
+fn error_response(error: api::ApiError) -> hyper::Response<ApiBody> {
+    match error.reply() {
+        Reply::Json(status, body) => json_response(status, &body),
+        Reply::Watch { .. } => json_response(500, &serde_json::Value::Null),
+    }
+}
+
+/// The API server's answer to a body over the limit (apiserver's
+/// `limitedReadBody`: `Request entity too large: limit is N`).
+fn too_large(limit: usize) -> api::ApiError {
+    api::ApiError::new(
+        413,
+        "RequestEntityTooLarge",
+        format!("Request entity too large: limit is {limit}"),
+    )
+}
+
+/// Checks a request at the door (its token, its body's type and size)
+/// before anything of it reaches the simulator.
 async fn answer(
     request: hyper::Request<Incoming>,
-    to_sim: std_mpsc::Sender<Command>,
+    gate: Arc<Gate>,
 ) -> Result<hyper::Response<ApiBody>, Infallible> {
+    let Some(path) = gate.token.admit(
+        request.headers().get(hyper::header::AUTHORIZATION),
+        request.uri().path(),
+    ) else {
+        return Ok(error_response(api::ApiError::new(
+            401,
+            "Unauthorized",
+            "Unauthorized",
+        )));
+    };
+    // The path as the API server routes it: percent-escapes decoded
+    // (`/api/v1/namespaces/apps/configmaps/a%2Eb` names `a.b`).
+    let path = percent_encoding::percent_decode_str(path)
+        .decode_utf8_lossy()
+        .into_owned();
     let header = |name: hyper::header::HeaderName| {
         request
             .headers()
@@ -351,10 +450,29 @@ async fn answer(
     let content_type = header(hyper::header::CONTENT_TYPE);
     let accept = header(hyper::header::ACCEPT);
     let method = request.method().as_str().to_owned();
-    let path = request.uri().path().to_owned();
+    if let Err(e) = media::check(&method, &content_type) {
+        return Ok(error_response(e));
+    }
+    let limit = gate.limits.max_body_bytes;
+    // A declared length over the limit is refused before a byte of the
+    // body is read.
+    if request
+        .body()
+        .size_hint()
+        .exact()
+        .is_some_and(|n| n > limit as u64)
+    {
+        return Ok(error_response(too_large(limit)));
+    }
     let query = decode_query(request.uri().query());
-    let body = match request.into_body().collect().await {
+    let body = match http_body_util::Limited::new(request.into_body(), limit)
+        .collect()
+        .await
+    {
         Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Ok(error_response(too_large(limit)));
+        }
         Err(e) => {
             let status = api::status_body(400, "BadRequest", &format!("cannot read the body: {e}"));
             return Ok(json_response(400, &status));
@@ -375,7 +493,7 @@ async fn answer(
             &api::status_body(503, "ServiceUnavailable", "the simulator stopped"),
         )
     };
-    if to_sim.send(Command::Api(request, reply_tx)).is_err() {
+    if gate.to_sim.send(Command::Api(request, reply_tx)).is_err() {
         return Ok(unavailable());
     }
     let Ok(reply) = reply_rx.await else {
@@ -384,8 +502,8 @@ async fn answer(
     Ok(match reply {
         Reply::Json(status, body) => json_response(status, &body),
         Reply::Watch { events, timeout } => {
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(forward(events, tx, timeout));
+            let (tx, rx) = mpsc::channel(gate.limits.watch_queue.max(1));
+            tokio::spawn(forward(events, tx, timeout, gate.limits.slow_watcher_grace));
             let mut response = hyper::Response::new(ApiBody::Stream(rx));
             response.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
@@ -396,20 +514,28 @@ async fn answer(
     })
 }
 
-/// Forwards watch lines until the client goes, the simulator stops, or
-/// the watch's timeout ends it (a zero timeout: what is queued, then end).
+/// Forwards watch lines until the client goes, the simulator stops, the
+/// watch's timeout ends it (a zero timeout: what is queued, then end), or
+/// the client falls behind: its queue stays full for `grace`
+/// ([`Limits::slow_watcher_grace`]). Ending drops the simulator's side too, so the
+/// watcher is forgotten there; the client sees its watch end and
+/// re-lists, as after the API server closes a watcher that fell behind.
 #[expect(
     clippy::disallowed_methods,
     reason = "served at wall-clock speed, virtual time is paced by the real one"
 )]
 async fn forward(
     mut events: mpsc::UnboundedReceiver<Bytes>,
-    tx: mpsc::UnboundedSender<Bytes>,
+    tx: mpsc::Sender<Bytes>,
     timeout: Option<std::time::Duration>,
+    grace: std::time::Duration,
 ) {
     if timeout == Some(std::time::Duration::ZERO) {
         while let Ok(line) = events.try_recv() {
-            let _ = tx.send(line);
+            match tokio::time::timeout(grace, tx.send(line)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
         }
         return;
     }
@@ -426,7 +552,13 @@ async fn forward(
         };
         tokio::select! {
             line = next => match line {
-                Some(line) => if tx.send(line).is_err() { return },
+                Some(line) => {
+                    match tokio::time::timeout(grace, tx.send(line)).await {
+                        Ok(Ok(())) => {}
+                        // Gone, or too slow: either way the watch ends.
+                        Ok(Err(_)) | Err(_) => return,
+                    }
+                }
                 None => return,
             },
             _ = tx.closed() => return,
@@ -435,18 +567,35 @@ async fn forward(
 }
 
 /// Writes a kubeconfig whose only context points at the server (plain
-/// HTTP on loopback, no credentials).
-pub fn write_kubeconfig(path: &Path, addr: SocketAddr) -> Result<(), ServeError> {
-    let text = kubeconfig(addr);
-    std::fs::write(path, text).map_err(|source| ServeError::Kubeconfig {
+/// HTTP on loopback) with its token, both as the user's bearer token and
+/// as the server URL's path (see [`auth`] for why both); readable by its
+/// owner only, since the token is the key to the server.
+pub fn write_kubeconfig(path: &Path, addr: SocketAddr, token: &Token) -> Result<(), ServeError> {
+    let failed = |source| ServeError::Kubeconfig {
         path: path.to_path_buf(),
         source,
-    })
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        // A file that existed keeps its mode through `open`: narrow it
+        // before the token is written into it.
+        if path.exists() {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(failed)?;
+        }
+    }
+    let mut file = options.open(path).map_err(failed)?;
+    std::io::Write::write_all(&mut file, kubeconfig(addr, token).as_bytes()).map_err(failed)
 }
 
-pub fn kubeconfig(addr: SocketAddr) -> String {
+pub fn kubeconfig(addr: SocketAddr, token: &Token) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: drillbench-sim\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: drillbench-sim\n  context:\n    cluster: drillbench-sim\n    user: drillbench-sim\n    namespace: default\ncurrent-context: drillbench-sim\nusers:\n- name: drillbench-sim\n  user: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: drillbench-sim\n  cluster:\n    server: http://{addr}/{token}\ncontexts:\n- name: drillbench-sim\n  context:\n    cluster: drillbench-sim\n    user: drillbench-sim\n    namespace: default\ncurrent-context: drillbench-sim\nusers:\n- name: drillbench-sim\n  user:\n    token: {token}\n",
+        token = token.as_str()
     )
 }
 
@@ -462,6 +611,8 @@ pub struct CliOptions {
     pub seed: u64,
     /// `--standby-nodes`: see [`ServeOptions::standby_nodes`].
     pub standby_nodes: Option<u32>,
+    /// `--max-request-bytes`: see [`Limits::max_body_bytes`].
+    pub max_request_bytes: usize,
 }
 
 #[cfg(test)]

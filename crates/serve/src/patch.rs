@@ -11,8 +11,16 @@ use serde_json::{Map, Value};
 pub enum PatchError {
     #[error("the patch is not valid JSON: {0}")]
     Json(String),
+    #[error("the applied configuration is not valid YAML: {0}")]
+    Yaml(String),
     #[error("the JSON patch could not be applied: {0}")]
     Apply(String),
+    /// The API server's words for it (apiserver's `patch.go`).
+    #[error(
+        "The allowed maximum operations in a JSON patch is {max}, got {0}",
+        max = crate::limits::MAX_JSON_PATCH_OPERATIONS
+    )]
+    TooManyOperations(usize),
     #[error("unsupported patch type `{0}`")]
     Unsupported(String),
 }
@@ -24,6 +32,10 @@ pub fn apply(target: &mut Value, content_type: &str, body: &[u8]) -> Result<(), 
         "application/json-patch+json" => {
             let patch: json_patch::Patch =
                 serde_json::from_slice(body).map_err(|e| PatchError::Json(e.to_string()))?;
+            let limit = crate::limits::MAX_JSON_PATCH_OPERATIONS;
+            if patch.0.len() > limit {
+                return Err(PatchError::TooManyOperations(patch.0.len()));
+            }
             json_patch::patch(target, &patch).map_err(|e| PatchError::Apply(e.to_string()))
         }
         "application/merge-patch+json" => {
@@ -43,8 +55,9 @@ pub fn apply(target: &mut Value, content_type: &str, body: &[u8]) -> Result<(), 
         // model are pruned by the caller ([`prune_to`]). Field ownership is
         // not tracked: the simulator has one writer at a time.
         "application/apply-patch+yaml" => {
+            let text = std::str::from_utf8(body).map_err(|e| PatchError::Yaml(e.to_string()))?;
             let patch: Value =
-                serde_json::from_slice(body).map_err(|e| PatchError::Json(e.to_string()))?;
+                serde_saphyr::from_str(text).map_err(|e| PatchError::Yaml(e.to_string()))?;
             strategic_merge(target, &patch);
             Ok(())
         }
@@ -212,5 +225,31 @@ mod tests {
             .is_err()
         );
         assert!(apply(&mut object, "text/plain", b"{}").is_err());
+    }
+
+    #[test]
+    fn a_json_patch_has_at_most_ten_thousand_operations() {
+        let ops = |n: usize| {
+            let op = r#"{"op":"test","path":"/spec/replicas","value":3}"#;
+            format!("[{}]", vec![op; n].join(","))
+        };
+        let mut object = json!({"spec": {"replicas": 3}});
+        apply(
+            &mut object,
+            "application/json-patch+json",
+            ops(10_000).as_bytes(),
+        )
+        .expect("at the limit");
+        let error = apply(
+            &mut object,
+            "application/json-patch+json",
+            ops(10_001).as_bytes(),
+        )
+        .expect_err("over it");
+        assert!(matches!(error, PatchError::TooManyOperations(10_001)));
+        assert_eq!(
+            error.to_string(),
+            "The allowed maximum operations in a JSON patch is 10000, got 10001"
+        );
     }
 }

@@ -9,13 +9,13 @@
 //! paths (`super::read`, `super::write`) and the `/bench/v1` control
 //! endpoints (`super::control`).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::api::{ApiError, ApiResult, Reply, Request};
 use super::cluster::Cluster;
 use super::control::{self, Clock, answer};
 use super::objects::scale_of;
-use super::resources;
+use super::resources::{self, Resource};
 use super::{read, write};
 use drillbench_model::bench_protocol as protocol;
 use drillbench_model::drill::Drill;
@@ -81,6 +81,11 @@ impl Facade {
             drill: drill.clone(),
             standby_nodes,
         }
+    }
+
+    /// See [`super::limits::Limits::max_pods`].
+    pub(super) fn set_max_pods(&mut self, max_pods: u64) {
+        self.cluster.max_pods = max_pods;
     }
 
     pub(super) fn simulation(&self) -> &Simulation {
@@ -164,7 +169,9 @@ impl Facade {
         let sim = provision(&drill, seed, self.standby_nodes)
             .map_err(|e| ApiError::invalid(format!("cannot provision the drill again: {e}")))?;
         let rv = self.cluster.history().rv();
+        let max_pods = self.cluster.max_pods;
         *self = Facade::with_first_rv(&drill, sim, self.clock, self.window, self.standby_nodes, rv);
+        self.cluster.max_pods = max_pods;
         Ok(answer(&protocol::ResetDone {
             reset: drill.name().to_owned(),
             seed,
@@ -209,58 +216,146 @@ impl Facade {
                 format!("{}/{sub} is not served", resource.qualified()),
             ));
         }
-        let namespace_or_default = || namespace.clone().unwrap_or_else(|| "default".to_owned());
-        let ns_of = || {
-            if resource.namespaced {
-                namespace_or_default()
-            } else {
-                String::new()
-            }
-        };
-        let cluster = &mut self.cluster;
-        match (request.method.as_str(), name, sub) {
-            ("GET", None, None) => {
-                if request
-                    .query
-                    .get("watch")
-                    .is_some_and(|w| w == "true" || w == "1")
-                {
-                    read::watch(cluster, request, resource, namespace)
-                } else {
-                    read::list(cluster, request, resource, namespace)
-                }
-            }
-            ("GET", Some(name), None | Some("status")) => {
-                if resource.namespaced && namespace.is_none() {
-                    return Err(ApiError::not_found(resource, &name));
-                }
-                let object = cluster
-                    .view(resource.kind, &ns_of(), &name, false)
-                    .ok_or_else(|| ApiError::not_found(resource, &name))?;
-                Ok(read::single(cluster, request, resource, object))
-            }
-            ("GET", Some(name), Some("scale")) => {
-                let object = cluster
-                    .view(resource.kind, &ns_of(), &name, false)
-                    .ok_or_else(|| ApiError::not_found(resource, &name))?;
-                Ok(Reply::Json(200, scale_of(&object)))
-            }
-            ("POST", None, None) => write::create(cluster, request, resource, ns_of()),
-            ("POST", Some(name), Some("eviction")) => {
-                write::evict(cluster, request, resource, &ns_of(), &name)
-            }
-            ("PUT" | "PATCH", Some(name), sub) => {
-                write::update(cluster, request, resource, &ns_of(), &name, sub)
-            }
-            ("DELETE", Some(name), None) => {
-                write::delete(cluster, request, resource, &ns_of(), &name)
-            }
-            _ => Err(ApiError::new(
-                405,
-                "MethodNotAllowed",
-                format!("{} is not supported on this path", request.method),
-            )),
+        let dry_run = dry_run(request)?;
+        if dry_run {
+            // Everything a real request does (validation, admission by the
+            // guards, the simulator's own refusals) happens on a copy that is
+            // thrown away: nothing is kept, announced or advanced.
+            let mut scratch = self.cluster.scratch();
+            let reply = act(
+                &mut scratch,
+                request,
+                resource,
+                namespace,
+                name.clone(),
+                sub,
+            )?;
+            return Ok(self.as_stored(reply, resource));
         }
+        act(&mut self.cluster, request, resource, namespace, name, sub)
+    }
+
+    /// A dry run's answer with the resourceVersion the object really has
+    /// (none for one that does not exist): the API server stores nothing,
+    /// so it assigns no version.
+    fn as_stored(&self, reply: Reply, resource: &'static Resource) -> Reply {
+        let Reply::Json(code, mut body) = reply else {
+            return reply;
+        };
+        if body.get("kind").and_then(Value::as_str) == Some("Status") {
+            return Reply::Json(code, body);
+        }
+        let namespace = body
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let name = body
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let stored = self
+            .cluster
+            .view(resource.kind, &namespace, &name, false)
+            .and_then(|o| o.pointer("/metadata/resourceVersion").cloned());
+        if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            match stored {
+                Some(rv) => {
+                    meta.insert("resourceVersion".to_owned(), rv);
+                }
+                None => {
+                    meta.remove("resourceVersion");
+                }
+            }
+        }
+        Reply::Json(code, body)
+    }
+}
+
+/// Whether a write is a dry run: `dryRun=All` in the query, or
+/// `dryRun: ["All"]` in the delete options a DELETE or an eviction
+/// carries. `All` is the one value the API server accepts (apimachinery's
+/// `ValidateDryRun`: any other is an `Unsupported value`, 422).
+fn dry_run(request: &Request) -> Result<bool, ApiError> {
+    if !matches!(request.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
+        return Ok(false);
+    }
+    let mut values: Vec<String> = request.query.get("dryRun").into_iter().cloned().collect();
+    if matches!(request.method.as_str(), "POST" | "DELETE")
+        && let Ok(body) = request.json_body()
+    {
+        for pointer in ["/dryRun", "/deleteOptions/dryRun"] {
+            if let Some(Value::Array(given)) = body.pointer(pointer) {
+                values.extend(given.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+        }
+    }
+    match values.iter().find(|v| v.as_str() != "All") {
+        Some(other) => Err(ApiError::invalid(format!(
+            "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+        ))),
+        None => Ok(!values.is_empty()),
+    }
+}
+
+/// A request under a resource's path, on `cluster`.
+fn act(
+    cluster: &mut Cluster,
+    request: &Request,
+    resource: &'static Resource,
+    namespace: Option<String>,
+    name: Option<String>,
+    sub: Option<&str>,
+) -> ApiResult {
+    let namespace_or_default = || namespace.clone().unwrap_or_else(|| "default".to_owned());
+    let ns_of = || {
+        if resource.namespaced {
+            namespace_or_default()
+        } else {
+            String::new()
+        }
+    };
+    match (request.method.as_str(), name, sub) {
+        ("GET", None, None) => {
+            if request
+                .query
+                .get("watch")
+                .is_some_and(|w| w == "true" || w == "1")
+            {
+                read::watch(cluster, request, resource, namespace)
+            } else {
+                read::list(cluster, request, resource, namespace)
+            }
+        }
+        ("GET", Some(name), None | Some("status")) => {
+            if resource.namespaced && namespace.is_none() {
+                return Err(ApiError::not_found(resource, &name));
+            }
+            let object = cluster
+                .view(resource.kind, &ns_of(), &name, false)
+                .ok_or_else(|| ApiError::not_found(resource, &name))?;
+            Ok(read::single(cluster, request, resource, object))
+        }
+        ("GET", Some(name), Some("scale")) => {
+            let object = cluster
+                .view(resource.kind, &ns_of(), &name, false)
+                .ok_or_else(|| ApiError::not_found(resource, &name))?;
+            Ok(Reply::Json(200, scale_of(&object)))
+        }
+        ("POST", None, None) => write::create(cluster, request, resource, ns_of()),
+        ("POST", Some(name), Some("eviction")) => {
+            write::evict(cluster, request, resource, &ns_of(), &name)
+        }
+        ("PUT" | "PATCH", Some(name), sub) => {
+            write::update(cluster, request, resource, &ns_of(), &name, sub)
+        }
+        ("DELETE", Some(name), None) => write::delete(cluster, request, resource, &ns_of(), &name),
+        _ => Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!("{} is not supported on this path", request.method),
+        )),
     }
 }
 
@@ -374,6 +469,103 @@ mod tests {
         let (code, _) = answer(&mut facade, request("POST", "/bench/v1/advance?by=1s", ""));
         assert_eq!(code, 200);
         assert_eq!(facade.simulation().now(), 1000);
+    }
+
+    #[test]
+    fn a_dry_run_answers_as_the_write_would_and_keeps_nothing() {
+        let mut facade = facade(Clock::Step);
+        let rv = facade.cluster.history().rv();
+        let map = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry","namespace":"apps"}}"#;
+        let (code, created) = answer(
+            &mut facade,
+            request("POST", "/api/v1/namespaces/apps/configmaps?dryRun=All", map),
+        );
+        assert_eq!(code, 201);
+        assert_eq!(created["metadata"]["name"], "dry");
+        assert!(
+            created["metadata"].get("resourceVersion").is_none(),
+            "nothing stored, no version: {created}"
+        );
+        let (code, _) = answer(&mut facade, get("/api/v1/namespaces/apps/configmaps/dry"));
+        assert_eq!(code, 404);
+        // An eviction the budget allows, and one it forbids: the answers
+        // are the real ones, and the pods stay.
+        let dry_evict = r#"{"deleteOptions": {"dryRun": ["All"]}}"#;
+        let (code, _) = answer(
+            &mut facade,
+            request(
+                "POST",
+                "/api/v1/namespaces/apps/pods/cache-00000/eviction",
+                dry_evict,
+            ),
+        );
+        assert_eq!(code, 201);
+        let (code, _) = answer(
+            &mut facade,
+            request(
+                "POST",
+                "/api/v1/namespaces/apps/pods/api-00000/eviction",
+                dry_evict,
+            ),
+        );
+        assert_eq!(code, 429, "a dry run is still admitted, and refused");
+        let (code, pod) = answer(&mut facade, get("/api/v1/namespaces/apps/pods/cache-00000"));
+        assert_eq!(code, 200);
+        assert!(pod["metadata"].get("deletionTimestamp").is_none(), "{pod}");
+        let (code, scale) = answer(
+            &mut facade,
+            request(
+                "PATCH",
+                "/apis/apps/v1/namespaces/apps/deployments/cache/scale?dryRun=All",
+                r#"{"spec": {"replicas": 7}}"#,
+            ),
+        );
+        assert_eq!((code, scale["spec"]["replicas"].as_u64()), (200, Some(7)));
+        let (_, cache) = answer(
+            &mut facade,
+            get("/apis/apps/v1/namespaces/apps/deployments/cache"),
+        );
+        assert_eq!(cache["spec"]["replicas"], 2);
+        assert_eq!(facade.cluster.history().rv(), rv, "no change was announced");
+        // Control: the same scale without the dry run is kept.
+        let (code, _) = answer(
+            &mut facade,
+            request(
+                "PATCH",
+                "/apis/apps/v1/namespaces/apps/deployments/cache/scale",
+                r#"{"spec": {"replicas": 7}}"#,
+            ),
+        );
+        assert_eq!(code, 200);
+        let (_, cache) = answer(
+            &mut facade,
+            get("/apis/apps/v1/namespaces/apps/deployments/cache"),
+        );
+        assert_eq!(cache["spec"]["replicas"], 7);
+        assert!(facade.cluster.history().rv() > rv);
+    }
+
+    #[test]
+    fn a_dry_run_value_other_than_all_is_refused() {
+        let mut facade = facade(Clock::Step);
+        let (code, body) = answer(
+            &mut facade,
+            request(
+                "PATCH",
+                "/apis/apps/v1/namespaces/apps/deployments/cache/scale?dryRun=Yes",
+                r#"{"spec": {"replicas": 7}}"#,
+            ),
+        );
+        assert_eq!(code, 422);
+        assert_eq!(
+            body["message"],
+            "dryRun: Unsupported value: \"Yes\": supported values: \"All\""
+        );
+        let (_, cache) = answer(
+            &mut facade,
+            get("/apis/apps/v1/namespaces/apps/deployments/cache"),
+        );
+        assert_eq!(cache["spec"]["replicas"], 2);
     }
 
     #[test]

@@ -143,12 +143,38 @@ fn watch_line(watcher: &Watcher, change: &Change, now: Time) -> Option<Bytes> {
             .as_ref()
             .is_some_and(|ns| *ns != change.namespace)
         || !WATCH_TYPES.contains(&change.kind_type)
-        || !select::labels_match(&watcher.labels, &change.object)
-        || !select::fields_match(&watcher.fields, &change.object)
     {
         return None;
     }
-    Some(event_line(watcher, change.kind_type, &change.object, now))
+    // As the API server's watch cache converts an event for a filtered
+    // watcher (apiserver's `cacheWatcher.convertToWatchEvent`): an object
+    // that starts passing the filter is ADDED, one that stops passing it
+    // is DELETED with its previous content at the event's version.
+    let passes = |object: &Value| {
+        select::labels_match(&watcher.labels, object)
+            && select::fields_match(&watcher.fields, object)
+    };
+    let (now_passes, before_passed) = if change.kind_type == "DELETED" {
+        (false, passes(&change.object))
+    } else {
+        (
+            passes(&change.object),
+            change.before.as_ref().is_some_and(passes),
+        )
+    };
+    match (now_passes, before_passed) {
+        (true, false) => Some(event_line(watcher, "ADDED", &change.object, now)),
+        (true, true) => Some(event_line(watcher, change.kind_type, &change.object, now)),
+        (false, true) => {
+            let mut gone = match (change.kind_type, &change.before) {
+                ("DELETED", _) | (_, None) => change.object.clone(),
+                (_, Some(before)) => before.clone(),
+            };
+            super::history::set_rv(&mut gone, change.rv);
+            Some(event_line(watcher, "DELETED", &gone, now))
+        }
+        (false, false) => None,
+    }
 }
 
 #[cfg(test)]
@@ -185,7 +211,47 @@ mod tests {
                                         "resourceVersion": rv.to_string(),
                                         "labels": {"app": app}},
                            "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
+            before: None,
         }
+    }
+
+    /// A pod relabelled from `from` to `to`, as the history records it.
+    fn relabelled(rv: u64, name: &str, from: &str, to: &str) -> Change {
+        let mut change = pod_change(rv, "MODIFIED", "apps", name, to);
+        let mut before = pod_change(rv - 1, "MODIFIED", "apps", name, from).object;
+        if let Some(meta) = before["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+        }
+        change.before = Some(before);
+        change
+    }
+
+    /// apiserver's `cacheWatcher.convertToWatchEvent`: entering a
+    /// selector is ADDED, leaving it DELETED with the previous content at
+    /// the event's version; a change outside it, nothing.
+    #[test]
+    fn an_object_entering_or_leaving_a_selector_is_added_or_deleted() {
+        let (watcher, mut rx) = Watcher::new(filter("Pod", Some("apps"), "app=web", ""));
+        let mut watchers = Watchers::default();
+        watchers.add(watcher);
+        watchers.announce(&relabelled(5, "p", "db", "web"), 0);
+        watchers.announce(&relabelled(6, "p", "web", "web"), 0);
+        watchers.announce(&relabelled(7, "p", "web", "db"), 0);
+        watchers.announce(&relabelled(8, "p", "db", "cache"), 0);
+        let mut seen = Vec::new();
+        while let Ok(line) = rx.try_recv() {
+            seen.push(serde_json::from_slice::<Value>(&line).expect("json"));
+        }
+        let types: Vec<&str> = seen.iter().filter_map(|l| l["type"].as_str()).collect();
+        assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"]);
+        assert_eq!(
+            seen[2]["object"]["metadata"]["labels"]["app"], "web",
+            "its previous content"
+        );
+        assert_eq!(
+            seen[2]["object"]["metadata"]["resourceVersion"], "7",
+            "at the event's version"
+        );
     }
 
     #[test]

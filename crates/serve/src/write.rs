@@ -12,7 +12,7 @@ use super::history::{Key, strip_rv, strip_rv_mut};
 use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
-use super::{admit, patch};
+use super::{admit, names, patch};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
 
@@ -26,23 +26,47 @@ pub(super) fn create(
     if !object.is_object() {
         return Err(ApiError::bad_request("the request body is not an object"));
     }
-    if object.get("kind").and_then(Value::as_str) != Some(resource.kind) {
-        return Err(ApiError::bad_request(format!(
-            "the body's kind is not {}",
-            resource.kind
-        )));
+    // A body without apiVersion or kind is read as the URL's resource, as
+    // the API server decodes it with the endpoint's defaults.
+    match object.get("kind").and_then(Value::as_str) {
+        None => object["kind"] = json!(resource.kind),
+        Some(kind) if kind == resource.kind => {}
+        Some(_) => {
+            return Err(ApiError::bad_request(format!(
+                "the body's kind is not {}",
+                resource.kind
+            )));
+        }
     }
-    let name = object
+    if object.get("apiVersion").and_then(Value::as_str).is_none() {
+        object["apiVersion"] = json!(resource.api_version());
+    }
+    if !object.get("metadata").is_some_and(Value::is_object) {
+        object["metadata"] = json!({});
+    }
+    let mut name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    if name.is_empty() {
-        return Err(ApiError::invalid(format!(
-            "{} is invalid: metadata.name: Required value",
-            resource.kind
-        )));
+    let generate_name = object
+        .pointer("/metadata/generateName")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if name.is_empty() && !generate_name.is_empty() {
+        let mut seed = cluster.history().rv() + 1;
+        name = names::generate(&generate_name, seed);
+        while cluster
+            .view(resource.kind, &namespace, &name, false)
+            .is_some()
+        {
+            seed += 1 << 32;
+            name = names::generate(&generate_name, seed);
+        }
+        object["metadata"]["name"] = json!(name);
     }
+    validate(resource, &name, &object)?;
     if resource.namespaced {
         match object
             .pointer("/metadata/namespace")
@@ -90,6 +114,7 @@ pub(super) fn create(
             format!("{} \"{name}\" already exists", resource.qualified()),
         ));
     }
+    within_pod_budget(cluster, &object)?;
     let key: Key = (resource.kind, namespace.clone(), name.clone());
     match resource.kind {
         "Namespace" => cluster.written.create_namespace(&name),
@@ -141,6 +166,88 @@ pub(super) fn create(
             ))
         })?;
     Ok(Reply::Json(201, created))
+}
+
+/// `Kind[.group] "NAME" is invalid: ` and the field errors, as the API
+/// server words a 422.
+fn invalid(resource: &Resource, name: &str, errors: &[String]) -> ApiError {
+    let kind = if resource.group.is_empty() {
+        resource.kind.to_owned()
+    } else {
+        format!("{}.{}", resource.kind, resource.group)
+    };
+    let detail = if errors.len() == 1 {
+        errors[0].clone()
+    } else {
+        format!("[{}]", errors.join(", "))
+    };
+    ApiError::invalid(format!("{kind} \"{name}\" is invalid: {detail}"))
+}
+
+/// What the API server's validation refuses of a new object that the
+/// simulator would otherwise take: a name that is not a DNS-1123
+/// subdomain (a label for a Namespace), a pod without containers, a
+/// negative replica count.
+fn validate(resource: &Resource, name: &str, object: &Value) -> Result<(), ApiError> {
+    let mut errors = Vec::new();
+    if name.is_empty() {
+        errors.push("metadata.name: Required value: name or generateName is required".to_owned());
+    } else {
+        for problem in names::invalid(name, resource.kind == "Namespace") {
+            errors.push(format!(
+                "metadata.name: Invalid value: \"{name}\": {problem}"
+            ));
+        }
+    }
+    let containers = match resource.kind {
+        "Pod" => Some("/spec/containers"),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "Job" | "ReplicaSet" => {
+            Some("/spec/template/spec/containers")
+        }
+        _ => None,
+    };
+    if let Some(pointer) = containers
+        && object
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    {
+        let field = pointer.trim_start_matches('/').replace('/', ".");
+        errors.push(format!("{field}: Required value"));
+    }
+    if let Some(n) = object.pointer("/spec/replicas").and_then(Value::as_i64)
+        && n < 0
+    {
+        errors.push(format!(
+            "spec.replicas: Invalid value: {n}: must be greater than or equal to 0"
+        ));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(resource, name, &errors))
+    }
+}
+
+/// Refuses a workload that asks for more pods than the simulation will
+/// hold: a 422 naming the field, before the simulator makes a single pod
+/// (`replicas: 2000000000` would otherwise exhaust the memory).
+fn within_pod_budget(cluster: &Cluster, object: &Value) -> Result<(), ApiError> {
+    for (pointer, field) in [
+        ("/spec/replicas", "spec.replicas"),
+        ("/spec/parallelism", "spec.parallelism"),
+        ("/spec/completions", "spec.completions"),
+    ] {
+        if let Some(n) = object.pointer(pointer).and_then(Value::as_u64)
+            && n > cluster.max_pods
+        {
+            return Err(ApiError::invalid(format!(
+                "{field}: Invalid value: {n}: bench sim serve simulates at most {} pods per workload",
+                cluster.max_pods
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// An eviction: `201` when the pod goes, `429` when a disruption budget
@@ -209,6 +316,11 @@ pub(super) fn update(
             patch::PatchError::Unsupported(_) => {
                 ApiError::new(415, "UnsupportedMediaType", e.to_string())
             }
+            patch::PatchError::TooManyOperations(_) => ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: {e}"),
+            ),
             other => ApiError::invalid(other.to_string()),
         })?;
         if apply {
@@ -249,6 +361,7 @@ pub(super) fn update(
             "the name of the object does not match the name on the URL",
         ));
     }
+    within_pod_budget(cluster, &wanted)?;
     let key: Key = (resource.kind, namespace.to_owned(), name.to_owned());
     match sub {
         Some("scale") => {
@@ -579,6 +692,128 @@ mod tests {
             "apps".into(),
         ));
         assert_eq!(code, 400);
+    }
+
+    /// apimachinery's name rules and the API server's 422 wording; each
+    /// refusal has a control that is accepted.
+    #[test]
+    fn names_containers_and_replicas_are_validated_as_the_api_server_does() {
+        let mut cluster = cluster();
+        let maps = kind("ConfigMap");
+        let map = |name: &str| request("POST", "/", &config_map("apps", name));
+        for bad in ["a b", "Foo_Bar", &"a".repeat(300)] {
+            let (code, body) = answer(create(&mut cluster, &map(bad), maps, "apps".into()));
+            assert_eq!(code, 422, "{bad}");
+            let message = body["message"].as_str().unwrap_or_default();
+            assert!(
+                message.starts_with(&format!(
+                    "ConfigMap \"{bad}\" is invalid: metadata.name: Invalid value: \"{bad}\": "
+                )),
+                "{message}"
+            );
+            assert!(cluster.view("ConfigMap", "apps", bad, false).is_none());
+        }
+        let (code, _) = answer(create(&mut cluster, &map("a.b-c"), maps, "apps".into()));
+        assert_eq!(code, 201, "a valid subdomain");
+
+        let pod = |containers: &str| {
+            request(
+                "POST",
+                "/",
+                &format!(
+                    r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"bare","namespace":"apps"}},"spec":{{"containers":{containers}}}}}"#
+                ),
+            )
+        };
+        let (code, body) = answer(create(&mut cluster, &pod("[]"), kind("Pod"), "apps".into()));
+        assert_eq!(code, 422);
+        assert_eq!(
+            body["message"],
+            "Pod \"bare\" is invalid: spec.containers: Required value"
+        );
+        let (code, _) = answer(create(
+            &mut cluster,
+            &pod(r#"[{"name":"c","image":"nginx"}]"#),
+            kind("Pod"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 201);
+
+        let deployment = |replicas: i64| {
+            request(
+                "POST",
+                "/",
+                &format!(
+                    r#"{{"metadata":{{"name":"neg"}},"spec":{{"replicas":{replicas},"selector":{{"matchLabels":{{"app":"neg"}}}},
+                  "template":{{"metadata":{{"labels":{{"app":"neg"}}}},"spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}}}}}"#
+                ),
+            )
+        };
+        let (code, body) = answer(create(
+            &mut cluster,
+            &deployment(-3),
+            kind("Deployment"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 422);
+        assert_eq!(
+            body["message"],
+            "Deployment.apps \"neg\" is invalid: spec.replicas: Invalid value: -3: must be greater than or equal to 0"
+        );
+        // Control: without apiVersion and kind (filled from the URL), 1 replica.
+        let (code, created) = answer(create(
+            &mut cluster,
+            &deployment(1),
+            kind("Deployment"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 201, "{created}");
+        assert_eq!(created["kind"], "Deployment");
+    }
+
+    #[test]
+    fn generate_name_makes_a_name() {
+        let mut cluster = cluster();
+        let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"settings-","namespace":"apps"}}"#;
+        let (code, first) = answer(create(
+            &mut cluster,
+            &request("POST", "/", body),
+            kind("ConfigMap"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 201, "{first}");
+        let (code, second) = answer(create(
+            &mut cluster,
+            &request("POST", "/", body),
+            kind("ConfigMap"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 201);
+        let name = |o: &Value| {
+            o["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(
+            name(&first).starts_with("settings-") && name(&first).len() == 14,
+            "{first}"
+        );
+        assert_ne!(name(&first), name(&second));
+        let nameless = r#"{"kind":"ConfigMap","metadata":{"namespace":"apps"}}"#;
+        let (code, refused) = answer(create(
+            &mut cluster,
+            &request("POST", "/", nameless),
+            kind("ConfigMap"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 422);
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with("name or generateName is required")
+        );
     }
 
     #[test]

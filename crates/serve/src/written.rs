@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::history::Key;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Written {
     /// Labels and annotations (each `null` when not given) written for
     /// objects whose metadata the simulator does not keep (workloads,

@@ -35,7 +35,7 @@ pub(crate) enum FailRefused {
 }
 
 /// Every backup, oldest first.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Backups {
     list: Vec<Backup>,
 }

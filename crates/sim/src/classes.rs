@@ -35,7 +35,7 @@ struct ClassKey {
 }
 
 /// The classes met so far, numbered in the order they appeared.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Classes {
     keys: Vec<ClassKey>,
     index: BTreeMap<ClassKey, usize>,

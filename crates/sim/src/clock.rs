@@ -20,7 +20,7 @@ pub fn after(now: Time, delay: Duration) -> Time {
 }
 
 /// A queue of actions ordered by time, then by insertion.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Queue<A> {
     heap: BinaryHeap<Reverse<(Time, u64, Slot)>>,
     actions: Vec<Option<A>>,

@@ -10,7 +10,7 @@ use super::world::{SimNode, WorkloadId};
 use drillbench_observe::DataLoss;
 
 /// What the controllers remember between reconciles.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Controllers {
     /// Workloads to reconcile.
     dirty: BTreeSet<WorkloadId>,

@@ -47,7 +47,7 @@ impl Default for Timings {
 }
 
 /// The clock, the queue of actions `A`, the generator and the timings.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Engine<A> {
     now: Time,
     queue: Queue<A>,

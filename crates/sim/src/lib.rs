@@ -112,7 +112,7 @@ enum Action {
 /// blocks of the sibling files (node and pod lifecycles, the controllers,
 /// the operations, the faults, the API façade's changes and views) carry
 /// out each behaviour across them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Simulation {
     /// Time, the queue of what happens later, the generator, the timings.
     engine: Engine<Action>,

@@ -99,7 +99,7 @@ impl Misfit {
 
 /// The scheduler's state: the node classes, the queue of pods waiting to
 /// be bound, where the last scan stopped, and the caches a scan reads.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Scheduler {
     classes: Classes,
     /// Pods not bound yet, by creation time.

@@ -19,7 +19,7 @@ use super::world::{
 use drillbench_observe::ObjectRef;
 
 /// Nodes, pods, workloads, budgets, by index.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct World {
     nodes: Vec<SimNode>,
     node_index: BTreeMap<String, NodeId>,

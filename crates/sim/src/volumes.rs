@@ -29,7 +29,7 @@ pub(crate) enum Attach {
 }
 
 /// The claims and their volumes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Volumes {
     claims: Vec<Claim>,
     index: BTreeMap<(String, String), ClaimId>,

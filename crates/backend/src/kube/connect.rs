@@ -5,7 +5,7 @@
 
 use super::autoscaler::EmulatedAutoscaler;
 use super::clock::Clock;
-use super::kubeconfig::{client_for, server_of};
+use super::kubeconfig::{client_for, server_and_token_of};
 use super::observer::Observer;
 use super::probe::EtcdProbe;
 use super::watch::Watches;
@@ -62,13 +62,13 @@ impl KubeBackend {
             .build()
             .map_err(KubeError::Runtime)?;
         let (path, context) = guard.machines().kubeconfig();
-        let kubeconfig_server = runtime
-            .block_on(server_of(&path, context.as_deref()))
+        let (kubeconfig_server, token) = runtime
+            .block_on(server_and_token_of(&path, context.as_deref()))
             .unwrap_or_default();
         // Whether the cluster is a served simulator is a property of the
         // cluster, not of the way to it.
         let served = crate::bench_api::loopback_http_addr(&kubeconfig_server)
-            .and_then(BenchApi::detect)
+            .and_then(|addr| BenchApi::detect(addr, token))
             .map(|(api, _)| api);
         // The bench holds the stable endpoint when the machines are its
         // own: every request and probe goes through the failover proxy, so

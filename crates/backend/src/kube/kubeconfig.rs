@@ -61,14 +61,32 @@ pub(super) async fn client_for(
 
 /// The API server URL of a kubeconfig's context.
 pub async fn server_of(path: &Path, context: Option<&str>) -> Option<String> {
+    server_and_token_of(path, context)
+        .await
+        .map(|(server, _)| server)
+}
+
+/// The API server URL of a kubeconfig's context and the bearer token its
+/// user presents, if any (a served simulator requires one).
+pub async fn server_and_token_of(
+    path: &Path,
+    context: Option<&str>,
+) -> Option<(String, Option<String>)> {
+    use secrecy::ExposeSecret;
     let config = config_for(path, context).await.ok()?;
-    Some(
+    let token = config
+        .auth_info
+        .token
+        .as_ref()
+        .map(|t| t.expose_secret().to_owned());
+    Some((
         config
             .cluster_url
             .to_string()
             .trim_end_matches('/')
             .to_owned(),
-    )
+        token,
+    ))
 }
 
 /// The name of the context a kubeconfig uses (`--context`, else its

@@ -50,7 +50,7 @@ mod watch;
 use self::autoscaler::EmulatedAutoscaler;
 use self::clock::Clock;
 use self::connect::TeardownGuard;
-pub use self::kubeconfig::{context_name, read_run_label, server_of};
+pub use self::kubeconfig::{context_name, read_run_label, server_and_token_of, server_of};
 use self::observer::Observer;
 use self::probe::EtcdProbe;
 use self::watch::Watches;
