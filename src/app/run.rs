@@ -18,7 +18,7 @@ use drillbench_model::drill::Drill;
 use drillbench_model::scenario::catalog;
 use drillbench_report::out_dir::{self, OutDir};
 use drillbench_report::sweep::{self, SweepReport};
-use drillbench_report::{DrillReport, Outcome, Verdict, format_ms, github, markdown, write_all};
+use drillbench_report::{DrillReport, Outcome, format_ms, github, markdown, terminal, write_all};
 
 /// The options of `bench run`.
 #[derive(Debug, Clone)]
@@ -49,9 +49,6 @@ pub struct RunOptions {
 /// the aggregate is built (about 20 KB each), so this bounds a sweep at a
 /// few GB on the 2-core, 24 GiB machines CI and developers have.
 pub const MAX_RUNS: u64 = 100_000;
-
-/// The widest the terminal summary aligns assertion names.
-const NAME_COLUMN: usize = 40;
 
 /// Resolves and validates the drill before anything else, so bad input
 /// is exit 2 and never a partial run; then runs it on the backend.
@@ -101,6 +98,10 @@ fn out_path(drill: &Drill, options: &RunOptions) -> PathBuf {
 
 /// Runs one seed of a drill on a backend of the factory's and writes its
 /// reports.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "JUnit's suite time is the run's wall time; the clock is read around the run, never inside the model"
+)]
 fn run_and_report(
     drill: &Drill,
     options: &RunOptions,
@@ -108,14 +109,17 @@ fn run_and_report(
     out: &Path,
     io: &mut Io<'_>,
 ) -> Result<Ending, CommandError> {
+    let started = std::time::Instant::now();
     let report = run_drill(drill, options.seed, &|drill: &Drill, seed: u64| {
         factory.provision(drill, seed)
     })?;
-    let written = write_all(&report, out).map_err(|source| CommandError::WriteReports {
-        path: out.to_path_buf(),
-        source,
+    let written = write_all(&report, out, Some(started.elapsed())).map_err(|source| {
+        CommandError::WriteReports {
+            path: out.to_path_buf(),
+            source,
+        }
     })?;
-    let mut terminal = printable(&summary(&report)).into_owned();
+    let mut terminal = printable(&terminal::summary(&report)).into_owned();
     let _ = writeln!(
         terminal,
         "reports: {}",
@@ -227,65 +231,6 @@ fn refuse_unsupported(drill: &Drill, factory: &Factory) -> Result<(), CommandErr
 /// the run does not start.
 fn handle_interrupts() -> Result<(), CommandError> {
     drillbench_model::interrupt::install().map_err(|e| CommandError::Interrupts(e).nothing_ran())
-}
-
-/// The ten-second summary of a run.
-pub fn summary(report: &DrillReport) -> String {
-    let held = report
-        .assertions
-        .iter()
-        .filter(|a| a.verdict == Verdict::Pass)
-        .count();
-    let verdict = match report.outcome {
-        Outcome::Passed => "PASSED",
-        Outcome::Failed => "FAILED",
-        Outcome::Aborted => "ABORTED",
-        Outcome::Unproven => "UNPROVEN",
-    };
-    let skipped = report
-        .assertions
-        .iter()
-        .filter(|a| a.verdict == Verdict::Skipped)
-        .count();
-    let skipped = match skipped {
-        0 => String::new(),
-        n => format!(" ({n} skipped on this backend)"),
-    };
-    let mut text = format!(
-        "{} on {}, seed {}: {verdict}, {held} of {} assertions held{skipped}, {} of drill time\n",
-        report.drill.name,
-        report.backend,
-        report.seed,
-        report.assertions.len(),
-        format_ms(report.duration_ms)
-    );
-    // Aligned up to a point: a longer name only pushes its own line out.
-    let width = report
-        .assertions
-        .iter()
-        .map(|a| a.name.len())
-        .max()
-        .unwrap_or(0)
-        .min(NAME_COLUMN);
-    for a in &report.assertions {
-        let mark = match a.verdict {
-            Verdict::Pass => "ok  ",
-            Verdict::Fail => "FAIL",
-            Verdict::Skipped => "skip",
-        };
-        text.push_str(&format!(
-            "  {mark} {:width$}  {} (bound {})\n",
-            a.name, a.measured, a.bound
-        ));
-        if a.verdict == Verdict::Fail {
-            text.push_str(&format!("       {}\n", a.summary));
-        }
-    }
-    text.push_str(&format!(
-        "replay: {}\n",
-        report.drill.replay(&report.backend, report.seed)
-    ));
-    text
 }
 
 /// `--runs N`: N seeds from `--seed`, on every core. Each seed's run is

@@ -32,6 +32,53 @@ fn each_problem_of_a_drill_is_printed_once() {
     }
 }
 
+/// Every field the schema refuses is reported in one run, in order, each
+/// once with its own place: one round to fix a file, not one per error.
+#[test]
+fn all_the_refused_fields_of_a_drill_come_in_one_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let drill = dir.path().join("typos.yaml");
+    std::fs::write(
+        &drill,
+        "apiVersion: drillbench.dev/v1alpha1\nkind: Drill\nmetadata:\n  name: x\n  descripton: d\n\
+         cluster:\n  pools: []\n  poolz: []\nsteps: []\nassertionz: []\n",
+    )
+    .expect("write");
+    let run = bench(&["validate", drill.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let headers: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    let at: Vec<String> = [
+        "5:3: unknown field `descripton`",
+        "8:3: unknown field `poolz`",
+        "10:1: unknown field `assertionz`",
+    ]
+    .iter()
+    .map(|s| format!("typos.yaml:{s}"))
+    .collect();
+    assert_eq!(headers.len(), at.len(), "{}", run.stderr);
+    for (header, at) in headers.iter().zip(&at) {
+        assert!(
+            header.contains(at.as_str()),
+            "{header} / {at}\n{}",
+            run.stderr
+        );
+    }
+    for field in ["descripton", "poolz", "assertionz"] {
+        assert_eq!(
+            run.stderr
+                .matches(&format!("unknown field `{field}`"))
+                .count(),
+            1,
+            "{}",
+            run.stderr
+        );
+    }
+}
+
 #[test]
 fn a_misspelt_drill_name_gets_the_built_in_it_resembles() {
     let dir = tempfile::tempdir().expect("tempdir");

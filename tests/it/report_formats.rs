@@ -208,7 +208,23 @@ fn junit_has_the_shape_ci_systems_read() {
     assert_eq!(suite.attribute("name"), Some("autoscaler-scale-down"));
     assert_eq!(suite.attribute("tests"), Some("2"));
     assert_eq!(suite.attribute("failures"), Some("1"));
-    assert_eq!(suite.attribute("time"), Some("1800.000"));
+    // Re-rendered from the report, the wall time is unknown: no suite
+    // time is invented; the drill time is a property either way.
+    assert_eq!(suite.attribute("time"), None);
+    let property = |name: &str| {
+        suite
+            .descendants()
+            .find(|p| p.has_tag_name("property") && p.attribute("name") == Some(name))
+            .and_then(|p| p.attribute("value"))
+    };
+    assert_eq!(property("drill-time-ms"), Some("1800000"));
+    let timed = junit::render_timed(&report, Some(std::time::Duration::from_millis(1_250)));
+    let timed = roxmltree::Document::parse(&timed).expect("well-formed XML");
+    let suite_time = timed
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .and_then(|s| s.attribute("time"));
+    assert_eq!(suite_time, Some("1.250"), "the run's wall time");
     let cases: Vec<_> = suite
         .children()
         .filter(|n| n.has_tag_name("testcase"))
@@ -298,7 +314,7 @@ fn bench_report_refuses_what_is_not_a_report() {
 fn write_all_writes_every_format() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("nested/out");
-    let files = drillbench_report::write_all(&sample(false), &out).expect("written");
+    let files = drillbench_report::write_all(&sample(false), &out, None).expect("written");
     let names: Vec<_> = files
         .iter()
         .filter_map(|f| f.file_name().and_then(|n| n.to_str()).map(str::to_owned))
@@ -334,4 +350,81 @@ fn junit_stays_well_formed_whatever_the_names_carry() {
         .filter_map(|c| c.attribute("name"))
         .collect();
     assert_eq!(names, ["hcloud-off-autoscalers", "rto"]);
+}
+
+/// The Python interpreter with junitparser and junit2html: `.ci/run`
+/// installs them in a venv and names it in `BENCH_JUNIT_PYTHON`.
+fn junit_python() -> String {
+    std::env::var("BENCH_JUNIT_PYTHON").unwrap_or_else(|_| {
+        let tmp = std::env::var("TMPDIR").unwrap_or_else(|_| "/tmp".to_owned());
+        format!("{tmp}/drillbench-junit-5.0.3/bin/python")
+    })
+}
+
+/// JUnit as real consumers read it: junitparser (what test-report actions
+/// build on) sees the suite's wall time, the drill time as a property, a
+/// time, bound and measured value on every testcase and the failure with
+/// its evidence; junit2html renders the page and its matrix view (which
+/// crashed on testcases without a time).
+#[test]
+fn junit_reads_back_through_junitparser_and_junit2html() {
+    let python = junit_python();
+    if !common::tool_or_skip(
+        &python,
+        &["-c", "import junitparser, junit2htmlreport"],
+        "python3 -m venv /tmp/drillbench-junit-5.0.3 && \
+         /tmp/drillbench-junit-5.0.3/bin/pip install junitparser==5.0.3 junit2html==31.1.4 \
+         (.ci/run does it)",
+    ) {
+        return;
+    }
+    let report = sample(true);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let xml = dir.path().join("report.junit.xml");
+    std::fs::write(
+        &xml,
+        junit::render_timed(&report, Some(std::time::Duration::from_millis(2_500))),
+    )
+    .expect("write");
+    let out = std::process::Command::new(&python)
+        .arg(root().join("tests/junit/read_junit.py"))
+        .arg(&xml)
+        .arg(dir.path())
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let suite = &seen["suites"][0];
+    assert_eq!(suite["name"], "autoscaler-scale-down");
+    assert_eq!(suite["tests"], 2);
+    assert_eq!(suite["failures"], 1);
+    assert_eq!(suite["time"], 2.5, "the suite's time is the wall time");
+    assert_eq!(suite["properties"]["drill-time-ms"], "1800000");
+    assert_eq!(suite["properties"]["seed"], report.seed.to_string());
+    let cases = suite["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), report.assertions.len());
+    for (case, assertion) in cases.iter().zip(&report.assertions) {
+        assert_eq!(case["name"], assertion.name.as_str());
+        assert_eq!(case["time"], 1800.0, "{case}");
+        assert_eq!(case["properties"]["bound"], assertion.bound.as_str());
+        assert_eq!(case["properties"]["measured"], assertion.measured.as_str());
+    }
+    let failure = &cases[0]["result"];
+    assert_eq!(failure["kind"], "failure");
+    assert_eq!(failure["type"], "placement");
+    assert!(
+        failure["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("pod openbao/openbao-0")),
+        "{failure}"
+    );
+    assert_eq!(cases[1]["result"]["kind"], "passed");
+    for page in ["junit2html.html", "matrix.html"] {
+        let html = std::fs::read_to_string(dir.path().join(page)).expect(page);
+        assert!(html.contains("hcloud-off-autoscalers"), "{page}");
+    }
 }

@@ -14,7 +14,7 @@ use report_support::{event, external_references, fixture, look, outline, parse};
 /// The failing fixture with a timeline that tells the whole story: a pool
 /// scales up, pods land, the autoscaler node is cordoned and deleted while
 /// the openbao pod is on it, the API drops out for a while.
-fn story(failing: bool) -> DrillReport {
+pub(crate) fn story(failing: bool) -> DrillReport {
     let mut r = fixture(if failing {
         "failing.json"
     } else {
@@ -289,7 +289,7 @@ fn hostile_names_are_escaped() {
 /// 100 nodes in four lane groups (3 control planes, 30 baseline workers,
 /// 35 + 32 nodes of the two autoscaler pools), `pods` pods spread unevenly,
 /// a drain, and two pods named by a failing placement assertion.
-fn at_scale(pods: usize) -> DrillReport {
+pub(crate) fn at_scale(pods: usize) -> DrillReport {
     let mut r = fixture("failing.json");
     r.timeline.clear();
     let mut nodes: Vec<(String, &str)> = r
@@ -521,7 +521,7 @@ fn bench_report_renders_html_and_write_all_writes_it() {
     assert_eq!(run.stdout, html::render(&fixture("failing.json")));
     look("failing-fixture.html", &run.stdout);
     let dir = tempfile::tempdir().expect("tempdir");
-    drillbench_report::write_all(&fixture("passing.json"), dir.path()).expect("written");
+    drillbench_report::write_all(&fixture("passing.json"), dir.path(), None).expect("written");
     let written = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
     assert_eq!(written, html::render(&fixture("passing.json")));
 }

@@ -17,6 +17,11 @@ use super::{DrillReport, Outcome, Verdict};
 /// last one shown says how many more there were.
 pub const MAX_ANNOTATIONS: usize = 10;
 
+/// Longest annotation title and message, in characters: the annotation
+/// shows one line of each, and the job summary has the rest.
+const ANNOTATION_TITLE: usize = 200;
+const ANNOTATION_MESSAGE: usize = 1_000;
+
 /// The most a step's summary file may hold; GitHub refuses a larger one
 /// ("Job summary exceeded the maximum size of 1024k").
 pub const STEP_SUMMARY_LIMIT: u64 = 1024 * 1024;
@@ -36,8 +41,8 @@ impl Annotation {
     fn command(&self) -> String {
         format!(
             "::error title={}::{}",
-            escape_property(&self.title),
-            escape_data(&self.message)
+            escape_property(&super::budget::clip(&self.title, ANNOTATION_TITLE)),
+            escape_data(&super::budget::clip(&self.message, ANNOTATION_MESSAGE))
         )
     }
 }

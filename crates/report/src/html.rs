@@ -11,10 +11,13 @@
 //! only up to [`POD_FOLD_THRESHOLD`]; beyond it they collapse into a density
 //! bar of at most [`DENSITY_BUCKETS`] rectangles with a count. The pods a
 //! failing assertion names are always drawn on their own, highlighted.
+//! Lists and lanes stop at the budgets of [`budget`], each cut counted
+//! (`+N more … in report.json`), so the file stays under
+//! [`budget::HTML_BYTES`] at any scale.
 
 use std::fmt::Write;
 
-use super::{DrillReport, Outcome, Verdict, format_ms};
+use super::{DrillReport, Outcome, Verdict, budget, format_ms};
 
 mod geometry;
 mod lanes;
@@ -106,11 +109,18 @@ pub fn render(report: &DrillReport) -> String {
             "<section id=\"not-simulated\"><h2>Not simulated ({})</h2><p>",
             report.not_simulated.len()
         );
-        let names: Vec<String> = report
+        let mut names: Vec<String> = report
             .not_simulated
             .iter()
-            .map(|o| format!("<code>{}</code>", esc(&o.to_string())))
+            .take(budget::HTML_ROWS)
+            .map(|o| format!("<code>{}</code>", text(&o.to_string())))
             .collect();
+        if report.not_simulated.len() > budget::HTML_ROWS {
+            names.push(budget::more(
+                report.not_simulated.len() - budget::HTML_ROWS,
+                "objects",
+            ));
+        }
         let _ = writeln!(h, "{}</p></section>", names.join(", "));
     }
     let _ = writeln!(
@@ -128,7 +138,7 @@ fn verdicts(h: &mut String, report: &DrillReport) {
          <th>Verdict</th><th>Assertion</th><th>Bound</th><th>Measured</th><th>Evidence</th>\
          </tr></thead><tbody>\n",
     );
-    for a in &report.assertions {
+    for (i, a) in report.assertions.iter().enumerate() {
         let (class, word) = match a.verdict {
             Verdict::Pass => ("pass", "pass"),
             Verdict::Fail => ("fail", "FAIL"),
@@ -136,21 +146,30 @@ fn verdicts(h: &mut String, report: &DrillReport) {
         };
         let _ = write!(
             h,
-            "<tr class=\"{class}\"><td class=\"verdict\">{word}</td><td><b>{}</b><br/><span class=\"kind\">{}</span></td>\
+            "<tr class=\"{class}\" id=\"{}\"><td class=\"verdict\">{word}</td><td><b>{}</b><br/><span class=\"kind\">{}</span></td>\
              <td><code>{}</code></td><td>{}</td><td><p>{}</p>",
+            assertion_anchor(i),
             esc(&a.name),
             esc(&a.kind),
-            esc(&a.bound),
-            esc(&a.measured),
-            esc(&a.summary)
+            text(&a.bound),
+            text(&a.measured),
+            text(&a.summary)
         );
         if !a.evidence.is_empty() {
-            let (shown, rest) = a.evidence.split_at(a.evidence.len().min(EVIDENCE_OPEN));
+            let drawn = &a.evidence[..a.evidence.len().min(budget::HTML_FACTS)];
+            let (shown, rest) = drawn.split_at(drawn.len().min(EVIDENCE_OPEN));
             evidence_list(h, shown);
             if !rest.is_empty() {
                 let _ = write!(h, "<details><summary>{} more facts</summary>", rest.len());
                 evidence_list(h, rest);
                 h.push_str("</details>");
+            }
+            if a.evidence.len() > drawn.len() {
+                let _ = write!(
+                    h,
+                    "<p class=\"more\">{}</p>",
+                    budget::more(a.evidence.len() - drawn.len(), "facts")
+                );
             }
         }
         h.push_str("</td></tr>\n");
@@ -185,15 +204,16 @@ fn controls(h: &mut String, report: &DrillReport) {
              <td>{}</td><td><p>{}</p>",
             esc(p.conclusion.as_str()),
             esc(&a.name),
-            esc(&p.weakened),
-            esc(&p.failed),
-            esc(&p.why)
+            text(&p.weakened),
+            text(&p.failed),
+            text(&p.why)
         );
         if !p.diverged.is_empty() {
             h.push_str("<ul class=\"evidence\">");
-            for line in &p.diverged {
-                let _ = write!(h, "<li>{}</li>", esc(line));
+            for line in p.diverged.iter().take(budget::HTML_FACTS) {
+                let _ = write!(h, "<li>{}</li>", text(line));
             }
+            more_items(h, p.diverged.len(), budget::HTML_FACTS, "lines");
             h.push_str("</ul>");
         }
         for (title, trace) in [
@@ -208,15 +228,16 @@ fn controls(h: &mut String, report: &DrillReport) {
                 "<details><summary>{title}: {} steps</summary><ul class=\"evidence\">",
                 trace.len()
             );
-            for t in trace {
+            for t in trace.iter().take(budget::HTML_FACTS) {
                 let _ = write!(
                     h,
                     "<li><span class=\"at\">{}</span> {}: {}</li>",
                     format_ms(t.at_ms),
-                    esc(&t.step),
-                    esc(&t.what)
+                    text(&t.step),
+                    text(&t.what)
                 );
             }
+            more_items(h, trace.len(), budget::HTML_FACTS, "steps");
             h.push_str("</ul></details>");
         }
         h.push_str("</td></tr>\n");
@@ -237,8 +258,8 @@ fn evidence_list(h: &mut String, evidence: &[super::Evidence]) {
         let _ = write!(
             h,
             ": {} <span class=\"rule\">[rule: {}]</span>",
-            esc(&e.detail),
-            esc(&e.rule)
+            text(&e.detail),
+            text(&e.rule)
         );
         if !e.labels.is_empty() {
             let labels: Vec<String> = e
@@ -283,7 +304,7 @@ fn workloads(h: &mut String, report: &DrillReport) {
         "<section id=\"workloads\"><h2>Workloads</h2><table class=\"figures\"><thead><tr>\
          <th>Workload</th><th>Lowest ready</th><th>At</th><th>Time whole</th></tr></thead><tbody>\n",
     );
-    for w in &report.workloads {
+    for w in report.workloads.iter().take(budget::HTML_ROWS) {
         let _ = writeln!(
             h,
             "<tr><td><code>{}</code></td><td>{}/{}</td><td>{}</td><td>{:.4}</td></tr>",
@@ -292,6 +313,13 @@ fn workloads(h: &mut String, report: &DrillReport) {
             w.desired,
             format_ms(w.lowest_at_ms),
             w.whole_ratio
+        );
+    }
+    if report.workloads.len() > budget::HTML_ROWS {
+        let _ = writeln!(
+            h,
+            "<tr><td colspan=\"4\">{}</td></tr>",
+            budget::more(report.workloads.len() - budget::HTML_ROWS, "workloads")
         );
     }
     h.push_str("</tbody></table></section>\n");
@@ -331,6 +359,28 @@ fn truncate(text: &str, max: usize) -> String {
         let mut t: String = text.chars().take(max.saturating_sub(1)).collect();
         t.push('…');
         t
+    }
+}
+
+/// The id of an assertion's row in the verdict table, by its index (names
+/// may hold anything; indices are safe in an id).
+pub(crate) fn assertion_anchor(index: usize) -> String {
+    format!("assertion-{index}")
+}
+
+/// Free text from a report, clipped to [`budget::HTML_TEXT`] and escaped.
+fn text(t: &str) -> String {
+    esc(&budget::clip(t, budget::HTML_TEXT))
+}
+
+/// The `+N more` item of a list of `total` of which `shown` were drawn.
+fn more_items(h: &mut String, total: usize, shown: usize, what: &str) {
+    if total > shown {
+        let _ = write!(
+            h,
+            "<li class=\"more\">{}</li>",
+            budget::more(total - shown, what)
+        );
     }
 }
 

@@ -6,37 +6,59 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
+use super::budget::{self, clip};
 use super::{AssertionResult, DrillReport, NEGATIVE_CONTROL, TraceStep, Verdict, format_ms};
 
-/// Renders a report as JUnit XML.
-///
-/// Times are drill time (virtual on the simulator), so the file is as
-/// deterministic as the report it comes from.
+/// Renders a stored report as JUnit XML, as deterministic as the report:
+/// the run's wall time was not recorded, so the suite has no `time`
+/// rather than an invented one (drill time is its `drill-time-ms`
+/// property either way).
 pub fn render(report: &DrillReport) -> String {
+    render_timed(report, None)
+}
+
+/// Renders a report as JUnit XML, the suite's `time` being `wall`, the
+/// wall-clock time the run took: CI systems add suite times up into a
+/// job's duration, and a simulated hour that took a millisecond would
+/// make that a lie. The testcases' times are drill time, over which each
+/// verdict was judged; the suite's drill time is a property.
+///
+/// With a wall time the file differs between two runs of the same seed,
+/// which is why the golden digests pin `report.json` alone and tests
+/// compare JUnit rendered by [`render`].
+pub fn render_timed(report: &DrillReport, wall: Option<Duration>) -> String {
     let mut suite = TestSuite::new(report.drill.name.as_str());
-    suite.set_time(Duration::from_millis(report.duration_ms));
+    if let Some(wall) = wall {
+        suite.set_time(wall);
+    }
     suite.add_properties([
         Property::new("backend", report.backend.as_str()),
         Property::new("seed", report.seed.to_string()),
         Property::new("bench-version", report.bench_version.as_str()),
         Property::new("content-hash", report.drill.content_hash.as_str()),
+        Property::new("drill-time-ms", report.duration_ms.to_string()),
+        Property::new(
+            "replay",
+            report.drill.replay(&report.backend, report.seed).as_str(),
+        ),
     ]);
     for assertion in &report.assertions {
         let status = match assertion.verdict {
             Verdict::Pass => TestCaseStatus::success(),
             Verdict::Fail => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                status.set_message(format!(
+                let message = format!(
                     "{} (bound {}, measured {})",
                     assertion.summary, assertion.bound, assertion.measured
-                ));
+                );
+                status.set_message(clip(&message, budget::JUNIT_MESSAGE));
                 status.set_type(assertion.kind.as_str());
                 status.set_description(failure_text(assertion));
                 status
             }
             Verdict::Skipped => {
                 let mut status = TestCaseStatus::skipped();
-                status.set_message(assertion.summary.as_str());
+                status.set_message(clip(&assertion.summary, budget::JUNIT_MESSAGE));
                 status
             }
         };
@@ -50,18 +72,30 @@ pub fn render(report: &DrillReport) -> String {
         });
         case.set_time(Duration::from_millis(judged_over_ms(report, assertion)));
         case.add_property(Property::new("drillbench.kind", assertion.kind.as_str()));
-        case.add_property(Property::new("bound", assertion.bound.as_str()));
-        case.add_property(Property::new("measured", assertion.measured.as_str()));
+        case.add_property(Property::new(
+            "bound",
+            clip(&assertion.bound, budget::JUNIT_LINE),
+        ));
+        case.add_property(Property::new(
+            "measured",
+            clip(&assertion.measured, budget::JUNIT_LINE),
+        ));
         if let Some(proof) = &assertion.control {
             case.add_property(Property::new(
                 "drillbench.conclusion",
                 proof.conclusion.as_str(),
             ));
-            case.add_property(Property::new("weakened", proof.weakened.as_str()));
+            case.add_property(Property::new(
+                "weakened",
+                clip(&proof.weakened, budget::JUNIT_LINE),
+            ));
         }
         suite.add_test_case(case);
     }
     let mut junit = Report::new("drillbench");
+    if let Some(wall) = wall {
+        junit.set_time(wall);
+    }
     junit.add_test_suite(suite);
     xml_chars_only(junit.to_string().unwrap_or_default())
 }
@@ -91,21 +125,39 @@ fn judged_over_ms(report: &DrillReport, assertion: &AssertionResult) -> u64 {
 }
 
 /// A failure's evidence; for a control, both runs' traces too, so the
-/// CI page shows where the weakened run went.
+/// CI page shows where the weakened run went. Each list shows its first
+/// [`budget::JUNIT_FACTS`] lines and counts the rest.
 fn failure_text(assertion: &AssertionResult) -> String {
     let mut text = evidence_text(assertion);
     if let Some(proof) = &assertion.control {
-        text.push_str(&format!(
-            "weakened: {}\nfailed: {}\nwhy: {}\n",
-            proof.weakened, proof.failed, proof.why
-        ));
-        for line in &proof.diverged {
-            text.push_str(&format!("diverged: {line}\n"));
+        for (what, line) in [
+            ("weakened", &proof.weakened),
+            ("failed", &proof.failed),
+            ("why", &proof.why),
+        ] {
+            push_line(&mut text, &format!("{what}: {line}"));
         }
+        for line in proof.diverged.iter().take(budget::JUNIT_FACTS) {
+            push_line(&mut text, &format!("diverged: {line}"));
+        }
+        more_lines(&mut text, proof.diverged.len(), "diverged lines");
         trace_text(&mut text, "real run", &proof.real_trace);
         trace_text(&mut text, "weakened run", &proof.weakened_trace);
     }
     text
+}
+
+/// One line of a failure's text, clipped to [`budget::JUNIT_LINE`].
+fn push_line(text: &mut String, line: &str) {
+    text.push_str(&clip(line, budget::JUNIT_LINE));
+    text.push('\n');
+}
+
+/// The `+N more` line of a list of `total` cut at [`budget::JUNIT_FACTS`].
+fn more_lines(text: &mut String, total: usize, what: &str) {
+    if total > budget::JUNIT_FACTS {
+        push_line(text, &budget::more(total - budget::JUNIT_FACTS, what));
+    }
 }
 
 fn trace_text(text: &mut String, title: &str, trace: &[TraceStep]) {
@@ -113,33 +165,33 @@ fn trace_text(text: &mut String, title: &str, trace: &[TraceStep]) {
         return;
     }
     text.push_str(&format!("{title}:\n"));
-    for t in trace {
-        text.push_str(&format!(
-            "  at {} {}: {}\n",
-            format_ms(t.at_ms),
-            t.step,
-            t.what
-        ));
+    for t in trace.iter().take(budget::JUNIT_FACTS) {
+        push_line(
+            text,
+            &format!("  at {} {}: {}", format_ms(t.at_ms), t.step, t.what),
+        );
     }
+    more_lines(text, trace.len(), "steps");
 }
 
 fn evidence_text(assertion: &AssertionResult) -> String {
     let mut text = String::new();
-    for e in &assertion.evidence {
-        text.push_str(&format!("at {}", format_ms(e.at_ms)));
+    for e in assertion.evidence.iter().take(budget::JUNIT_FACTS) {
+        let mut line = format!("at {}", format_ms(e.at_ms));
         if let Some(pod) = &e.pod {
-            text.push_str(&format!(" pod {pod}"));
+            line.push_str(&format!(" pod {pod}"));
         }
         if let Some(node) = &e.node {
-            text.push_str(&format!(" node {node}"));
+            line.push_str(&format!(" node {node}"));
         }
-        text.push_str(&format!(": {} [rule: {}]", e.detail, e.rule));
+        line.push_str(&format!(": {} [rule: {}]", e.detail, e.rule));
         if !e.labels.is_empty() {
             let labels: Vec<String> = e.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            text.push_str(&format!(" labels: {}", labels.join(",")));
+            line.push_str(&format!(" labels: {}", labels.join(",")));
         }
-        text.push('\n');
+        push_line(&mut text, &line);
     }
+    more_lines(&mut text, assertion.evidence.len(), "facts");
     text
 }
 

@@ -9,6 +9,7 @@
 //! started (virtual time on the simulator), integers so that the same seed
 //! gives the same bytes.
 
+pub mod budget;
 pub mod compare;
 pub mod github;
 pub mod html;
@@ -16,6 +17,7 @@ pub mod junit;
 pub mod markdown;
 pub mod out_dir;
 pub mod sweep;
+pub mod terminal;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -338,12 +340,18 @@ impl DrillReport {
 
 /// Writes a report in every format into `dir` (created if missing) and
 /// returns the files written: `report.json`, `report.md`, `report.junit.xml`,
-/// `report.html`.
-pub fn write_all(report: &DrillReport, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+/// `report.html`. `wall` is how long the run took by the wall clock, for
+/// JUnit's suite time (see [`junit::render_timed`]); every other file is
+/// the same for the same report.
+pub fn write_all(
+    report: &DrillReport,
+    dir: &Path,
+    wall: Option<std::time::Duration>,
+) -> std::io::Result<Vec<PathBuf>> {
     OutDir::prepare(dir)?.write(&[
         ("report.json", report.to_json()),
         ("report.md", markdown::render(report)),
-        ("report.junit.xml", junit::render(report)),
+        ("report.junit.xml", junit::render_timed(report, wall)),
         ("report.html", html::render(report)),
     ])
 }

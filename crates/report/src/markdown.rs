@@ -1,11 +1,26 @@
 //! Markdown that reads well as a CI job summary: the verdicts first, the
 //! evidence of failures next, the figures in a table.
+//!
+//! Within [`budget::MARKDOWN_BYTES`], so the whole file fits a step's job
+//! summary: each failure shows its first [`budget::MARKDOWN_FACTS`] facts,
+//! cells are clipped, and whatever is still over is cut from the end, so
+//! the first failure is always there.
 
 use std::fmt::Write;
 
+use super::budget::{self, ELSEWHERE};
 use super::{ControlConclusion, DrillReport, Outcome, Verdict, format_ms};
 
+/// Said where the report was cut to fit.
+const CUT_NOTE: &str = "\n_Cut here to stay within 1 MiB (a job summary's limit); \
+the complete report is in report.json._\n";
+
 pub fn render(report: &DrillReport) -> String {
+    let md = render_whole(report);
+    budget::cut_at_line(&md, budget::MARKDOWN_BYTES, CUT_NOTE).unwrap_or_default()
+}
+
+fn render_whole(report: &DrillReport) -> String {
     let mut md = String::new();
     let failed = report
         .assertions
@@ -41,6 +56,12 @@ pub fn render(report: &DrillReport) -> String {
         report.bench_version,
         short_hash(&report.drill.content_hash),
     );
+    // Near the top, so a summary cut to fit still says how to replay.
+    let _ = writeln!(
+        md,
+        "Replay: `{}`\n",
+        report.drill.replay(&report.backend, report.seed)
+    );
     let _ = writeln!(md, "| | Assertion | Kind | Bound | Measured |");
     let _ = writeln!(md, "|---|---|---|---|---|");
     for a in &report.assertions {
@@ -66,13 +87,13 @@ pub fn render(report: &DrillReport) -> String {
     if !failures.is_empty() {
         let _ = writeln!(md, "\n### Failures");
         for a in failures {
-            let _ = writeln!(md, "\n#### ❌ {}\n\n{}\n", a.name, a.summary);
+            let _ = writeln!(md, "\n#### ❌ {}\n\n{}\n", cell(&a.name), cell(&a.summary));
             if a.evidence.is_empty() {
                 continue;
             }
             let _ = writeln!(md, "| Time | Pod | Node | Rule | Detail |");
             let _ = writeln!(md, "|---|---|---|---|---|");
-            for e in &a.evidence {
+            for e in a.evidence.iter().take(budget::MARKDOWN_FACTS) {
                 let _ = writeln!(
                     md,
                     "| {} | {} | {} | {} | {} |",
@@ -81,6 +102,15 @@ pub fn render(report: &DrillReport) -> String {
                     cell(e.node.as_deref().unwrap_or("")),
                     cell(&e.rule),
                     cell(&e.detail)
+                );
+            }
+            if a.evidence.len() > budget::MARKDOWN_FACTS {
+                let _ = writeln!(
+                    md,
+                    "\n_{} of {} facts shown; {}._",
+                    budget::MARKDOWN_FACTS,
+                    a.evidence.len(),
+                    budget::more(a.evidence.len() - budget::MARKDOWN_FACTS, "facts")
                 );
             }
         }
@@ -101,23 +131,25 @@ pub fn render(report: &DrillReport) -> String {
     }
     workloads(&mut md, report);
     if !report.not_simulated.is_empty() {
-        let names: Vec<String> = report
+        let mut names: Vec<String> = report
             .not_simulated
             .iter()
-            .map(|o| format!("`{o}`"))
+            .take(budget::MARKDOWN_FACTS)
+            .map(|o| format!("`{}`", cell(&o.to_string())))
             .collect();
+        if report.not_simulated.len() > budget::MARKDOWN_FACTS {
+            names.push(budget::more(
+                report.not_simulated.len() - budget::MARKDOWN_FACTS,
+                "objects",
+            ));
+        }
         let _ = writeln!(
             md,
             "\nNot simulated ({}): {}",
-            names.len(),
+            report.not_simulated.len(),
             names.join(", ")
         );
     }
-    let _ = writeln!(
-        md,
-        "\nReplay: `{}`",
-        report.drill.replay(&report.backend, report.seed)
-    );
     md
 }
 
@@ -158,15 +190,25 @@ fn controls(md: &mut String, report: &DrillReport) {
             continue;
         }
         let _ = writeln!(md, "\n`{}` left the real run:\n", a.name);
-        for line in &p.diverged {
+        for line in p.diverged.iter().take(budget::MARKDOWN_FACTS) {
             let _ = writeln!(md, "- {}", cell(line));
+        }
+        if p.diverged.len() > budget::MARKDOWN_FACTS {
+            let _ = writeln!(
+                md,
+                "- {}",
+                budget::more(p.diverged.len() - budget::MARKDOWN_FACTS, "lines")
+            );
         }
     }
 }
 
-/// A table cell: pipes escaped, newlines folded, so one value cannot break the table.
+/// A table cell: pipes escaped, newlines folded, so one value cannot break
+/// the table, and clipped to [`budget::MARKDOWN_CELL`].
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    budget::clip(text, budget::MARKDOWN_CELL)
+        .replace('|', "\\|")
+        .replace('\n', " ")
 }
 
 fn short_hash(hash: &str) -> &str {
@@ -188,7 +230,7 @@ fn workloads(md: &mut String, report: &DrillReport) {
     if !dipped.is_empty() {
         let _ = writeln!(md, "| Workload | Lowest ready | At | Time whole |");
         let _ = writeln!(md, "|---|---|---|---|");
-        for w in &dipped {
+        for w in dipped.iter().take(budget::MARKDOWN_FACTS) {
             let _ = writeln!(
                 md,
                 "| `{}` | {}/{} | {} | {:.4} |",
@@ -197,6 +239,13 @@ fn workloads(md: &mut String, report: &DrillReport) {
                 w.desired,
                 format_ms(w.lowest_at_ms),
                 w.whole_ratio
+            );
+        }
+        if dipped.len() > budget::MARKDOWN_FACTS {
+            let _ = writeln!(
+                md,
+                "\n_{} more workloads dipped, {ELSEWHERE}._",
+                dipped.len() - budget::MARKDOWN_FACTS
             );
         }
         let _ = writeln!(md);

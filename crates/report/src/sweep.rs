@@ -72,6 +72,10 @@ pub struct AssertionTally {
     pub passed: u64,
     /// Runs in which it failed.
     pub failed: u64,
+    /// The bound, as written (`<= 15m`), for the line it draws on its
+    /// figure's histogram; empty in sweeps written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bound: String,
 }
 
 /// The distribution of one figure over the runs that measured it.
@@ -237,6 +241,7 @@ impl SweepReport {
                             kind: a.kind.clone(),
                             passed: 0,
                             failed: 0,
+                            bound: a.bound.clone(),
                         });
                         assertions.len() - 1
                     }
@@ -568,7 +573,7 @@ pub fn html(sweep: &SweepReport) -> String {
             .iter()
             .filter(|(n, _)| n.starts_with("rto") || n.starts_with("rpo"))
         {
-            histogram(&mut h, name, d);
+            histogram(&mut h, name, d, bound_of(sweep, name, d));
         }
         h.push_str("</div></section>\n");
     }
@@ -613,11 +618,76 @@ fn seeds_table(h: &mut String, sweep: &SweepReport, seeds: &[FailingSeed]) {
     h.push_str("</tbody></table>\n");
 }
 
-fn histogram(h: &mut String, name: &str, d: &Distribution) {
+/// The bound an assertion sets on a figure (`rto.NAME` is the figure of
+/// the assertion NAME), in the figure's unit: `<= 15m` as milliseconds,
+/// `>= 0.99` as a ratio. None when there is none or it does not parse.
+fn bound_of(sweep: &SweepReport, figure: &str, d: &Distribution) -> Option<(String, f64)> {
+    let (_, assertion) = figure.split_once('.')?;
+    let tally = sweep.assertions.iter().find(|a| a.name == assertion)?;
+    let value = tally.bound.trim_start_matches(['<', '>', '=', ' ']).trim();
+    let parsed = match d.unit.as_str() {
+        "ms" => value
+            .parse::<drillbench_model::duration::Duration>()
+            .ok()
+            .map(|v| v.as_millis() as f64),
+        _ => value.parse::<f64>().ok(),
+    }?;
+    Some((tally.bound.clone(), parsed))
+}
+
+/// Tick values for an axis over `lo..=hi`: a round step (1, 2 or 5 times
+/// a power of ten; for durations, whole seconds, minutes or hours) giving
+/// at most six ticks.
+fn axis_ticks(lo: f64, hi: f64, unit: &str) -> Vec<f64> {
+    let span = (hi - lo).max(f64::MIN_POSITIVE);
+    let step = if unit == "ms" {
+        const STEPS: [f64; 17] = [
+            1.0,
+            10.0,
+            100.0,
+            1_000.0,
+            5_000.0,
+            10_000.0,
+            15_000.0,
+            30_000.0,
+            60_000.0,
+            120_000.0,
+            300_000.0,
+            600_000.0,
+            900_000.0,
+            1_800_000.0,
+            3_600_000.0,
+            7_200_000.0,
+            21_600_000.0,
+        ];
+        STEPS
+            .iter()
+            .copied()
+            .find(|s| span / s <= 5.0 + 1e-9)
+            .unwrap_or((span / 5.0).ceil())
+    } else {
+        let raw = span / 5.0;
+        let power = 10f64.powf(raw.log10().floor());
+        [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|m| m * power)
+            .find(|s| span / s <= 5.0 + 1e-9)
+            .unwrap_or(raw)
+    };
+    let mut ticks = Vec::new();
+    let mut t = (lo / step).ceil() * step;
+    while t <= hi + step * 1e-9 && ticks.len() < 12 {
+        ticks.push(t);
+        t += step;
+    }
+    ticks
+}
+
+fn histogram(h: &mut String, name: &str, d: &Distribution, bound: Option<(String, f64)>) {
     let bins = d.histogram.len().max(1);
     let top = d.histogram.iter().copied().max().unwrap_or(0).max(1);
     let (left, bottom) = (44.0, 50.0);
-    let (w, hh) = (left + HIST_W + 10.0, HIST_H + bottom + 20.0);
+    let (w, hh) = (left + HIST_W + 10.0, HIST_H + bottom + 34.0);
     let _ = write!(
         h,
         "<figure class=\"hist\" data-figure=\"{0}\"><figcaption><code>{0}</code> over {1} runs</figcaption>\
@@ -625,7 +695,18 @@ fn histogram(h: &mut String, name: &str, d: &Distribution) {
         esc(name),
         d.count
     );
-    let bw = HIST_W / bins as f64;
+    // The axis spans the runs and the bound, so a bound beyond every run
+    // still shows where it is.
+    let lo = bound.as_ref().map_or(d.min, |(_, b)| b.min(d.min));
+    let hi = bound.as_ref().map_or(d.max, |(_, b)| b.max(d.max));
+    let span = (hi - lo).max(f64::MIN_POSITIVE);
+    let px = |v: f64| {
+        if hi > lo {
+            left + (v - lo) / span * HIST_W
+        } else {
+            left + HIST_W / 2.0
+        }
+    };
     let step = if bins > 1 {
         (d.max - d.min) / bins as f64
     } else {
@@ -634,58 +715,168 @@ fn histogram(h: &mut String, name: &str, d: &Distribution) {
     h.push_str("<g class=\"bars\">");
     for (i, &c) in d.histogram.iter().enumerate() {
         let bh = HIST_H * c as f64 / top as f64;
-        let lo = d.min + step * i as f64;
-        let hi = if bins > 1 { lo + step } else { d.max };
+        let from = d.min + step * i as f64;
+        let to = if bins > 1 { from + step } else { d.max };
+        let (x0, x1) = if d.max > d.min {
+            (px(from), px(to))
+        } else {
+            (px(from) - 6.0, px(from) + 6.0)
+        };
         let _ = write!(
             h,
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\"><title>{} to {}: {c} runs</title></rect>",
-            left + i as f64 * bw + 1.0,
+            x0 + 1.0,
             10.0 + HIST_H - bh,
-            (bw - 2.0).max(1.0),
-            esc(&figure_value(lo, &d.unit)),
-            esc(&figure_value(hi, &d.unit)),
+            (x1 - x0 - 2.0).max(1.0),
+            esc(&figure_value(from, &d.unit)),
+            esc(&figure_value(to, &d.unit)),
         );
     }
     h.push_str("</g>");
+    // A real axis: round ticks with their values, and the count scale.
     let _ = write!(
         h,
         "<g class=\"haxis\"><line x1=\"{left:.1}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\"/>\
-         <text x=\"{left:.1}\" y=\"{2:.1}\">{3}</text><text x=\"{1:.1}\" y=\"{2:.1}\" text-anchor=\"end\">{4}</text>\
-         <text x=\"{5:.1}\" y=\"18\" text-anchor=\"end\">{top}</text><text x=\"{5:.1}\" y=\"{0:.1}\" text-anchor=\"end\">0</text></g>",
+         <text x=\"{2:.1}\" y=\"18\" text-anchor=\"end\">{top}</text><text x=\"{2:.1}\" y=\"{0:.1}\" text-anchor=\"end\">0</text>",
         10.0 + HIST_H,
         left + HIST_W,
-        10.0 + HIST_H + 14.0,
-        esc(&figure_value(d.min, &d.unit)),
-        esc(&figure_value(d.max, &d.unit)),
         left - 4.0
     );
+    let ticks = if hi > lo {
+        axis_ticks(lo, hi, &d.unit)
+    } else {
+        vec![lo]
+    };
+    for t in ticks {
+        let _ = write!(
+            h,
+            "<line class=\"tick\" x1=\"{0:.1}\" y1=\"{1:.1}\" x2=\"{0:.1}\" y2=\"{2:.1}\"/><text x=\"{0:.1}\" y=\"{3:.1}\" text-anchor=\"middle\">{4}</text>",
+            px(t),
+            10.0 + HIST_H,
+            10.0 + HIST_H + 4.0,
+            10.0 + HIST_H + 14.0,
+            esc(&figure_value(t, &d.unit))
+        );
+    }
+    h.push_str("</g>");
     // Percentile markers, so the tail reads at a glance.
-    let span = (d.max - d.min).max(f64::MIN_POSITIVE);
-    h.push_str("<g class=\"pct\">");
-    for (row, (label, v)) in [("p50", d.p50), ("p95", d.p95), ("p99", d.p99)]
+    h.push_str("<g class=\"marks\">");
+    let mut labels: Vec<(f64, String, &str)> = [("p50", d.p50), ("p95", d.p95), ("p99", d.p99)]
         .into_iter()
-        .enumerate()
-    {
-        let px = if d.max > d.min {
-            left + (v - d.min) / span * HIST_W
-        } else {
-            left + HIST_W / 2.0
-        };
-        // Labels near an edge grow inwards, so none is clipped.
-        let anchor = if px > left + HIST_W * 0.8 {
+        .map(|(label, v)| {
+            (
+                px(v),
+                format!("{label} {}", figure_value(v, &d.unit)),
+                "pct",
+            )
+        })
+        .collect();
+    if let Some((written, b)) = &bound {
+        labels.push((px(*b), format!("bound {written}"), "bound"));
+    }
+    for (row, (x, label, class)) in labels.iter().enumerate() {
+        // Labels near an edge grow inwards, so none is clipped; each has
+        // its own row, so none overlaps another.
+        let anchor = if *x > left + HIST_W * 0.8 {
             "end"
-        } else if px < left + HIST_W * 0.2 {
+        } else if *x < left + HIST_W * 0.2 {
             "start"
         } else {
             "middle"
         };
         let _ = write!(
             h,
-            "<line x1=\"{px:.1}\" y1=\"10\" x2=\"{px:.1}\" y2=\"{0:.1}\"/><text x=\"{px:.1}\" y=\"{1:.1}\" text-anchor=\"{anchor}\">{label} {2}</text>",
+            "<g class=\"{class}\"><line x1=\"{x:.1}\" y1=\"10\" x2=\"{x:.1}\" y2=\"{0:.1}\"/><text x=\"{x:.1}\" y=\"{1:.1}\" text-anchor=\"{anchor}\">{2}</text></g>",
             10.0 + HIST_H,
             10.0 + HIST_H + 27.0 + row as f64 * 12.0,
-            esc(&figure_value(v, &d.unit))
+            esc(label)
         );
     }
     h.push_str("</g></svg></figure>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn distribution(min: f64, max: f64) -> Distribution {
+        Distribution {
+            unit: "ms".to_owned(),
+            count: 10,
+            min,
+            p50: (min + max) / 2.0,
+            p95: max,
+            p99: max,
+            max,
+            histogram: vec![1; HISTOGRAM_BINS],
+        }
+    }
+
+    #[test]
+    fn axis_ticks_are_round_and_few() {
+        assert_eq!(
+            axis_ticks(207_000.0, 270_000.0, "ms"),
+            [210_000.0, 225_000.0, 240_000.0, 255_000.0, 270_000.0]
+        );
+        assert_eq!(axis_ticks(0.95, 1.0, "ratio").len(), 6);
+        for (lo, hi) in [(0.0, 1.0), (1.0, 86_400_000.0), (5.0, 7.0)] {
+            let ticks = axis_ticks(lo, hi, "ms");
+            assert!((1..=12).contains(&ticks.len()), "{lo}..{hi}: {ticks:?}");
+            assert!(ticks.iter().all(|t| (lo..=hi).contains(t)), "{ticks:?}");
+        }
+    }
+
+    #[test]
+    fn a_bound_beyond_every_run_is_drawn_on_a_widened_axis() {
+        let d = distribution(200_000.0, 270_000.0);
+        let mut h = String::new();
+        histogram(
+            &mut h,
+            "rto.api",
+            &d,
+            Some(("<= 15m".to_owned(), 900_000.0)),
+        );
+        assert!(h.contains(">bound &lt;= 15m</text>"), "{h}");
+        assert!(h.contains(">15m</text>"), "the axis reaches the bound: {h}");
+        // The bound's line sits at the right end of the plot.
+        assert!(h.contains("<g class=\"bound\"><line x1=\"564.0\""), "{h}");
+        let mut plain = String::new();
+        histogram(&mut plain, "rto.api", &d, None);
+        assert!(!plain.contains("class=\"bound\""));
+    }
+
+    #[test]
+    fn a_bound_is_read_from_the_assertion_of_its_figure() {
+        let d = distribution(1.0, 2.0);
+        let mut sweep = SweepReport {
+            format: SWEEP_FORMAT.to_owned(),
+            bench_version: "0".to_owned(),
+            drill: crate::DrillIdentity {
+                name: "d".to_owned(),
+                description: String::new(),
+                file: None,
+                content_hash: String::new(),
+            },
+            backend: "sim".to_owned(),
+            first_seed: 1,
+            runs: 1,
+            failures: 0,
+            failing_seeds: Vec::new(),
+            assertions: vec![AssertionTally {
+                name: "api".to_owned(),
+                kind: "rto".to_owned(),
+                passed: 1,
+                failed: 0,
+                bound: "<= 1m30s".to_owned(),
+            }],
+            figures: BTreeMap::new(),
+        };
+        assert_eq!(
+            bound_of(&sweep, "rto.api", &d),
+            Some(("<= 1m30s".to_owned(), 90_000.0))
+        );
+        assert_eq!(bound_of(&sweep, "rto.other", &d), None);
+        sweep.assertions[0].bound = "soon".to_owned();
+        assert_eq!(bound_of(&sweep, "rto.api", &d), None);
+    }
 }

@@ -156,6 +156,17 @@ pub(crate) fn yaml_position(error: &serde_saphyr::Error) -> Position {
         .unwrap_or(Position::UNKNOWN)
 }
 
+/// Most syntax errors reported from one file: past this, the rest are
+/// likely one mistake repeated, and each retry re-reads the file.
+const MAX_SYNTAX_ERRORS: usize = 20;
+
+/// Parses a drill file, reporting every syntax error the parser can
+/// recover from in one pass, not one per run: after an error on a
+/// `key: value` entry (an unknown field, a value of the wrong kind), the
+/// entry is blanked out, lines kept, and the file read again; the next
+/// error, if any, is the next one to report. A "missing field" error after
+/// a recovery ends the pass unsaid (see below).
+/// Errors elsewhere (broken YAML, an entry of a sequence item) end it too.
 pub fn parse(source: &SourceFile) -> Result<DrillSpec, Diagnostics> {
     if is_blank(&source.text) {
         let diagnostic = Diagnostic::at(
@@ -165,18 +176,99 @@ pub fn parse(source: &SourceFile) -> Result<DrillSpec, Diagnostics> {
         );
         return Err(Diagnostics(vec![diagnostic]));
     }
-    serde_saphyr::from_str_with_options::<DrillSpec>(&source.text, yaml_options()).map_err(
-        |error| {
-            let mut message = yaml_message(&error);
-            let at = yaml_position(&error);
-            if at.line <= 1 && at.column <= 1 && message.contains("mapping") {
-                message.push_str(
-                    "; a drill file is a mapping with apiVersion, kind, metadata and cluster",
-                );
+    let mut text = source.text.to_string();
+    let mut found: Vec<Diagnostic> = Vec::new();
+    // The entries blanked out so far: line and key.
+    let mut blanked: Vec<(u32, String)> = Vec::new();
+    loop {
+        let error = match serde_saphyr::from_str_with_options::<DrillSpec>(&text, yaml_options()) {
+            Ok(spec) if found.is_empty() => return Ok(spec),
+            Ok(_) => break,
+            Err(error) => error,
+        };
+        let mut message = yaml_message(&error);
+        let at = yaml_position(&error);
+        // The parser meets errors in file order, so a real next error lies
+        // past the entry blanked last. One at or before it is the
+        // blanking's own doing (a mapping left empty, a field now missing,
+        // most often the same mistake: `clusters:` for `cluster:`), and a
+        // missing field is said at its mapping's start: either ends the
+        // pass unsaid.
+        if blanked.last().is_some_and(|(line, _)| at.line <= *line)
+            || (!blanked.is_empty() && message.contains("missing field"))
+        {
+            break;
+        }
+        if at.line <= 1 && at.column <= 1 && message.contains("mapping") {
+            message.push_str(
+                "; a drill file is a mapping with apiVersion, kind, metadata and cluster",
+            );
+        }
+        // Only an entry whose key or value the schema refused can be
+        // blanked out; broken YAML (an unclosed quote, a second document)
+        // leaves nothing safe to retry.
+        let recoverable = [
+            "unknown field",
+            "invalid type",
+            "invalid value",
+            "unknown variant",
+        ]
+        .iter()
+        .any(|kind| message.contains(kind));
+        found.push(Diagnostic::at(source, at, message));
+        if !recoverable || found.len() >= MAX_SYNTAX_ERRORS {
+            break;
+        }
+        match blank_entry(&text, at) {
+            Some((next, key)) => {
+                text = next;
+                blanked.push((at.line, key));
             }
-            Diagnostics(vec![Diagnostic::at(source, at, message)])
-        },
-    )
+            None => break,
+        }
+    }
+    // Each error once, in the order the parser met them: the schema's
+    // refusals in file order, then what a mapping still lacks at its end.
+    found.dedup_by(|a, b| a.line == b.line && a.column == b.column && a.message == b.message);
+    Err(Diagnostics(found))
+}
+
+/// `text` with the block-style `key: value` entry on the error's line
+/// replaced by blank lines (its nested lines too), and the key; `None`
+/// when that line holds no such entry, so recovery would be a guess.
+fn blank_entry(text: &str, at: Position) -> Option<(String, String)> {
+    if !at.is_known() || at.line == 0 {
+        return None;
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let index = usize::try_from(at.line).ok()?.checked_sub(1)?;
+    let line = *lines.get(index)?;
+    let indent = line.len() - line.trim_start().len();
+    let content = line.trim_start();
+    // Only a plain entry of a block mapping: a sequence item, a flow
+    // collection or a comment is not blanked.
+    if content.starts_with(['-', '{', '[', '#']) {
+        return None;
+    }
+    let key = content.split_once(':')?.0.trim();
+    if key.is_empty() || key.contains([' ', '"', '\'', '{', '[']) {
+        return None;
+    }
+    let mut end = index + 1;
+    while end < lines.len() {
+        let next = lines[end];
+        let next_indent = next.len() - next.trim_start().len();
+        if next.trim().is_empty() || next_indent > indent {
+            end += 1;
+        } else {
+            break;
+        }
+    }
+    let mut out: Vec<&str> = Vec::with_capacity(lines.len());
+    out.extend(&lines[..index]);
+    out.extend(std::iter::repeat_n("", end - index));
+    out.extend(&lines[end..]);
+    Some((out.join("\n"), key.to_owned()))
 }
 
 /// Whether a text holds nothing but blank lines, comments and document markers.
@@ -185,4 +277,76 @@ fn is_blank(text: &str) -> bool {
         let line = line.trim();
         line.is_empty() || line.starts_with('#') || line == "---" || line == "..."
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DRILL: &str = "\
+apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata:
+  name: several
+  descripton: misspelt
+cluster:
+  controlPlanes: {count: 3, serverType: cx23}
+  workerz: 2
+  pools:
+    - name: w
+      count: 2
+      serverType: cx33
+assertions:
+  - name: api
+    apiAvailability: {min: 0.99}
+    colour: red
+";
+
+    fn errors(text: &str) -> Vec<(u32, String)> {
+        let source = SourceFile::new("drill.yaml", text);
+        match parse(&source) {
+            Ok(_) => Vec::new(),
+            Err(d) => d.0.into_iter().map(|d| (d.line, d.message)).collect(),
+        }
+    }
+
+    #[test]
+    fn every_unknown_field_of_a_file_is_reported_in_one_pass_in_order() {
+        let found = errors(DRILL);
+        let lines: Vec<u32> = found.iter().map(|(line, _)| *line).collect();
+        assert_eq!(lines, [5, 8, 15, 16], "{found:#?}");
+        for (i, field) in ["descripton", "workerz", "apiAvailability", "colour"]
+            .iter()
+            .enumerate()
+        {
+            assert!(found[i].1.contains(&format!("`{field}`")), "{found:#?}");
+        }
+    }
+
+    #[test]
+    fn one_error_is_one_diagnostic_and_a_good_file_none() {
+        let head = &DRILL[..DRILL.find("assertions:").expect("assertions")];
+        let one = head.replace("  workerz: 2\n", "");
+        let found = errors(&one);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].0, 5);
+        assert_eq!(errors(&one.replace("descripton", "description")), []);
+    }
+
+    #[test]
+    fn blanking_keeps_lines_and_refuses_what_it_cannot_blank() {
+        let text = "a: 1\nb:\n  c: 2\n\n  d: 3\ne: 4\n";
+        let at = |line| Position {
+            line,
+            column: 1,
+            offset: 0,
+            len: 0,
+        };
+        let (out, key) = blank_entry(text, at(2)).expect("an entry");
+        assert_eq!(key, "b");
+        assert_eq!(out, "a: 1\n\n\n\n\ne: 4\n");
+        assert_eq!(out.lines().count(), text.lines().count());
+        assert_eq!(blank_entry("- a: 1\n", at(1)), None);
+        assert_eq!(blank_entry("x: {a: 1}\n", at(0)), None);
+    }
 }

@@ -10,14 +10,12 @@ use super::{
     DENSITY_BUCKETS, LABEL_W, LANE_H, PLOT_W, POD_FOLD_THRESHOLD, POOL_OPEN_LANES, STATE_H, esc,
     plural, truncate,
 };
-use crate::format_ms;
+use crate::{budget, format_ms};
 
 pub(super) fn pool_lanes(h: &mut String, m: &Model, g: &PoolGroup) {
-    let pods: usize = g.lanes.iter().map(|(_, l)| l.pods.len()).sum();
+    let pods: usize = g.lanes.iter().map(|(_, l)| l.pods.len()).sum::<usize>() + g.hidden_pods;
     // A big pool starts folded unless it holds what the reader came for.
-    let notable = g.lanes.iter().any(|(_, l)| {
-        !l.faults.is_empty() || !l.evidence.is_empty() || l.pods.iter().any(|p| p.highlighted)
-    });
+    let notable = g.lanes.iter().any(|(_, l)| l.is_notable());
     let open = if g.lanes.len() <= POOL_OPEN_LANES || notable {
         " open=\"open\""
     } else {
@@ -29,9 +27,18 @@ pub(super) fn pool_lanes(h: &mut String, m: &Model, g: &PoolGroup) {
          <b>{0}</b> · {2} · {3}</summary>",
         esc(&g.name),
         g.colour,
-        plural(g.lanes.len(), "node"),
+        plural(g.lanes.len() + g.hidden_lanes, "node"),
         plural(pods, "pod placement")
     );
+    if g.hidden_lanes > 0 {
+        let _ = write!(
+            h,
+            "<p class=\"meta hidden-lanes\">{} drawn; {} (the report keeps a few hundred \
+             lanes, those with faults or failing facts first).</p>",
+            plural(g.lanes.len(), "node"),
+            budget::more(g.hidden_lanes, "nodes"),
+        );
+    }
     let height = g.lanes.len() as f64 * LANE_H + 4.0;
     svg_open(h, height, "lanes", &format!("nodes of pool {}", g.name));
     let _ = write!(h, "<g class=\"faultlines\">");
@@ -99,8 +106,24 @@ pub(super) fn pool_lanes(h: &mut String, m: &Model, g: &PoolGroup) {
                 esc(message)
             );
         }
+        for (at, message) in &lane.scaled {
+            let fx = x(*at, m.end);
+            let _ = write!(
+                h,
+                "<path class=\"scale-mark\" d=\"M{0:.1} {1:.1} L{2:.1} {3:.1} L{0:.1} {4:.1} L{5:.1} {3:.1} Z\"><title>{6} autoscaler scale-down: {7}</title></path>",
+                fx,
+                y - 1.0,
+                fx + 5.0,
+                y + 4.0,
+                y + 9.0,
+                fx - 5.0,
+                format_ms(*at),
+                esc(message)
+            );
+        }
         pods_of_lane(h, m, lane, y + STATE_H + 2.0);
         evidence_dots(h, m, lane, y);
+        lane_label(h, m, lane, y);
         h.push_str("</g>\n");
     }
     h.push_str("</svg></details>\n");
@@ -114,17 +137,38 @@ fn pods_of_lane(h: &mut String, m: &Model, lane: &Lane, top: f64) {
     if lane.pods.len() <= POD_FOLD_THRESHOLD {
         for (i, p) in lane.pods.iter().enumerate() {
             let class = if p.highlighted { "pod hl" } else { "pod" };
-            let _ = write!(
-                h,
-                "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"><title>{} on this node {} to {}</title></rect>",
-                x(p.from, m.end),
-                top + i as f64 * (band / POD_FOLD_THRESHOLD as f64),
-                width(p.from, p.to, m.end),
-                if p.highlighted { 3.0 } else { 1.6 },
-                esc(&p.pod),
-                format_ms(p.from),
-                format_ms(p.to)
-            );
+            let row = top + i as f64 * (band / POD_FOLD_THRESHOLD as f64);
+            let height = if p.highlighted { 3.0 } else { 1.6 };
+            // Scheduled but not yet Ready: an outline; Ready: solid. The
+            // difference is a shape, not a colour.
+            let ready = p.ready.unwrap_or(p.to);
+            if ready > p.from || p.ready.is_none() {
+                let _ = write!(
+                    h,
+                    "<rect class=\"{class} sched\" x=\"{:.1}\" y=\"{row:.1}\" width=\"{:.1}\" height=\"{height:.1}\"><title>{} scheduled here at {}, not Ready until {}</title></rect>",
+                    x(p.from, m.end),
+                    width(p.from, ready, m.end),
+                    esc(&p.pod),
+                    format_ms(p.from),
+                    format_ms(ready)
+                );
+            }
+            if p.ready.is_some() {
+                let what = if ready == p.from {
+                    "on this node"
+                } else {
+                    "Ready on this node"
+                };
+                let _ = write!(
+                    h,
+                    "<rect class=\"{class}\" x=\"{:.1}\" y=\"{row:.1}\" width=\"{:.1}\" height=\"{height:.1}\"><title>{} {what} {} to {}</title></rect>",
+                    x(ready, m.end),
+                    width(ready, p.to, m.end),
+                    esc(&p.pod),
+                    format_ms(ready),
+                    format_ms(p.to)
+                );
+            }
         }
         if !lane.pods.is_empty() {
             let _ = write!(
@@ -158,17 +202,46 @@ fn pods_of_lane(h: &mut String, m: &Model, lane: &Lane, top: f64) {
             lane.pods.len()
         );
     }
-    // Name the highlighted pods after their bar ends, in the pod band, so
-    // a reader need not hover and no node state is covered.
-    for (i, p) in marked.iter().take(2).enumerate() {
-        let _ = write!(
-            h,
-            "<text class=\"hl-label\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            (x(p.to, m.end) + 3.0).min(LABEL_W + PLOT_W - 120.0),
-            top + 7.0 + i as f64 * 8.0,
-            esc(&truncate(&p.pod, 40))
-        );
-    }
+}
+
+/// Rough width of one character of a 10px bold label; generous, so a
+/// label placed by it ends before the estimate says (the browser test
+/// measures the real boxes).
+const LABEL_CHAR_W: f64 = 6.5;
+
+/// One label per lane, the first thing a failing assertion named on it (a
+/// pod, else a fact), so labels never stack on each other: placed after
+/// the mark it names if it fits there, before it otherwise, and never past
+/// the plot into the count column.
+fn lane_label(h: &mut String, m: &Model, lane: &Lane, y: f64) {
+    let named = lane
+        .pods
+        .iter()
+        .find(|p| p.highlighted)
+        .map(|p| (p.from, p.to, truncate(&p.pod, 40)))
+        .or_else(|| {
+            lane.evidence
+                .first()
+                .map(|(at, what)| (*at, *at, truncate(what, 48)))
+        });
+    let Some((from, to, label)) = named else {
+        return;
+    };
+    let w = label.chars().count() as f64 * LABEL_CHAR_W;
+    let (after, before) = (x(to, m.end) + 7.0, x(from, m.end) - 7.0);
+    let left = if after + w <= LABEL_W + PLOT_W {
+        after
+    } else if before - w >= LABEL_W {
+        before - w
+    } else {
+        (LABEL_W + PLOT_W - w).max(LABEL_W)
+    };
+    let _ = write!(
+        h,
+        "<text class=\"hl-label\" x=\"{left:.1}\" y=\"{:.1}\">{}</text>",
+        y + LANE_H / 2.0 + 4.0,
+        esc(&label)
+    );
 }
 
 /// Most highlighted pod bars on one folded lane.
@@ -178,7 +251,7 @@ const HIGHLIGHTED_BARS: usize = 10;
 const EVIDENCE_DOTS: usize = 10;
 
 fn evidence_dots(h: &mut String, m: &Model, lane: &Lane, y: f64) {
-    for (i, (at, what)) in lane.evidence.iter().take(EVIDENCE_DOTS).enumerate() {
+    for (at, what) in lane.evidence.iter().take(EVIDENCE_DOTS) {
         let cx = x(*at, m.end);
         let _ = write!(
             h,
@@ -187,15 +260,6 @@ fn evidence_dots(h: &mut String, m: &Model, lane: &Lane, y: f64) {
             format_ms(*at),
             esc(what)
         );
-        if i == 0 {
-            let _ = write!(
-                h,
-                "<text class=\"hl-label\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-                (cx + 7.0).min(LABEL_W + PLOT_W - 200.0),
-                y + LANE_H / 2.0 + 4.0,
-                esc(&truncate(what, 60))
-            );
-        }
     }
     if lane.evidence.len() > EVIDENCE_DOTS {
         let _ = write!(
@@ -242,6 +306,7 @@ fn density(h: &mut String, m: &Model, pods: &[&PodSpan], top: f64, band: f64) {
                 pod: String::new(),
                 from: p.from.max(start),
                 to: p.to.min(stop),
+                ready: None,
                 highlighted: false,
             })
             .collect();
@@ -284,6 +349,7 @@ mod tests {
             pod: format!("p{from}"),
             from,
             to,
+            ready: None,
             highlighted: false,
         }
     }
@@ -303,8 +369,10 @@ mod tests {
             api_down: Vec::new(),
             has_api_events: false,
             faults: Vec::new(),
+            autoscaler: Vec::new(),
             steps: Vec::new(),
             rto: Vec::new(),
+            failures: Vec::new(),
             highlighted: Default::default(),
         }
     }
@@ -340,7 +408,36 @@ mod tests {
         evidence_dots(&mut h, &m, &lane, 0.0);
         assert_eq!(h.matches("<circle").count(), EVIDENCE_DOTS);
         assert!(h.contains(">+2 facts</text>"), "{h}");
-        // Only the first dot is labelled.
-        assert_eq!(h.matches("class=\"hl-label\"").count(), 1);
+        // The dots carry no label: the lane's one label is separate.
+        assert_eq!(h.matches("class=\"hl-label\"").count(), 0);
+        let mut h = String::new();
+        lane_label(&mut h, &m, &lane, 0.0);
+        assert_eq!(h.matches("class=\"hl-label\"").count(), 1, "{h}");
+        assert!(h.contains(">fact 0</text>"), "{h}");
+    }
+
+    #[test]
+    fn a_lane_label_stays_inside_the_plot_whichever_side_it_goes() {
+        let m = model(1_000);
+        let long = "x".repeat(48);
+        for at in [0, 500, 1_000] {
+            let lane = Lane {
+                evidence: vec![(at, long.clone())],
+                ..Lane::default()
+            };
+            let mut h = String::new();
+            lane_label(&mut h, &m, &lane, 0.0);
+            let left: f64 = h
+                .split("x=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .and_then(|v| v.parse().ok())
+                .expect("an x");
+            assert!(left >= LABEL_W, "{at}: {left}");
+            assert!(
+                left + 48.0 * LABEL_CHAR_W <= LABEL_W + PLOT_W + 0.1,
+                "{at}: {left}"
+            );
+        }
     }
 }

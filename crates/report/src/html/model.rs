@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::ms;
 use super::style::{CONTROL_PLANE_COLOUR, POOL_COLOURS, UNKNOWN_COLOUR};
+use crate::budget;
 use crate::{DrillReport, Verdict};
 use drillbench_model::topology::CONTROL_PLANE_POOL;
 use drillbench_observe::EventKind;
@@ -49,6 +50,9 @@ pub(super) struct PodSpan {
     pub(super) pod: String,
     pub(super) from: u64,
     pub(super) to: u64,
+    /// When it became Ready on this node, if it did: before that it was
+    /// only scheduled.
+    pub(super) ready: Option<u64>,
     pub(super) highlighted: bool,
 }
 
@@ -61,6 +65,8 @@ pub(super) struct Lane {
     pub(super) states: Vec<(u64, u64, NodeState)>,
     pub(super) pods: Vec<PodSpan>,
     pub(super) faults: Vec<(u64, String)>,
+    /// The autoscaler's own actions on this node (scale-down).
+    pub(super) scaled: Vec<(u64, String)>,
     /// Facts of failing assertions about this node that no pod bar shows.
     pub(super) evidence: Vec<(u64, String)>,
 }
@@ -71,6 +77,10 @@ pub(super) struct PoolGroup {
     pub(super) autoscaled: bool,
     pub(super) colour: &'static str,
     pub(super) lanes: Vec<(String, Lane)>,
+    /// Lanes of the pool left out to stay within [`budget::HTML_LANES`].
+    pub(super) hidden_lanes: usize,
+    /// Pod placements on those lanes.
+    pub(super) hidden_pods: usize,
 }
 
 /// Everything the SVG draws, derived from the report once.
@@ -79,10 +89,28 @@ pub(super) struct Model {
     pub(super) pools: Vec<PoolGroup>,
     pub(super) api_down: Vec<(u64, u64)>,
     pub(super) has_api_events: bool,
+    /// Injected faults: what the drill did to the cluster.
     pub(super) faults: Vec<(u64, String)>,
+    /// The cluster autoscaler's actions: what the platform did itself.
+    pub(super) autoscaler: Vec<(u64, String)>,
     pub(super) steps: Vec<(u64, String)>,
-    pub(super) rto: Vec<(String, u64, u64)>,
+    pub(super) rto: Vec<RtoSpan>,
+    /// Facts of failing assertions, in time order: when, the index of the
+    /// assertion in the report (its row in the verdict table), what.
+    pub(super) failures: Vec<(u64, usize, String)>,
     pub(super) highlighted: BTreeSet<String>,
+}
+
+/// A recovery span on the RTO row: from the first disruption to recovery,
+/// or, when the RTO assertion failed with nothing measured, to the end.
+pub(super) struct RtoSpan {
+    pub(super) name: String,
+    pub(super) from: u64,
+    pub(super) to: u64,
+    /// The RTO assertion failed.
+    pub(super) failed: bool,
+    /// No recovery was measured: the bar runs to the end of the drill.
+    pub(super) open: bool,
 }
 
 pub(super) fn build_model(report: &DrillReport) -> Model {
@@ -105,10 +133,11 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
 
     let mut lanes: BTreeMap<String, Lane> = BTreeMap::new();
     let static_names = topology.static_node_names();
+    let static_pools = static_pools(report);
     for (i, name) in static_names.iter().enumerate() {
         let lane = lanes.entry(name.clone()).or_default();
         lane.static_index = Some(i);
-        lane.pool = Some(pool_of_static(report, name));
+        lane.pool = Some(static_pools.get(name).cloned().unwrap_or_default());
     }
     // Node lifecycle: (condition, cordoned, deleted) folded into one state.
     #[derive(Clone, Copy)]
@@ -133,6 +162,8 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
     let mut api_down_since: Option<u64> = None;
     let mut has_api_events = false;
     let mut faults = Vec::new();
+    let mut autoscaler = Vec::new();
+    let mut pod_ready: BTreeMap<String, u64> = BTreeMap::new();
     let mut steps = Vec::new();
 
     let state_of = |c: &Cond| {
@@ -221,15 +252,35 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
                 if let Some(node) = &node {
                     let pod = pod_key();
                     if let Some((old_node, from)) = open_pods.remove(&pod) {
-                        close_pod(&mut lanes, &old_node, &pod, from, at, &highlighted);
+                        close_pod(
+                            &mut lanes,
+                            &old_node,
+                            &pod,
+                            (from, at),
+                            pod_ready.remove(&pod),
+                            &highlighted,
+                        );
                     }
                     open_pods.insert(pod, (node.clone(), at));
+                }
+            }
+            EventKind::PodReady => {
+                let pod = pod_key();
+                if open_pods.contains_key(&pod) {
+                    pod_ready.entry(pod).or_insert(at);
                 }
             }
             EventKind::PodDeleted | EventKind::PodEvicted => {
                 let pod = pod_key();
                 if let Some((old_node, from)) = open_pods.remove(&pod) {
-                    close_pod(&mut lanes, &old_node, &pod, from, at, &highlighted);
+                    close_pod(
+                        &mut lanes,
+                        &old_node,
+                        &pod,
+                        (from, at),
+                        pod_ready.remove(&pod),
+                        &highlighted,
+                    );
                 }
             }
             // Pods cannot outlive their Node object (the pod garbage
@@ -244,7 +295,14 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
                         .collect();
                     for pod in gone {
                         if let Some((_, from)) = open_pods.remove(&pod) {
-                            close_pod(&mut lanes, node, &pod, from, at, &highlighted);
+                            close_pod(
+                                &mut lanes,
+                                node,
+                                &pod,
+                                (from, at),
+                                pod_ready.remove(&pod),
+                                &highlighted,
+                            );
                         }
                     }
                 }
@@ -259,14 +317,33 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
                     api_down.push((from, at));
                 }
             }
-            // An autoscaler scale-down disrupts like an injected fault, and
-            // recovery is measured from it (see `assert`).
-            EventKind::FaultInjected | EventKind::ScaleDown => {
+            EventKind::FaultInjected => {
                 faults.push((at, event.message.clone()));
                 if let Some(node) = &node
                     && let Some(lane) = lanes.get_mut(node)
                 {
                     lane.faults.push((at, event.message.clone()));
+                }
+            }
+            // The autoscaler's actions are the platform's own, drawn apart
+            // from what the drill injected.
+            EventKind::ScaleUp | EventKind::ScaleDown => {
+                let verb = if event.kind == EventKind::ScaleUp {
+                    "scale-up"
+                } else {
+                    "scale-down"
+                };
+                let what = if event.message.starts_with(verb) {
+                    event.message.clone()
+                } else {
+                    format!("{verb}: {}", event.message)
+                };
+                autoscaler.push((at, what));
+                if event.kind == EventKind::ScaleDown
+                    && let Some(node) = &node
+                    && let Some(lane) = lanes.get_mut(node)
+                {
+                    lane.scaled.push((at, event.message.clone()));
                 }
             }
             EventKind::StepStarted => steps.push((at, event.message.clone())),
@@ -277,7 +354,14 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
         api_down.push((from, end));
     }
     for (pod, (node, from)) in std::mem::take(&mut open_pods) {
-        close_pod(&mut lanes, &node, &pod, from, end, &highlighted);
+        close_pod(
+            &mut lanes,
+            &node,
+            &pod,
+            (from, end),
+            pod_ready.remove(&pod),
+            &highlighted,
+        );
     }
     for (node, c) in &conds {
         push_state(&mut lanes, node, c.since, end, state_of(c));
@@ -309,20 +393,93 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
             lane.evidence.push((e.at_ms, what));
         }
     }
+    // A backend that records no readiness at all: every pod is drawn as
+    // it always was, solid, rather than as never Ready.
+    if !report
+        .timeline
+        .iter()
+        .any(|e| e.kind == EventKind::PodReady)
+    {
+        for p in lanes.values_mut().flat_map(|l| l.pods.iter_mut()) {
+            p.ready = Some(p.from);
+        }
+    }
     for (node, lane) in &mut lanes {
         if lane.pool.is_none() {
             lane.pool = pool_by_pattern(report, node);
         }
     }
 
-    // RTO spans start at the first fault: that is what an RTO measures from.
-    let fault_at = faults.first().map(|(at, _)| *at).unwrap_or(0);
-    let rto = report
+    // RTO spans start at the first disruption, an injected fault or an
+    // autoscaler scale-down: that is what an RTO measures from (see
+    // `assert`).
+    let scale_down_at = report
+        .timeline
+        .iter()
+        .find(|e| e.kind == EventKind::ScaleDown)
+        .map(|e| e.at_ms);
+    let fault_at = faults
+        .first()
+        .map(|(at, _)| *at)
+        .into_iter()
+        .chain(scale_down_at)
+        .min()
+        .unwrap_or(0);
+    let failed_rto: BTreeSet<&str> = report
+        .assertions
+        .iter()
+        .filter(|a| a.kind == "rto" && a.verdict == Verdict::Fail)
+        .map(|a| a.name.as_str())
+        .collect();
+    let mut rto: Vec<RtoSpan> = report
         .figures
         .iter()
         .filter(|(name, f)| name.starts_with("rto") && f.unit == "ms")
-        .map(|(name, f)| (name.clone(), fault_at, fault_at.saturating_add(ms(f.value))))
+        .map(|(name, f)| RtoSpan {
+            failed: failed_rto.contains(name.trim_start_matches("rto.")),
+            name: name.clone(),
+            from: fault_at,
+            to: fault_at.saturating_add(ms(f.value)),
+            open: false,
+        })
         .collect();
+    // A failed RTO with no figure never recovered: its bar runs to the end.
+    for name in &failed_rto {
+        if !report.figures.contains_key(&format!("rto.{name}")) {
+            rto.push(RtoSpan {
+                name: format!("rto.{name}"),
+                from: fault_at,
+                to: end,
+                failed: true,
+                open: true,
+            });
+        }
+    }
+    let mut failures: Vec<(u64, usize, String)> = report
+        .assertions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.verdict == Verdict::Fail)
+        .flat_map(|(i, a)| {
+            let facts = a.evidence.iter().map(move |e| {
+                let what = match (&e.pod, &e.node) {
+                    (Some(pod), Some(node)) => format!("{}: {pod} on {node}: {}", a.name, e.detail),
+                    (Some(pod), None) => format!("{}: {pod}: {}", a.name, e.detail),
+                    (None, Some(node)) => format!("{}: {node}: {}", a.name, e.detail),
+                    (None, None) => format!("{}: {}", a.name, e.detail),
+                };
+                (e.at_ms, i, what)
+            });
+            // An assertion that failed without facts still gets a marker,
+            // at the end, where it was judged.
+            let judged = a
+                .evidence
+                .is_empty()
+                .then(|| (end, i, format!("{}: {}", a.name, a.summary)));
+            facts.chain(judged)
+        })
+        .collect();
+    failures.sort_by_key(|(at, i, _)| (*at, *i));
 
     let mut groups: Vec<PoolGroup> = Vec::new();
     let mut order: Vec<(String, bool, &'static str)> =
@@ -355,6 +512,8 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
             autoscaled,
             colour,
             lanes: Vec::new(),
+            hidden_lanes: 0,
+            hidden_pods: 0,
         });
     }
     let last = groups.len() - 1;
@@ -377,15 +536,74 @@ pub(super) fn build_model(report: &DrillReport) -> Model {
         });
     }
     groups.retain(|g| !g.lanes.is_empty());
+    keep_within_lane_budget(&mut groups, budget::HTML_LANES);
     Model {
         end,
         pools: groups,
         api_down,
         has_api_events,
         faults,
+        autoscaler,
         steps,
         rto,
+        failures,
         highlighted,
+    }
+}
+
+impl Lane {
+    /// Whether the lane shows what a reader of a failure came for.
+    pub(super) fn is_notable(&self) -> bool {
+        !self.faults.is_empty()
+            || !self.scaled.is_empty()
+            || !self.evidence.is_empty()
+            || self.pods.iter().any(|p| p.highlighted)
+    }
+}
+
+/// Leaves at most `budget` lanes over all pools: turn by turn, each pool
+/// keeps one more, its notable lanes first, so every pool shows some and
+/// none crowds the others out; the lanes kept stay in display order and
+/// the rest are counted on their pool.
+fn keep_within_lane_budget(groups: &mut [PoolGroup], budget: usize) {
+    let total: usize = groups.iter().map(|g| g.lanes.len()).sum();
+    if total <= budget {
+        return;
+    }
+    let queues: Vec<Vec<usize>> = groups
+        .iter()
+        .map(|g| {
+            let (notable, plain): (Vec<usize>, Vec<usize>) =
+                (0..g.lanes.len()).partition(|&i| g.lanes[i].1.is_notable());
+            notable.into_iter().chain(plain).collect()
+        })
+        .collect();
+    let mut taken = vec![0usize; groups.len()];
+    let mut left = budget;
+    while left > 0 {
+        let mut progressed = false;
+        for (g, queue) in queues.iter().enumerate() {
+            if left > 0 && taken[g] < queue.len() {
+                taken[g] += 1;
+                left -= 1;
+                progressed = true;
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    for ((g, queue), taken) in groups.iter_mut().zip(&queues).zip(taken) {
+        let keep: BTreeSet<usize> = queue[..taken].iter().copied().collect();
+        let lanes = std::mem::take(&mut g.lanes);
+        for (i, lane) in lanes.into_iter().enumerate() {
+            if keep.contains(&i) {
+                g.lanes.push(lane);
+            } else {
+                g.hidden_lanes += 1;
+                g.hidden_pods += lane.1.pods.len();
+            }
+        }
     }
 }
 
@@ -400,23 +618,19 @@ fn pool_by_pattern(report: &DrillReport, node: &str) -> Option<String> {
         .map(|p| p.name.clone())
 }
 
-fn pool_of_static(report: &DrillReport, node: &str) -> String {
-    if report
-        .topology
-        .control_planes
-        .names()
-        .iter()
-        .any(|n| n == node)
-    {
-        return CONTROL_PLANE_POOL.to_owned();
+/// The pool of every node known before the drill runs: the control planes,
+/// then each pool's static names (the first pool to name a node has it).
+fn static_pools(report: &DrillReport) -> BTreeMap<String, String> {
+    let mut pools: BTreeMap<String, String> = BTreeMap::new();
+    for name in report.topology.control_planes.names() {
+        pools.insert(name, CONTROL_PLANE_POOL.to_owned());
     }
-    report
-        .topology
-        .pools
-        .iter()
-        .find(|p| p.static_names().iter().any(|n| n == node))
-        .map(|p| p.name.clone())
-        .unwrap_or_default()
+    for pool in &report.topology.pools {
+        for name in pool.static_names() {
+            pools.entry(name).or_insert_with(|| pool.name.clone());
+        }
+    }
+    pools
 }
 
 fn push_state(
@@ -448,8 +662,8 @@ fn close_pod(
     lanes: &mut BTreeMap<String, Lane>,
     node: &str,
     pod: &str,
-    from: u64,
-    to: u64,
+    (from, to): (u64, u64),
+    ready: Option<u64>,
     highlighted: &BTreeSet<String>,
 ) {
     if let Some(lane) = lanes.get_mut(node) {
@@ -457,6 +671,7 @@ fn close_pod(
             pod: pod.to_owned(),
             from,
             to,
+            ready: ready.filter(|&r| r <= to),
             highlighted: highlighted.contains(pod),
         });
     }

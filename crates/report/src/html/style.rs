@@ -16,8 +16,13 @@ tr.fail td.verdict{background:#fee2e2;color:#991b1b;font-weight:700}tr.pass td.v
 table.figures{width:auto}td.num{text-align:right;font-variant-numeric:tabular-nums}\
 .legend .key{display:inline-block;margin-right:14px;font-size:12.5px}\
 .sw{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:4px;vertical-align:-2px}\
-.st-notready-sw{background:#dc2626}.st-cordoned-sw{background:#f59e0b}.st-booting-sw{background:#d1d5db}\
-.hl-sw{background:#e11d48}.fault-sw{background:#111827}\
+.st-ready-sw{background:#2563eb;opacity:.55}.st-notready-sw{background:repeating-linear-gradient(45deg,#dc2626 0 2px,#fff 2px 4px);border:1px solid #dc2626}\
+.st-cordoned-sw{background:#f59e0b;border:1.5px dotted #78350f}.st-booting-sw{background:#fff;border:1px dashed #4b5563}\
+.sched-sw{height:6px;background:#fff;border:1px solid #374151}.ready-sw{height:6px;background:#374151}\
+.hl-sw{background:#e11d48}.fault-sw{background:#111827;clip-path:polygon(0 0,100% 0,50% 100%)}\
+.scale-sw{width:9px;height:9px;background:#fff;border:1.5px solid #0369a1;transform:rotate(45deg)}\
+.failure-sw{background:#e11d48;clip-path:polygon(50% 0,100% 100%,0 100%)}\
+svg.defs{position:absolute}p.more,li.more{color:#6b7280;font-style:italic}\
 details.pool{margin:6px 0}details.pool summary{cursor:pointer;font-size:13.5px;padding:2px 0}\
 svg{display:block;font:11px system-ui,sans-serif;max-width:100%;height:auto}\
 svg .axis line{stroke:#e5e7eb}svg .axis text{fill:#6b7280}\
@@ -28,13 +33,19 @@ svg .fault text{fill:#111827;font-weight:600}\
 svg .api-up{fill:#a7f3d0}svg .api-down{fill:#dc2626}\
 svg .span rect{fill:#fde68a;stroke:#b45309}svg .span text{fill:#92400e;font-weight:600}\
 svg .node{fill:#1f2937;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:10.5px}\
-svg .st-ready{opacity:.55}svg .st-notready{fill:#dc2626}svg .st-cordoned{fill:#f59e0b}\
-svg .st-booting{fill:#d1d5db}svg line.st-deleted{stroke:#9ca3af;stroke-dasharray:2 3}\
-svg .pod{fill:#374151}svg .pod.hl{fill:#e11d48}svg .density rect{fill:#64748b}\
+svg .st-ready{opacity:.55}svg .st-notready{fill:url(#hatch-notready);stroke:#dc2626;stroke-width:.8}\
+svg .st-cordoned{fill:#f59e0b;stroke:#78350f;stroke-width:1;stroke-dasharray:1 2}\
+svg .st-booting{fill:#fff;stroke:#4b5563;stroke-width:.8;stroke-dasharray:2 2}svg line.st-deleted{stroke:#9ca3af;stroke-dasharray:2 3}\
+svg .pod{fill:#374151}svg .pod.hl{fill:#e11d48}\
+svg .pod.sched{fill:#fff;stroke:#374151;stroke-width:.6}svg .pod.hl.sched{fill:#fff;stroke:#e11d48;stroke-width:.8}\
+svg .scale path,svg .scale-mark{fill:#fff;stroke:#0369a1;stroke-width:1.4}svg .scale text{fill:#0369a1;font-weight:600}\
+svg .failure{fill:#e11d48;stroke:#7f1d1d;stroke-width:.8}\
+svg .span.failed rect{fill:url(#hatch-failed);stroke:#b91c1c}svg .span.failed text{fill:#991b1b}svg .density rect{fill:#64748b}\
 svg .hl-label{fill:#be123c;font-weight:600;font-size:10px}svg .evidence{fill:#e11d48;stroke:#fff;stroke-width:1}\
 .hists{display:flex;flex-wrap:wrap;gap:12px}figure.hist{margin:8px 0}figcaption{font-size:13px;margin-bottom:2px}\
 svg .bars rect{fill:#3b82f6}svg .haxis line{stroke:#6b7280}svg .haxis text{fill:#374151}\
 svg .pct line{stroke:#dc2626;stroke-dasharray:3 2}svg .pct text{fill:#991b1b;font-size:10.5px}\
+svg .bound line{stroke:#111827;stroke-width:2}svg .bound text{fill:#111827;font-weight:600;font-size:10.5px}\
 table.seeds,table.tally{width:auto}\
 ";
 
@@ -85,9 +96,11 @@ mod tests {
             assert!(!states.contains(c), "{c} is a state colour");
             assert!(!all[i + 1..].contains(c), "{c} is used twice");
         }
+        // NotReady is a red hatch, told apart from the failing-pod
+        // crimson by its pattern, not by its hue alone.
         assert!(
-            CSS.contains(".st-notready{fill:#dc2626}"),
-            "the NotReady red moved"
+            CSS.contains(".st-notready{fill:url(#hatch-notready);stroke:#dc2626"),
+            "the NotReady hatch moved"
         );
     }
 }

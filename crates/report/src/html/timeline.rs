@@ -55,13 +55,14 @@ fn tick_step(end: u64) -> u64 {
 
 pub(super) fn timeline(h: &mut String, report: &DrillReport) {
     let m = build_model(report);
-    let lanes: usize = m.pools.iter().map(|g| g.lanes.len()).sum();
+    let lanes: usize = m.pools.iter().map(|g| g.lanes.len() + g.hidden_lanes).sum();
     let pods: usize = m
         .pools
         .iter()
         .flat_map(|g| g.lanes.iter())
         .map(|(_, l)| l.pods.len())
-        .sum();
+        .sum::<usize>()
+        + m.pools.iter().map(|g| g.hidden_pods).sum::<usize>();
     let _ = writeln!(
         h,
         "<section id=\"timeline\"><h2>Timeline</h2><p class=\"meta\">{} in {} · \
@@ -76,6 +77,15 @@ pub(super) fn timeline(h: &mut String, report: &DrillReport) {
         plural(m.highlighted.len(), "pod")
     );
     legend(h, &m);
+    // The patterns the lanes fill with, defined once for the page.
+    h.push_str(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"defs\" width=\"0\" height=\"0\" aria-hidden=\"true\"><defs>\
+         <pattern id=\"hatch-notready\" width=\"4\" height=\"4\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
+         <rect width=\"4\" height=\"4\" fill=\"#fff\"/><rect width=\"2\" height=\"4\" fill=\"#dc2626\"/></pattern>\
+         <pattern id=\"hatch-failed\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(-45)\">\
+         <rect width=\"6\" height=\"6\" fill=\"#fee2e2\"/><rect width=\"2\" height=\"6\" fill=\"#b91c1c\"/></pattern>\
+         </defs></svg>\n",
+    );
     overview(h, &m);
     for g in &m.pools {
         pool_lanes(h, &m, g);
@@ -100,36 +110,61 @@ fn legend(h: &mut String, m: &Model) {
             esc(&g.name)
         );
     }
+    // Every mark has an entry, and each differs from the others by its
+    // shape or pattern as well as its colour.
     h.push_str(
-        "<span class=\"key\"><span class=\"sw st-notready-sw\"></span>NotReady</span>\
-         <span class=\"key\"><span class=\"sw st-cordoned-sw\"></span>cordoned</span>\
-         <span class=\"key\"><span class=\"sw st-booting-sw\"></span>booting</span>\
-         <span class=\"key\"><span class=\"sw hl-sw\"></span>named by a failing assertion (bar: its pod; dot: a fact the timeline has no pod for)</span>\
-         <span class=\"key\"><span class=\"sw fault-sw\"></span>fault</span></p>\n",
+        "<span class=\"key\"><span class=\"sw st-ready-sw\"></span>node Ready (solid, its pool's colour)</span>\
+         <span class=\"key\"><span class=\"sw st-notready-sw\"></span>NotReady (hatched)</span>\
+         <span class=\"key\"><span class=\"sw st-cordoned-sw\"></span>cordoned (dotted edge)</span>\
+         <span class=\"key\"><span class=\"sw st-booting-sw\"></span>booting (dashed outline)</span>\
+         <span class=\"key\"><span class=\"sw sched-sw\"></span>pod scheduled, not Ready (outline)</span>\
+         <span class=\"key\"><span class=\"sw ready-sw\"></span>pod Ready (solid)</span>\
+         <span class=\"key\"><span class=\"sw hl-sw\"></span>named by a failing assertion (thick bar: its pod; dot: a fact the timeline has no pod for)</span>\
+         <span class=\"key\"><span class=\"sw fault-sw\"></span>injected fault (filled triangle)</span>\
+         <span class=\"key\"><span class=\"sw scale-sw\"></span>autoscaler action (hollow diamond)</span>\
+         <span class=\"key\"><span class=\"sw failure-sw\"></span>failing fact (links to its verdict)</span></p>\n",
     );
 }
 
-/// The strip above the lanes: time axis, steps, faults, API availability
-/// and the RTO spans.
+/// Most failure markers on the failures row; the rest are counted.
+const FAILURE_MARKERS: usize = 200;
+
+/// Labels of one row of instants, each in the first sub-row where it
+/// does not overlap another: `(x, label)` and each label's sub-row, with
+/// the number of sub-rows.
+fn stacked(
+    events: &[(u64, String)],
+    end: u64,
+    chars: usize,
+) -> (Vec<(f64, String)>, Vec<usize>, usize) {
+    let labels: Vec<(f64, String)> = events
+        .iter()
+        .map(|(at, message)| (x(*at, end), truncate(message, chars)))
+        .collect();
+    let (rows, count) = label_rows(labels.iter().map(|(x, l)| (*x, l.chars().count())));
+    (labels, rows, count)
+}
+
+/// The strip above the lanes: time axis, steps, injected faults, the
+/// autoscaler's actions, failing facts, API availability and the RTO
+/// spans. Every row of labels stacks them so none overlap.
 fn overview(h: &mut String, m: &Model) {
-    let step_labels: Vec<String> = m.steps.iter().map(|(_, s)| truncate(s, 40)).collect();
-    let (step_row, step_rows) = label_rows(
-        m.steps
-            .iter()
-            .zip(&step_labels)
-            .map(|((at, _), label)| (x(*at, m.end), label.chars().count())),
-    );
+    let (step_labels, step_row, step_rows) = stacked(&m.steps, m.end, 40);
+    let (fault_labels, fault_row, fault_rows) = stacked(&m.faults, m.end, 50);
+    let (scale_labels, scale_row, scale_rows) = stacked(&m.autoscaler, m.end, 50);
     let axis_y = 14.0;
     let steps_y = 24.0;
     let faults_y = steps_y + step_rows as f64 * 13.0 + 4.0;
-    let api_y = faults_y + 20.0;
+    let scale_y = faults_y + fault_rows as f64 * 13.0 + 8.0;
+    let failures_y = scale_y + scale_rows as f64 * 13.0 + 8.0;
+    let api_y = failures_y + 22.0;
     let rto_y = api_y + 22.0;
     let height = rto_y + m.rto.len().max(1) as f64 * 18.0 + 6.0;
     svg_open(
         h,
         height,
         "overview",
-        "time axis, steps, faults, API availability, RTO",
+        "time axis, steps, faults, autoscaler, failures, API availability, RTO",
     );
     // Axis.
     h.push_str("<g class=\"axis\">");
@@ -153,11 +188,7 @@ fn overview(h: &mut String, m: &Model) {
     h.push_str("</g>\n");
     // Steps.
     h.push_str("<g class=\"steps\">");
-    let _ = write!(
-        h,
-        "<text class=\"lbl\" x=\"4\" y=\"{:.1}\">steps</text>",
-        steps_y + 10.0
-    );
+    row_title(h, "steps", steps_y + 10.0);
     for (i, (at, message)) in m.steps.iter().enumerate() {
         let y = steps_y + step_row[i] as f64 * 13.0 + 10.0;
         let _ = write!(
@@ -165,23 +196,20 @@ fn overview(h: &mut String, m: &Model) {
             "<g class=\"step\"><title>{} step: {}</title><line x1=\"{2:.1}\" y1=\"{3:.1}\" x2=\"{2:.1}\" y2=\"{4:.1}\"/><text x=\"{5:.1}\" y=\"{3:.1}\">{6}</text></g>",
             format_ms(*at),
             esc(message),
-            x(*at, m.end),
+            step_labels[i].0,
             y,
             height,
-            x(*at, m.end) + 3.0,
-            esc(&step_labels[i])
+            step_labels[i].0 + 3.0,
+            esc(&step_labels[i].1)
         );
     }
     h.push_str("</g>\n");
-    // Faults.
+    // Injected faults: filled triangles.
     h.push_str("<g class=\"faults\">");
-    let _ = write!(
-        h,
-        "<text class=\"lbl\" x=\"4\" y=\"{:.1}\">faults</text>",
-        faults_y + 11.0
-    );
-    for (at, message) in &m.faults {
-        let fx = x(*at, m.end);
+    row_title(h, "faults (injected)", faults_y + 11.0);
+    for (i, (at, message)) in m.faults.iter().enumerate() {
+        let (fx, label) = &fault_labels[i];
+        let y = faults_y + fault_row[i] as f64 * 13.0;
         let _ = write!(
             h,
             "<g class=\"fault\"><title>{} fault: {}</title><line x1=\"{2:.1}\" y1=\"{3:.1}\" x2=\"{2:.1}\" y2=\"{4:.1}\"/>\
@@ -189,17 +217,49 @@ fn overview(h: &mut String, m: &Model) {
             format_ms(*at),
             esc(message),
             fx,
-            faults_y,
+            y,
             height,
             fx - 5.0,
             fx + 5.0,
-            faults_y + 8.0,
+            y + 8.0,
             fx + 7.0,
-            faults_y + 11.0,
-            esc(&truncate(message, 50))
+            y + 11.0,
+            esc(label)
         );
     }
     h.push_str("</g>\n");
+    // The autoscaler's own actions: hollow diamonds, apart from faults.
+    h.push_str("<g class=\"autoscaler\">");
+    row_title(h, "autoscaler", scale_y + 11.0);
+    if m.autoscaler.is_empty() {
+        let _ = write!(
+            h,
+            "<text class=\"none\" x=\"{LABEL_W:.1}\" y=\"{:.1}\">no autoscaler actions</text>",
+            scale_y + 11.0
+        );
+    }
+    for (i, (at, message)) in m.autoscaler.iter().enumerate() {
+        let (ax, label) = &scale_labels[i];
+        let y = scale_y + scale_row[i] as f64 * 13.0;
+        let _ = write!(
+            h,
+            "<g class=\"scale\"><title>{} {}</title><path d=\"M{2:.1} {3:.1} L{4:.1} {5:.1} L{2:.1} {6:.1} L{7:.1} {5:.1} Z\"/>\
+             <text x=\"{8:.1}\" y=\"{9:.1}\">{10}</text></g>",
+            format_ms(*at),
+            esc(message),
+            ax,
+            y + 1.0,
+            ax + 5.0,
+            y + 6.0,
+            y + 11.0,
+            ax - 5.0,
+            ax + 7.0,
+            y + 10.0,
+            esc(label)
+        );
+    }
+    h.push_str("</g>\n");
+    failures_row(h, m, failures_y);
     // API availability.
     let _ = write!(
         h,
@@ -243,36 +303,105 @@ fn overview(h: &mut String, m: &Model) {
         );
     }
     h.push_str("</g>\n");
-    // RTO spans.
+    // RTO spans; a failed one is hatched, and one that never recovered
+    // runs to the end.
     let _ = write!(
         h,
-        "<g class=\"rto\"><text class=\"lbl\" x=\"4\" y=\"{:.1}\">RTO (from the first fault)</text>",
+        "<g class=\"rto\"><text class=\"lbl\" x=\"4\" y=\"{:.1}\">RTO (from the first disruption)</text>",
         rto_y + 11.0
     );
     if m.rto.is_empty() {
         let _ = write!(
             h,
-            "<text class=\"none\" x=\"{:.1}\" y=\"{:.1}\">no rto.* figures</text>",
+            "<text class=\"none\" x=\"{:.1}\" y=\"{:.1}\">no RTO assertion or rto.* figure</text>",
             LABEL_W,
             rto_y + 11.0
         );
     }
-    for (i, (name, from, to)) in m.rto.iter().enumerate() {
+    for (i, span) in m.rto.iter().enumerate() {
         let y = rto_y + i as f64 * 18.0;
+        let class = if span.failed { "span failed" } else { "span" };
+        let took = format_ms(span.to.saturating_sub(span.from));
+        let (what, title) = if span.open {
+            let what = format!("{} not recovered by the end (failed)", span.name);
+            (what.clone(), what)
+        } else if span.failed {
+            (
+                format!("{} {took} (failed)", span.name),
+                format!("{} = {took}, failed", span.name),
+            )
+        } else {
+            (
+                format!("{} {took}", span.name),
+                format!("{} = {took}", span.name),
+            )
+        };
+        let label = truncate(&what, 60);
+        let w = label.chars().count() as f64 * CHAR_W;
+        // After the bar when it fits, else inside the plot's right end.
+        let after = x(span.to, m.end) + 4.0;
+        let lx = if after + w <= LABEL_W + PLOT_W + 120.0 {
+            after
+        } else {
+            (LABEL_W + PLOT_W - w).max(LABEL_W)
+        };
         let _ = write!(
             h,
-            "<g class=\"span\"><title>{0} = {1}</title><rect x=\"{2:.1}\" y=\"{3:.1}\" width=\"{4:.1}\" height=\"12\"/>\
-             <text x=\"{5:.1}\" y=\"{6:.1}\">{0} {1}</text></g>",
-            esc(name),
-            format_ms(to.saturating_sub(*from)),
-            x(*from, m.end),
+            "<g class=\"{class}\"><title>{0}</title><rect x=\"{1:.1}\" y=\"{2:.1}\" width=\"{3:.1}\" height=\"12\"/>\
+             <text x=\"{4:.1}\" y=\"{5:.1}\">{6}</text></g>",
+            esc(&title),
+            x(span.from, m.end),
             y,
-            width(*from, *to, m.end),
-            (x(*to, m.end) + 4.0).min(LABEL_W + PLOT_W - 150.0),
-            y + 10.0
+            width(span.from, span.to, m.end),
+            lx,
+            y + 10.0,
+            esc(&label)
         );
     }
     h.push_str("</g></svg>\n");
+}
+
+fn row_title(h: &mut String, title: &str, y: f64) {
+    let _ = write!(h, "<text class=\"lbl\" x=\"4\" y=\"{y:.1}\">{title}</text>");
+}
+
+/// A marker per failing fact at its time, each a link to its assertion's
+/// row in the verdict table; no labels, so nothing to overlap.
+fn failures_row(h: &mut String, m: &Model, y: f64) {
+    h.push_str("<g class=\"failures\">");
+    row_title(h, "failures", y + 11.0);
+    if m.failures.is_empty() {
+        let _ = write!(
+            h,
+            "<text class=\"none\" x=\"{LABEL_W:.1}\" y=\"{:.1}\">no failing assertion</text>",
+            y + 11.0
+        );
+    }
+    for (at, index, what) in m.failures.iter().take(FAILURE_MARKERS) {
+        let fx = x(*at, m.end);
+        let _ = write!(
+            h,
+            "<a href=\"#{}\"><path class=\"failure\" d=\"M{fx:.1} {:.1} L{:.1} {:.1} L{:.1} {:.1} Z\"><title>{} {}</title></path></a>",
+            super::assertion_anchor(*index),
+            y + 2.0,
+            fx + 5.0,
+            y + 12.0,
+            fx - 5.0,
+            y + 12.0,
+            format_ms(*at),
+            esc(what)
+        );
+    }
+    if m.failures.len() > FAILURE_MARKERS {
+        let _ = write!(
+            h,
+            "<text class=\"side\" x=\"{:.1}\" y=\"{:.1}\">+{} facts</text>",
+            LABEL_W + PLOT_W + 6.0,
+            y + 11.0,
+            m.failures.len() - FAILURE_MARKERS
+        );
+    }
+    h.push_str("</g>\n");
 }
 
 #[cfg(test)]
