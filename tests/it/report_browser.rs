@@ -50,6 +50,20 @@ fn measure(report: &DrillReport, name: &str) -> Option<(u64, Vec<String>)> {
 }
 
 fn measure_page(page: &str, name: &str) -> Option<(u64, Vec<String>)> {
+    let seen = browse(page, name, MEASURE)?;
+    let overlaps = seen["overlaps"]
+        .as_array()
+        .expect("overlaps")
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_owned())
+        .collect();
+    Some((seen["texts"].as_u64().unwrap_or(0), overlaps))
+}
+
+/// Lays the page out in headless Chromium with `script` (ending the body)
+/// run in it, and returns the JSON the script wrote into
+/// `<pre id="overlaps">`; `None` when Chromium is absent (skipped).
+fn browse(page: &str, name: &str, script: &str) -> Option<serde_json::Value> {
     if !common::tool_or_skip(
         CHROMIUM,
         &["--headless", "--no-sandbox", "--version"],
@@ -57,7 +71,7 @@ fn measure_page(page: &str, name: &str) -> Option<(u64, Vec<String>)> {
     ) {
         return None;
     }
-    let page = page.replace("</body>", MEASURE);
+    let page = page.replace("</body>", script);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join(format!("{name}.html"));
     std::fs::write(&path, page).expect("write the page");
@@ -82,14 +96,55 @@ fn measure_page(page: &str, name: &str) -> Option<(u64, Vec<String>)> {
         .replace("&amp;", "&")
         .replace("&lt;", "<")
         .replace("&gt;", ">");
-    let seen: serde_json::Value = serde_json::from_str(&json).expect("the measurement");
-    let overlaps = seen["overlaps"]
-        .as_array()
-        .expect("overlaps")
-        .iter()
-        .map(|v| v.as_str().unwrap_or_default().to_owned())
-        .collect();
-    Some((seen["texts"].as_u64().unwrap_or(0), overlaps))
+    Some(serde_json::from_str(&json).expect("the measurement"))
+}
+
+/// Moves the timeline's zoom slider to `zoom` as a reader would (an
+/// `input` event), then reports the overview drawing's width before and
+/// after, and the section's scrollable and visible widths.
+fn zoom_script(zoom: f64) -> String {
+    format!(
+        r#"<script>
+const svg = document.querySelector('#timeline svg:not(.defs)');
+const before = svg.getBoundingClientRect().width;
+const slider = document.querySelector('#timeline p.zoom input');
+slider.value = '{zoom}';
+slider.dispatchEvent(new Event('input'));
+const section = document.getElementById('timeline');
+const out = document.createElement('pre');
+out.id = 'overlaps';
+out.textContent = JSON.stringify({{before, after: svg.getBoundingClientRect().width,
+  scroll: section.scrollWidth, client: section.clientWidth}});
+document.body.appendChild(out);
+</script></body>"#
+    )
+}
+
+/// The zoom slider enlarges the timeline and lets it scroll sideways; its
+/// control, the slider left at 1, changes nothing.
+#[test]
+fn the_timeline_zooms_and_scrolls_sideways() {
+    let page = html::render(&story(true));
+    let Some(zoomed) = browse(&page, "zoom", &zoom_script(3.0)) else {
+        return;
+    };
+    let width = |v: &serde_json::Value, key: &str| v[key].as_f64().expect(key);
+    let (before, after) = (width(&zoomed, "before"), width(&zoomed, "after"));
+    assert!(before > 500.0, "the drawing fills the page: {zoomed}");
+    assert!(
+        (after / before - 3.0).abs() < 0.05,
+        "three times as wide: {zoomed}"
+    );
+    assert!(
+        width(&zoomed, "scroll") > width(&zoomed, "client") * 2.0,
+        "the section scrolls sideways: {zoomed}"
+    );
+    let same = browse(&page, "zoom-1", &zoom_script(1.0)).expect("chromium ran above");
+    assert_eq!(width(&same, "before"), width(&same, "after"), "{same}");
+    assert!(
+        width(&same, "scroll") <= width(&same, "client") + 1.0,
+        "{same}"
+    );
 }
 
 #[test]

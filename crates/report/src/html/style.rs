@@ -47,6 +47,8 @@ svg .bars rect{fill:#3b82f6}svg .haxis line{stroke:#6b7280}svg .haxis text{fill:
 svg .pct line{stroke:#dc2626;stroke-dasharray:3 2}svg .pct text{fill:#991b1b;font-size:10.5px}\
 svg .bound line{stroke:#111827;stroke-width:2}svg .bound text{fill:#111827;font-weight:600;font-size:10.5px}\
 table.seeds,table.tally{width:auto}\
+#timeline{overflow-x:auto}#timeline svg:not(.defs){width:calc(100% * var(--zoom,1));max-width:none}\
+p.zoom{margin:4px 0;font-size:12.5px;color:#4b5563}p.zoom input{vertical-align:middle;width:160px}\
 ";
 
 /// Pool colours: blues and greens, kept clear of the red, amber and grey

@@ -76,6 +76,13 @@ pub(super) fn timeline(h: &mut String, report: &DrillReport) {
         format_ms(m.end),
         plural(m.highlighted.len(), "pod")
     );
+    // Zoom enlarges every drawing of the section alike and lets it scroll
+    // sideways, so dense stretches can be read without a second layout.
+    h.push_str(
+        "<p class=\"zoom\"><label>Zoom <input type=\"range\" min=\"1\" max=\"6\" step=\"0.5\" \
+         value=\"1\" oninput=\"document.getElementById('timeline').style.setProperty('--zoom',this.value)\"/>\
+         </label></p>\n",
+    );
     legend(h, &m);
     // The patterns the lanes fill with, defined once for the page.
     h.push_str(
