@@ -59,10 +59,9 @@ fn rv_of(response: &str) -> u64 {
         .expect("resourceVersion")
 }
 
-#[test]
-fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
+/// Starts `bench sim serve` on a free port, writing its kubeconfig to
+/// `kubeconfig`; returns the process and the first line it printed.
+fn start_serving(kubeconfig: &std::path::Path) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
         .args([
             "sim",
@@ -73,7 +72,7 @@ fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
             "--step",
         ])
         .arg("--kubeconfig-out")
-        .arg(&kubeconfig)
+        .arg(kubeconfig)
         .current_dir(common::root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -84,6 +83,34 @@ fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("a first line");
+    (child, line)
+}
+
+/// Sends `SIG<signal>` and waits (at most 20 s) for the process to end.
+fn stop_with(child: &mut std::process::Child, signal: &str) -> std::process::ExitStatus {
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("bench sim serve did not stop on SIG{signal}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (mut child, line) = start_serving(&kubeconfig);
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://127.0.0.1:"))
@@ -108,22 +135,7 @@ fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
         "{version}"
     );
 
-    let interrupted = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(interrupted.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("bench sim serve did not stop on SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = stop_with(&mut child, "INT");
     assert_eq!(status.code(), Some(0));
     assert!(
         !kubeconfig.exists(),
@@ -135,44 +147,9 @@ fn the_binary_prints_its_address_and_stops_on_ctrl_c() {
 fn the_binary_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bench"))
-        .args([
-            "sim",
-            "serve",
-            "harness/serve/serve.yaml",
-            "--listen",
-            "127.0.0.1:0",
-            "--step",
-        ])
-        .arg("--kubeconfig-out")
-        .arg(&kubeconfig)
-        .current_dir(common::root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bench starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("a first line");
+    let (mut child, line) = start_serving(&kubeconfig);
     assert!(kubeconfig.exists(), "{line}");
-    let terminated = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(terminated.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("bench sim serve did not stop on SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = stop_with(&mut child, "TERM");
     assert_eq!(status.code(), Some(0), "a clean stop, not death by signal");
     assert!(!kubeconfig.exists());
 }

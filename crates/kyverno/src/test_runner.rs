@@ -267,62 +267,37 @@ struct Values {
     namespace_labels: Vec<(String, Map<String, Value>)>,
 }
 
+/// The entries of a list field of a values document (none when absent).
+fn items<'a>(v: &'a Value, field: &str) -> impl Iterator<Item = &'a Value> {
+    v.get(field).and_then(Value::as_array).into_iter().flatten()
+}
+
+/// An entry's `name` (empty when absent).
+fn name_of(v: &Value) -> String {
+    v.get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
 impl Values {
     fn absorb(&mut self, spec: &Value) {
         let map = |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
         self.global.extend(map(spec.get("globalValues")));
-        for p in spec
-            .get("policies")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let name = p
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            for r in p
-                .get("resources")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let rname = r
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
+        for p in items(spec, "policies") {
+            let name = name_of(p);
+            for r in items(p, "resources") {
                 self.per_resource
-                    .push((name.clone(), rname, map(r.get("values"))));
+                    .push((name.clone(), name_of(r), map(r.get("values"))));
             }
-            for r in p
-                .get("rules")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let rname = r
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
+            for r in items(p, "rules") {
                 self.per_rule
-                    .push((name.clone(), rname, map(r.get("values"))));
+                    .push((name.clone(), name_of(r), map(r.get("values"))));
             }
         }
-        for ns in spec
-            .get("namespaceSelector")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let name = ns
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            self.namespace_labels.push((name, map(ns.get("labels"))));
+        for ns in items(spec, "namespaceSelector") {
+            self.namespace_labels
+                .push((name_of(ns), map(ns.get("labels"))));
         }
     }
 
