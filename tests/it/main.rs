@@ -60,6 +60,7 @@ mod serve_cli;
 mod serve_kube_rs;
 mod serve_kubectl;
 mod serve_kubectl_dry_run;
+mod serve_kubectl_status;
 mod serve_kubectl_storage;
 mod serve_kubectl_strict;
 mod sim_cron;

@@ -29,6 +29,7 @@ mod read;
 pub mod resources;
 pub mod select;
 pub mod state;
+mod status;
 pub mod table;
 #[cfg(test)]
 mod testing;

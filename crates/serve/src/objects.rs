@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::history::{History, Key, key_of, set_rv, text};
 use super::resources::{self, Resource};
+use super::status;
 use super::written::Written;
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_sim::Simulation;
@@ -118,6 +119,12 @@ impl Objects<'_> {
             if !annotations.is_null() {
                 meta.insert("annotations".to_owned(), annotations.clone());
             }
+        }
+        status::set_generation(kind, object, self.written.generation(&key));
+        match kind {
+            "Deployment" => status::deployment_conditions(object),
+            "Pod" => status::pod(object),
+            _ => {}
         }
         let rv = self.history.object_rv(&key).unwrap_or(1);
         set_rv(object, rv);

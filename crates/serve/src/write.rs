@@ -367,6 +367,7 @@ pub(super) fn update(
         Some("scale") => {
             let replicas = replicas_of(&wanted)?;
             set_replicas(cluster, namespace, resource.kind, name, replicas)?;
+            note_spec_change(cluster, &key, &current);
             cluster.sync();
             let after = cluster
                 .view(resource.kind, namespace, name, false)
@@ -380,7 +381,10 @@ pub(super) fn update(
                 ));
             }
         }
-        None => commit(cluster, resource, namespace, name, &current, &wanted)?,
+        None => {
+            commit(cluster, resource, namespace, name, &current, &wanted)?;
+            note_spec_change(cluster, &key, &current);
+        }
     }
     cluster.sync();
     cluster.api_change(key, Some(&current));
@@ -388,6 +392,22 @@ pub(super) fn update(
         .view(resource.kind, namespace, name, false)
         .ok_or_else(|| ApiError::not_found(resource, name))?;
     Ok(Reply::Json(200, after))
+}
+
+/// Increments a workload's `metadata.generation` when a write changed its
+/// spec, as the API server's strategies for apps/v1 do
+/// (`pkg/registry/apps/deployment/strategy.go` and its StatefulSet and
+/// DaemonSet siblings, `PrepareForUpdate`: the generation goes up by one
+/// when the old and new spec differ, never for status); a write that left
+/// the spec as it was keeps it.
+fn note_spec_change(cluster: &mut Cluster, key: &Key, before: &Value) {
+    if !matches!(key.0, "Deployment" | "StatefulSet" | "DaemonSet") {
+        return;
+    }
+    let after = cluster.view(key.0, &key.1, &key.2, false);
+    if after.as_ref().and_then(|a| a.get("spec")) != before.get("spec") {
+        cluster.written.bump_generation(key);
+    }
 }
 
 /// A DELETE with its options (grace period, propagation) from the query
@@ -879,6 +899,68 @@ mod tests {
             Some("scale"),
         ));
         assert_eq!(code, 422);
+    }
+
+    // pkg/registry/apps/deployment/strategy.go, PrepareForUpdate: a spec
+    // change increments metadata.generation, a metadata-only change does
+    // not; the controller's observedGeneration follows once it acted.
+    #[test]
+    fn a_spec_change_increments_the_generation_and_a_label_change_does_not() {
+        let mut cluster = cluster();
+        let generation = |cluster: &Cluster| {
+            let cache = cluster
+                .view("Deployment", "apps", "cache", false)
+                .expect("cache");
+            (
+                cache["metadata"]["generation"].as_i64(),
+                cache["status"]["observedGeneration"].as_i64(),
+            )
+        };
+        assert_eq!(generation(&cluster), (Some(1), Some(1)));
+        let labels = request("PATCH", "/", r#"{"metadata": {"labels": {"x": "y"}}}"#);
+        let (code, _) = answer(update(
+            &mut cluster,
+            &labels,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(generation(&cluster), (Some(1), Some(1)));
+        let scale = request("PATCH", "/", r#"{"spec": {"replicas": 3}}"#);
+        let (code, _) = answer(update(
+            &mut cluster,
+            &scale,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            Some("scale"),
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(generation(&cluster), (Some(2), Some(2)));
+        let replicas = request("PATCH", "/", r#"{"spec": {"replicas": 4}}"#);
+        let (code, body) = answer(update(
+            &mut cluster,
+            &replicas,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(body["metadata"]["generation"], 3);
+        // The same replicas again is no spec change.
+        let (code, body) = answer(update(
+            &mut cluster,
+            &replicas,
+            kind("Deployment"),
+            "apps",
+            "cache",
+            None,
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(body["metadata"]["generation"], 3);
     }
 
     #[test]

@@ -23,6 +23,10 @@ pub(super) struct Written {
     /// Terminating while its pods terminate, then gone (the simulator
     /// itself keeps a namespace as long as anything ever lived in it).
     deleted_namespaces: BTreeSet<String>,
+    /// `metadata.generation` of workloads whose spec the API changed:
+    /// the API server increments it on every spec change and never on a
+    /// status change. Absent means 1, a workload as created.
+    generations: BTreeMap<Key, i64>,
 }
 
 impl Written {
@@ -48,8 +52,22 @@ impl Written {
         self.metadata.insert(key, (labels, annotations));
     }
 
+    /// Forgets what was written for an object that is gone: a workload
+    /// created again under its name starts at generation 1.
     pub(super) fn forget_metadata(&mut self, key: &Key) {
         self.metadata.remove(key);
+        self.generations.remove(key);
+    }
+
+    /// The object's `metadata.generation`.
+    pub(super) fn generation(&self, key: &Key) -> i64 {
+        self.generations.get(key).copied().unwrap_or(1)
+    }
+
+    /// Records a change of the object's spec.
+    pub(super) fn bump_generation(&mut self, key: &Key) {
+        let next = self.generation(key).saturating_add(1);
+        self.generations.insert(key.clone(), next);
     }
 
     pub(super) fn config_map(&self, namespace: &str, name: &str) -> Option<&Value> {

@@ -1,0 +1,198 @@
+//! Status as the real controllers write it, read by the real `kubectl`:
+//! `kubectl wait --for=condition=Available` and `kubectl rollout status`
+//! against a Deployment's conditions and generations
+//! (`pkg/controller/deployment/sync.go` and `progress.go`; kubectl's
+//! `DeploymentStatusViewer` compares `observedGeneration` with
+//! `generation` before it reads the counts).
+
+use crate::kubectl_support::*;
+
+fn deployment(s: &Served, name: &str, node_selector: &str) -> String {
+    manifest(
+        s,
+        name,
+        &format!(
+            "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: apps}}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      nodeSelector: {{{node_selector}}}
+      containers:
+        - name: {name}
+          image: nginx:1.29
+          resources:
+            requests: {{cpu: 10m, memory: 16Mi}}
+"
+        ),
+    )
+}
+
+#[test]
+fn wait_for_available_and_rollout_status_follow_the_deployments_conditions() {
+    let Some(s) = serve() else { return };
+    let out = s.ok(&[
+        "wait",
+        "--for=condition=Available",
+        "deploy/cache",
+        "-n",
+        "apps",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("deployment.apps/cache condition met"), "{out}");
+    let out = s.ok(&[
+        "rollout",
+        "status",
+        "deploy/cache",
+        "-n",
+        "apps",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+
+    // Control: pods that no node can take leave the Deployment without
+    // minimum availability, and both commands give up.
+    let file = deployment(&s, "stuck", "disk: nvme-none");
+    s.ok(&["apply", "-f", &file]);
+    s.advance("1m");
+    let reason = s.ok(&[
+        "get",
+        "deploy",
+        "stuck",
+        "-n",
+        "apps",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Available\")].reason}",
+    ]);
+    assert_eq!(reason, "MinimumReplicasUnavailable");
+    let wait = s.run(&[
+        "wait",
+        "--for=condition=Available",
+        "deploy/stuck",
+        "-n",
+        "apps",
+        "--timeout=2s",
+    ]);
+    assert!(!wait.ok, "{}{}", wait.stdout, wait.stderr);
+    assert!(wait.stderr.contains("timed out"), "{}", wait.stderr);
+    let rollout = s.run(&[
+        "rollout",
+        "status",
+        "deploy/stuck",
+        "-n",
+        "apps",
+        "--timeout=2s",
+    ]);
+    assert!(!rollout.ok, "{}{}", rollout.stdout, rollout.stderr);
+
+    // A node that matches: the pods schedule and the condition turns.
+    let node = node_of(&s, "app=cache");
+    s.ok(&["label", "node", &node, "disk=nvme-none"]);
+    s.advance("1m");
+    let out = s.ok(&[
+        "wait",
+        "--for=condition=Available",
+        "deploy/stuck",
+        "-n",
+        "apps",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+}
+
+#[test]
+fn a_scale_raises_the_generation_and_the_status_observes_it() {
+    let Some(s) = serve() else { return };
+    let generations = |s: &Served| {
+        s.ok(&[
+            "get",
+            "deploy",
+            "cache",
+            "-n",
+            "apps",
+            "-o",
+            "jsonpath={.metadata.generation} {.status.observedGeneration}",
+        ])
+    };
+    assert_eq!(generations(&s), "1 1");
+    s.ok(&["label", "deploy", "cache", "-n", "apps", "tier=x"]);
+    assert_eq!(generations(&s), "1 1", "a label is not the spec");
+    s.ok(&["scale", "deploy", "cache", "-n", "apps", "--replicas=3"]);
+    assert_eq!(generations(&s), "2 2");
+    s.advance("1m");
+    let out = s.ok(&[
+        "rollout",
+        "status",
+        "deploy/cache",
+        "-n",
+        "apps",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+}
+
+/// Pod status as the kubelet reports it (kubernetes.io/docs/concepts/
+/// workloads/pods/pod-lifecycle/#pod-conditions) and the QoS class of
+/// kubernetes.io/docs/concepts/workloads/pods/pod-qos/.
+#[test]
+fn wait_for_ready_pods_reads_the_kubelets_conditions() {
+    let Some(s) = serve() else { return };
+    let out = s.ok(&[
+        "wait",
+        "--for=condition=ContainersReady",
+        "pod",
+        "-l",
+        "app=cache",
+        "-n",
+        "apps",
+        "--timeout=20s",
+    ]);
+    assert_eq!(out.matches("condition met").count(), 2, "{out}");
+    let fields = s.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=cache",
+        "-n",
+        "apps",
+        "-o",
+        "jsonpath={.items[0].status.qosClass} {.items[0].spec.restartPolicy} {.items[0].status.containerStatuses[0].ready} {.items[0].status.containerStatuses[0].state.running.startedAt}",
+    ]);
+    // cache asks for CPU and memory and sets no limits: Burstable.
+    let parts: Vec<&str> = fields.split(' ').collect();
+    assert_eq!(parts[..3], ["Burstable", "Always", "true"], "{fields}");
+    assert!(parts[3].starts_with("20"), "a start time: {fields}");
+
+    // Control: pods no node takes are not Ready, and the wait gives up.
+    let file = deployment(&s, "stuck", "disk: nvme-none");
+    s.ok(&["apply", "-f", &file]);
+    s.advance("1m");
+    let wait = s.run(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod",
+        "-l",
+        "app=stuck",
+        "-n",
+        "apps",
+        "--timeout=2s",
+    ]);
+    assert!(!wait.ok, "{}{}", wait.stdout, wait.stderr);
+    let out = s.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod",
+        "-l",
+        "app=cache",
+        "-n",
+        "apps",
+        "--timeout=20s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+}
