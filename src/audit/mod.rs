@@ -290,7 +290,9 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
             }
             stdin_read = true;
         }
-        match manifest::load_documents(file) {
+        // Flux post-build variables take their defaults; one without a
+        // default is bad input, located, as in a drill's workloads.
+        match manifest::load_substituted(file, &std::collections::BTreeMap::new()) {
             Ok(mut docs) => documents.append(&mut docs),
             Err(error) => {
                 let _ = writeln!(
