@@ -7,12 +7,15 @@
 //! consumers ([`consumers`]), judges each one's placement rules
 //! ([`placement`]) and prints a table or JSON.
 //!
-//! Fail-closed means three things here: a claim whose class cannot be
-//! resolved is `unknown` and counts as failing; an input that cannot be
+//! Fail-closed means four things here: a claim whose class cannot be
+//! resolved is `unknown` and counts as failing; an object the audit cannot
+//! see inside (HelmRelease values, an operator's custom resource) that names
+//! the class is `unknown` too ([`opaque`]); an input that cannot be
 //! parsed is an error naming file, line and column; and an input with no
 //! consumer at all fails, because an audit that found nothing proves nothing.
 
 pub mod consumers;
+pub mod opaque;
 pub mod placement;
 
 use std::fmt;
@@ -245,6 +248,29 @@ pub fn audit(
             }
         })
         .collect();
+    // What the audit cannot see inside but that names the class: unknown.
+    consumers.extend(
+        opaque::find(documents, storage_class)
+            .into_iter()
+            .map(|found| Consumer {
+                reasons: found
+                    .paths
+                    .iter()
+                    .map(|path| {
+                        format!(
+                            "{} {}/{} {path}: names the class, but the bench cannot see the pods it creates",
+                            found.kind, found.namespace, found.name
+                        )
+                    })
+                    .collect(),
+                kind: found.kind,
+                namespace: found.namespace,
+                name: found.name,
+                claims: found.paths,
+                verdict: Verdict::Unknown,
+                source: found.source,
+            }),
+    );
     consumers.sort_by(|a, b| {
         (&a.namespace, &a.kind, &a.name, &a.source).cmp(&(
             &b.namespace,
@@ -290,7 +316,9 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
             }
             stdin_read = true;
         }
-        match manifest::load_documents(file) {
+        // Flux post-build variables take their defaults; one without a
+        // default is bad input, located, as in a drill's workloads.
+        match manifest::load_substituted(file, &std::collections::BTreeMap::new()) {
             Ok(mut docs) => documents.append(&mut docs),
             Err(error) => {
                 let _ = writeln!(

@@ -611,3 +611,70 @@ fn an_explicitly_empty_class_is_no_class_not_the_default() {
     assert_eq!(names.len(), 5, "{names:?}");
     assert!(!names.contains(&"vault-snapshot-init".to_owned()));
 }
+
+// ------------------------------------------------- what it cannot see inside
+
+/// A HelmRelease whose values set the class (OpenBao's data and audit
+/// storage) and an operator CR with storage components (Coroot), in the shape
+/// `flux build` renders them.
+const OPAQUE: &str = "---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: openbao-chart, namespace: openbao}
+spec:
+  chart: {spec: {chart: openbao}}
+  values:
+    server:
+      dataStorage: {enabled: true, storageClass: CLASS}
+      auditStorage: {enabled: true, storageClass: CLASS}
+---
+apiVersion: coroot.com/v1
+kind: Coroot
+metadata: {name: coroot-cr, namespace: coroot}
+spec:
+  storage: {className: CLASS, size: 10Gi}
+  clickhouse:
+    keeper: {storage: {className: CLASS}}
+";
+
+#[test]
+fn helm_values_and_custom_resources_naming_the_class_are_unknown_with_paths() {
+    let outcome = audit_json(&format!("{BUNDLE}{}", OPAQUE.replace("CLASS", "hcloud")));
+    assert_eq!(outcome.code, 1, "{outcome:#?}");
+    let json = outcome.json();
+    assert_eq!(json["summary"]["verdict"], "fail");
+    assert_eq!(json["summary"]["unknown"], 2, "{outcome:#?}");
+    let verdicts = outcome.verdicts();
+    for name in ["openbao-chart", "coroot-cr"] {
+        assert!(
+            verdicts.contains(&(name.to_owned(), "unknown".to_owned())),
+            "{name}: {verdicts:?}"
+        );
+    }
+    // Every guarded consumer of the bundle still passes.
+    for consumer in HCLOUD_CONSUMERS {
+        assert!(
+            verdicts.contains(&(consumer.to_owned(), "pass".to_owned())),
+            "{consumer}"
+        );
+    }
+    assert_eq!(
+        outcome.reasons("openbao-chart"),
+        [
+            "HelmRelease openbao/openbao-chart .spec.values.server.dataStorage.storageClass: names the class, but the bench cannot see the pods it creates",
+            "HelmRelease openbao/openbao-chart .spec.values.server.auditStorage.storageClass: names the class, but the bench cannot see the pods it creates",
+        ]
+    );
+    let coroot = outcome.reasons("coroot-cr");
+    assert_eq!(coroot.len(), 2, "{coroot:?}");
+    assert!(coroot[0].contains("Coroot coroot/coroot-cr .spec.storage.className"));
+    assert!(coroot[1].contains(".spec.clickhouse.keeper.storage.className"));
+}
+
+#[test]
+fn opaque_objects_naming_another_class_leave_the_verdict_alone() {
+    // Control: the same objects with another class are not consumers.
+    let outcome = audit_json(&format!("{BUNDLE}{}", OPAQUE.replace("CLASS", "longhorn")));
+    assert_eq!(outcome.code, 0, "{outcome:#?}");
+    assert_eq!(outcome.verdicts().len(), HCLOUD_CONSUMERS.len());
+}

@@ -29,6 +29,7 @@ mod emulated_autoscaler;
 mod endpoint_proxy;
 #[cfg(unix)]
 mod fake_cli;
+mod flux_substitution;
 mod github_actions;
 mod golden_replay;
 #[cfg(unix)]

@@ -150,7 +150,7 @@ fn load_workloads(
     let mut documents = Vec::new();
     for workload in &spec.workloads {
         match &workload.value {
-            WorkloadSource::Path(path) => {
+            WorkloadSource::Path { path, substitute } => {
                 let resolved = embedded::join(drill_dir, path);
                 if !embedded::is_file(&resolved) {
                     let what = if embedded::exists(&resolved) {
@@ -167,7 +167,7 @@ fn load_workloads(
                     );
                     continue;
                 }
-                match manifest::load_documents(&resolved) {
+                match manifest::load_substituted(&resolved, substitute) {
                     Ok(loaded) => {
                         for document in &loaded {
                             let problems = match object_rules::object_problem(&document.value) {
@@ -192,6 +192,16 @@ fn load_workloads(
                             location.column,
                             expected,
                         ));
+                    }
+                    Err(ManifestError::Substitution { problems, .. }) => {
+                        for problem in problems {
+                            checker.diagnostics.push(manifest_diagnostic(
+                                &resolved,
+                                problem.line,
+                                problem.column,
+                                problem.message,
+                            ));
+                        }
                     }
                     Err(error) => checker.error(workload.at, error.to_string()),
                 }

@@ -15,6 +15,7 @@ pub mod embedded;
 pub mod error_text;
 pub mod exit;
 mod fault_targets;
+pub mod flux_substitute;
 pub mod interrupt;
 pub mod k8s;
 pub mod labels;

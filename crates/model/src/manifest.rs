@@ -23,6 +23,8 @@ use std::path::Path;
 use serde_json::Value;
 use serde_saphyr::{Budget, Options, Spanned};
 
+use crate::flux_substitute::{self, SubstitutionProblem};
+
 /// The largest manifest input read, in bytes. Rendered bundles of whole
 /// platforms are a few MiB; anything far larger is a mistake or an attack.
 pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
@@ -145,6 +147,15 @@ pub enum ManifestError {
         /// The file as named, or [`STDIN_NAME`].
         source_name: String,
     },
+    /// Flux post-build variables that could not be filled in, each with
+    /// where its `${` is (see [`crate::flux_substitute`]).
+    #[error("{}", substitution_summary(source_name, problems))]
+    Substitution {
+        /// The file as named, or [`STDIN_NAME`].
+        source_name: String,
+        /// Every placeholder that could not be filled in, in file order.
+        problems: Vec<SubstitutionProblem>,
+    },
     /// The input is not well-formed YAML, breaks the parsing budget, or a
     /// document does not have the expected shape.
     #[error("{location}: {expected}")]
@@ -155,6 +166,20 @@ pub enum ManifestError {
         /// What was wrong, phrased as what was expected.
         expected: String,
     },
+}
+
+fn substitution_summary(source_name: &str, problems: &[SubstitutionProblem]) -> String {
+    let mut text = String::new();
+    for (n, problem) in problems.iter().enumerate() {
+        if n > 0 {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "{source_name}:{}:{}: {}",
+            problem.line, problem.column, problem.message
+        ));
+    }
+    text
 }
 
 impl ManifestError {
@@ -202,6 +227,27 @@ fn options() -> Options {
 /// errors point at the file the user named.
 pub fn load_documents(path: &Path) -> Result<Vec<Document>, ManifestError> {
     let (name, text) = read_source(path)?;
+    parse_documents(&name, &text)
+}
+
+/// Loads every document of `path` after filling in its Flux post-build
+/// variables from `values` (see [`crate::flux_substitute`]): a placeholder
+/// with neither a value nor a default is a [`ManifestError::Substitution`]
+/// naming its line and column in the file as written.
+pub fn load_substituted(
+    path: &Path,
+    values: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<Document>, ManifestError> {
+    let (name, text) = read_source(path)?;
+    if !flux_substitute::has_placeholders(&text) {
+        return parse_documents(&name, &text);
+    }
+    let text = flux_substitute::substitute(&text, values).map_err(|problems| {
+        ManifestError::Substitution {
+            source_name: name.clone(),
+            problems,
+        }
+    })?;
     parse_documents(&name, &text)
 }
 

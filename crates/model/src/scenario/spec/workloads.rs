@@ -11,13 +11,113 @@ use crate::scenario::located::Located;
 
 /// Where the drill's Kubernetes objects come from.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(try_from = "WorkloadEntry", into = "WorkloadEntry")]
+#[schemars(with = "WorkloadEntrySchema")]
 pub enum WorkloadSource {
     /// A file of Kubernetes YAML (multi-document, as `kustomize build` prints
-    /// it), relative to the drill file.
-    Path(PathBuf),
+    /// it), relative to the drill file, with the values of its Flux
+    /// post-build variables.
+    Path {
+        /// The file.
+        path: PathBuf,
+        /// Values for `${var}` placeholders, as a Flux Kustomization's
+        /// `spec.postBuild.substitute` gives them.
+        substitute: BTreeMap<String, String>,
+    },
     /// One Kubernetes object written in the drill file.
     Inline(serde_json::Value),
+}
+
+/// One entry of `workloads:` as written: `path:` (with an optional
+/// `substitute:` map of Flux post-build variables) or `inline:`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkloadEntry {
+    /// A file of Kubernetes YAML (multi-document, as `kustomize build` or
+    /// `flux build` print it), relative to the drill file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Values for the file's Flux post-build variables (`${var}`,
+    /// `${var:=default}`, …), as a Flux Kustomization's
+    /// `spec.postBuild.substitute` gives them. Only with `path:`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub substitute: BTreeMap<String, String>,
+    /// One Kubernetes object written in the drill file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<serde_json::Value>,
+}
+
+/// The schema of a `workloads:` entry: [`WorkloadEntry`] with its rule that
+/// exactly one of `path:` or `inline:` is given, which editors can check.
+#[derive(JsonSchema)]
+#[serde(untagged, deny_unknown_fields, rename_all = "camelCase")]
+#[allow(dead_code)] // only its schema is used
+enum WorkloadEntrySchema {
+    /// A file of Kubernetes YAML (multi-document, as `kustomize build` or
+    /// `flux build` print it), relative to the drill file.
+    Path {
+        /// The file.
+        path: PathBuf,
+        /// Values for the file's Flux post-build variables (`${var}`,
+        /// `${var:=default}`, …), as a Flux Kustomization's
+        /// `spec.postBuild.substitute` gives them.
+        #[serde(default)]
+        substitute: BTreeMap<String, String>,
+    },
+    /// One Kubernetes object written in the drill file.
+    Inline {
+        /// The object.
+        inline: serde_json::Value,
+    },
+}
+
+impl TryFrom<WorkloadEntry> for WorkloadSource {
+    type Error = String;
+
+    fn try_from(entry: WorkloadEntry) -> Result<Self, String> {
+        if let Some(bad) = entry
+            .substitute
+            .keys()
+            .find(|name| !crate::flux_substitute::is_variable_name(name))
+        {
+            return Err(format!(
+                "`substitute:` key `{bad}` is not a variable name: expected letters, digits \
+                 and `_`, not starting with a digit (as Flux requires)"
+            ));
+        }
+        match (entry.path, entry.inline) {
+            (Some(path), None) => Ok(WorkloadSource::Path {
+                path,
+                substitute: entry.substitute,
+            }),
+            (None, Some(object)) if entry.substitute.is_empty() => {
+                Ok(WorkloadSource::Inline(object))
+            }
+            (None, Some(_)) => Err(
+                "`substitute:` applies to a `path:` file; an `inline:` object is written \
+                 with its values already"
+                    .to_owned(),
+            ),
+            (Some(_), Some(_)) => Err("a workload is `path:` or `inline:`, not both".to_owned()),
+            (None, None) => Err("expected `path:` or `inline:`".to_owned()),
+        }
+    }
+}
+
+impl From<WorkloadSource> for WorkloadEntry {
+    fn from(source: WorkloadSource) -> Self {
+        match source {
+            WorkloadSource::Path { path, substitute } => WorkloadEntry {
+                path: Some(path),
+                substitute,
+                inline: None,
+            },
+            WorkloadSource::Inline(object) => WorkloadEntry {
+                inline: Some(object),
+                ..WorkloadEntry::default()
+            },
+        }
+    }
 }
 
 /// An admission rule the cluster enforces on every pod it admits.
@@ -185,7 +285,23 @@ mod tests {
     #[test]
     fn a_workload_is_a_path_or_an_inline_object() {
         let path: WorkloadSource = from_yaml("path: manifests/app.yaml").unwrap();
-        assert!(matches!(path, WorkloadSource::Path(p) if p.ends_with("app.yaml")));
+        assert!(
+            matches!(path, WorkloadSource::Path { path, substitute } if path.ends_with("app.yaml") && substitute.is_empty())
+        );
+        let with_values: WorkloadSource =
+            from_yaml("path: app.yaml\nsubstitute: {replicas: \"3\", cluster_region: eu}").unwrap();
+        assert!(
+            matches!(with_values, WorkloadSource::Path { substitute, .. } if substitute["replicas"] == "3" && substitute.len() == 2)
+        );
+        for bad in [
+            "inline: {kind: Pod}\nsubstitute: {a: b}",
+            "path: a.yaml\ninline: {kind: Pod}",
+            "path: a.yaml\nsubstitute: {a-b: c}",
+            "{}",
+            "path: a.yaml\nsubstitutions: {a: b}",
+        ] {
+            assert!(from_yaml::<WorkloadSource>(bad).is_err(), "{bad}");
+        }
         let inline: WorkloadSource = from_yaml("inline: {kind: Pod}").unwrap();
         assert!(matches!(inline, WorkloadSource::Inline(v) if v["kind"] == "Pod"));
     }
