@@ -907,6 +907,17 @@ mod tests {
     #[test]
     fn a_spec_change_increments_the_generation_and_a_label_change_does_not() {
         let mut cluster = cluster();
+        // A PATCH of Deployment apps/cache (or of its scale subresource).
+        let patch_cache = |cluster: &mut Cluster, req: &_, sub: Option<&str>| {
+            answer(update(
+                cluster,
+                req,
+                kind("Deployment"),
+                "apps",
+                "cache",
+                sub,
+            ))
+        };
         let generation = |cluster: &Cluster| {
             let cache = cluster
                 .view("Deployment", "apps", "cache", false)
@@ -918,47 +929,19 @@ mod tests {
         };
         assert_eq!(generation(&cluster), (Some(1), Some(1)));
         let labels = request("PATCH", "/", r#"{"metadata": {"labels": {"x": "y"}}}"#);
-        let (code, _) = answer(update(
-            &mut cluster,
-            &labels,
-            kind("Deployment"),
-            "apps",
-            "cache",
-            None,
-        ));
+        let (code, _) = patch_cache(&mut cluster, &labels, None);
         assert_eq!(code, 200);
         assert_eq!(generation(&cluster), (Some(1), Some(1)));
         let scale = request("PATCH", "/", r#"{"spec": {"replicas": 3}}"#);
-        let (code, _) = answer(update(
-            &mut cluster,
-            &scale,
-            kind("Deployment"),
-            "apps",
-            "cache",
-            Some("scale"),
-        ));
+        let (code, _) = patch_cache(&mut cluster, &scale, Some("scale"));
         assert_eq!(code, 200);
         assert_eq!(generation(&cluster), (Some(2), Some(2)));
         let replicas = request("PATCH", "/", r#"{"spec": {"replicas": 4}}"#);
-        let (code, body) = answer(update(
-            &mut cluster,
-            &replicas,
-            kind("Deployment"),
-            "apps",
-            "cache",
-            None,
-        ));
+        let (code, body) = patch_cache(&mut cluster, &replicas, None);
         assert_eq!(code, 200);
         assert_eq!(body["metadata"]["generation"], 3);
         // The same replicas again is no spec change.
-        let (code, body) = answer(update(
-            &mut cluster,
-            &replicas,
-            kind("Deployment"),
-            "apps",
-            "cache",
-            None,
-        ));
+        let (code, body) = patch_cache(&mut cluster, &replicas, None);
         assert_eq!(code, 200);
         assert_eq!(body["metadata"]["generation"], 3);
     }
