@@ -283,6 +283,15 @@ struct PlacementArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
     format: AuditFormat,
+    /// A Flux post-build variable's value, as a Kustomization's
+    /// `postBuild.substitute` gives it; repeatable. Wins over
+    /// `--substitute-from`.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = audit::parse_substitution)]
+    substitute: Vec<(String, String)>,
+    /// A ConfigMap or Secret file whose data are more variables, as
+    /// `postBuild.substituteFrom` names one; repeatable, a later file wins.
+    #[arg(long, value_name = "FILE")]
+    substitute_from: Vec<PathBuf>,
     /// Rendered manifests (multi-document YAML); `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -558,6 +567,8 @@ fn audit_placement(args: PlacementArgs) -> ExitCode {
             AuditFormat::Json => audit::Format::Json,
         },
         files: args.files,
+        substitute: args.substitute.into_iter().collect(),
+        substitute_from: args.substitute_from,
     };
     audit::run(
         &request,

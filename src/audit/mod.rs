@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use drillbench_model::exit::Exit;
+use drillbench_model::flux_values::{self, ValuesFile};
 use drillbench_model::manifest::{self, Document, ManifestError};
 
 /// The node label every consumer must require.
@@ -58,6 +59,24 @@ pub fn parse_required_label(text: &str) -> Result<RequiredLabel, LabelError> {
     }
 }
 
+/// A `--substitute` value that is not `NAME=VALUE` with a Flux variable name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a substitution; expected NAME=VALUE, NAME of letters, digits and `_`, \
+     not starting with a digit"
+)]
+pub struct SubstitutionError(String);
+
+/// Parses `NAME=VALUE` for `--substitute`; the value may be empty or hold `=`.
+pub fn parse_substitution(text: &str) -> Result<(String, String), SubstitutionError> {
+    match text.split_once('=') {
+        Some((name, value)) if drillbench_model::flux_substitute::is_variable_name(name) => {
+            Ok((name.to_owned(), value.to_owned()))
+        }
+        _ => Err(SubstitutionError(text.to_owned())),
+    }
+}
+
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -77,6 +96,12 @@ pub struct Request {
     pub format: Format,
     /// The manifest files; `-` is standard input.
     pub files: Vec<PathBuf>,
+    /// Flux post-build variables, as a Kustomization's
+    /// `postBuild.substitute` gives them.
+    pub substitute: std::collections::BTreeMap<String, String>,
+    /// ConfigMap or Secret files with more values, as `postBuild.substituteFrom`
+    /// names them (`substitute` wins; a later file over an earlier one).
+    pub substitute_from: Vec<PathBuf>,
 }
 
 /// The verdict on one consumer.
@@ -304,6 +329,25 @@ pub fn audit(
 /// Runs the audit: loads every file, audits, prints the report to `out` and
 /// any input error to `err`, and returns the exit.
 pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let files: Vec<ValuesFile> = request
+        .substitute_from
+        .iter()
+        .map(|path| ValuesFile {
+            path: path.clone(),
+            optional: false,
+        })
+        .collect();
+    let values = match flux_values::gather(&request.substitute, &files) {
+        Ok(values) => values,
+        Err(error) => {
+            let _ = writeln!(
+                err,
+                "error: {}",
+                drillbench_model::error_text::error_chain(&error)
+            );
+            return Exit::BadInput;
+        }
+    };
     let mut documents = Vec::new();
     let mut stdin_read = false;
     for file in &request.files {
@@ -316,9 +360,10 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
             }
             stdin_read = true;
         }
-        // Flux post-build variables take their defaults; one without a
-        // default is bad input, located, as in a drill's workloads.
-        match manifest::load_substituted(file, &std::collections::BTreeMap::new()) {
+        // Flux post-build variables take the values given, else their
+        // defaults; one with neither is bad input, located, as in a drill's
+        // workloads.
+        match manifest::load_substituted(file, &values) {
             Ok(mut docs) => documents.append(&mut docs),
             Err(error) => {
                 let _ = writeln!(

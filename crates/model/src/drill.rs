@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::embedded;
+use crate::flux_values::{self, ValuesError, ValuesFile};
 use crate::manifest::{self, Document, ManifestError};
 use crate::object_rules::{self, object_rule_problems};
 use crate::scenario::assertion::Assertion;
@@ -32,7 +33,8 @@ pub struct Drill {
     pub source: SourceFile,
     /// The cluster it builds.
     pub topology: Topology,
-    /// The manifest files it deploys, resolved against the drill's folder.
+    /// The manifest files it deploys and the files of their substitution
+    /// values, resolved against the drill's folder.
     pub workload_files: Vec<PathBuf>,
     /// Every object it deploys, in order: the files' documents and the
     /// inline objects, each with where it was written.
@@ -150,7 +152,11 @@ fn load_workloads(
     let mut documents = Vec::new();
     for workload in &spec.workloads {
         match &workload.value {
-            WorkloadSource::Path { path, substitute } => {
+            WorkloadSource::Path {
+                path,
+                substitute,
+                substitute_from,
+            } => {
                 let resolved = embedded::join(drill_dir, path);
                 if !embedded::is_file(&resolved) {
                     let what = if embedded::exists(&resolved) {
@@ -167,7 +173,39 @@ fn load_workloads(
                     );
                     continue;
                 }
-                match manifest::load_substituted(&resolved, substitute) {
+                let value_files: Vec<ValuesFile> = substitute_from
+                    .iter()
+                    .map(|entry| ValuesFile {
+                        path: embedded::join(drill_dir, &entry.path),
+                        optional: entry.optional,
+                    })
+                    .collect();
+                let values = match flux_values::gather(substitute, &value_files) {
+                    Ok(values) => values,
+                    Err(ValuesError::Shape { location, expected }) => {
+                        checker.diagnostics.push(manifest_diagnostic(
+                            Path::new(&location.source),
+                            location.line,
+                            location.column,
+                            expected,
+                        ));
+                        continue;
+                    }
+                    Err(ValuesError::Manifest(ManifestError::Malformed { location, expected })) => {
+                        checker.diagnostics.push(manifest_diagnostic(
+                            Path::new(&location.source),
+                            location.line,
+                            location.column,
+                            expected,
+                        ));
+                        continue;
+                    }
+                    Err(error) => {
+                        checker.error(workload.at, error.to_string());
+                        continue;
+                    }
+                };
+                match manifest::load_substituted(&resolved, &values) {
                     Ok(loaded) => {
                         for document in &loaded {
                             let problems = match object_rules::object_problem(&document.value) {
@@ -206,6 +244,7 @@ fn load_workloads(
                     Err(error) => checker.error(workload.at, error.to_string()),
                 }
                 files.push(resolved);
+                files.extend(value_files.into_iter().map(|file| file.path));
             }
             WorkloadSource::Inline(object) => {
                 let problems = match object_rules::object_problem(object) {

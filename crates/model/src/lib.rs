@@ -16,6 +16,7 @@ pub mod error_text;
 pub mod exit;
 mod fault_targets;
 pub mod flux_substitute;
+pub mod flux_values;
 pub mod interrupt;
 pub mod k8s;
 pub mod labels;

@@ -209,7 +209,7 @@ pub fn budget() -> Budget {
     budget
 }
 
-fn options() -> Options {
+pub(crate) fn options() -> Options {
     let mut options = Options::default();
     options.budget = Some(budget());
     // Rendered manifests almost never use aliases; expanding a few
@@ -242,7 +242,7 @@ pub fn load_substituted(
     if !flux_substitute::has_placeholders(&text) {
         return parse_documents(&name, &text);
     }
-    let text = flux_substitute::substitute(&text, values).map_err(|problems| {
+    let text = flux_substitute::substitute_manifest(&text, values).map_err(|problems| {
         ManifestError::Substitution {
             source_name: name.clone(),
             problems,
