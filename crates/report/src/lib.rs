@@ -15,6 +15,7 @@ pub mod github;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod not_simulated;
 pub mod out_dir;
 pub mod sweep;
 pub mod terminal;
