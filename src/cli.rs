@@ -292,6 +292,12 @@ struct PlacementArgs {
     /// `postBuild.substituteFrom` names one; repeatable, a later file wins.
     #[arg(long, value_name = "FILE")]
     substitute_from: Vec<PathBuf>,
+    /// A consumer-map file (`kind: ConsumerMap`): where a chart's values or
+    /// an operator's resource keep each component's storage class and
+    /// placement, so those components are judged instead of `unknown`;
+    /// repeatable.
+    #[arg(long = "consumers", value_name = "FILE")]
+    consumer_maps: Vec<PathBuf>,
     /// Rendered manifests (multi-document YAML); `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -569,6 +575,7 @@ fn audit_placement(args: PlacementArgs) -> ExitCode {
         files: args.files,
         substitute: args.substitute.into_iter().collect(),
         substitute_from: args.substitute_from,
+        consumer_maps: args.consumer_maps,
     };
     audit::run(
         &request,

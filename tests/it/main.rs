@@ -16,6 +16,7 @@ mod preflight_support;
 mod report_support;
 
 mod audit_cli;
+mod audit_consumer_map;
 mod catalogue;
 #[cfg(unix)]
 mod clean_cli;
