@@ -54,6 +54,8 @@ enum Subjects<'a> {
     Restores,
     /// The pods the weakened run's drains deleted without the eviction API.
     Deleted,
+    /// The pods of the workload a weakening pinned to one node.
+    Pinned(&'a str),
 }
 
 /// Judges a negative control against the real run's observation.
@@ -157,6 +159,7 @@ fn judge_with(
                 }
                 DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_) => Subjects::Restores,
                 DrillChange::DrainWithoutEviction => Subjects::Deleted,
+                DrillChange::PinWorkload(ref pin) => Subjects::Pinned(&pin.workload),
                 _ => Subjects::ControlPlane,
             };
             (
@@ -311,6 +314,7 @@ fn must_fail_verdict(
         Subjects::FaultedNodes => "the nodes the faults hit and their pods".to_owned(),
         Subjects::Restores => "the restore from the weakened backups".to_owned(),
         Subjects::Deleted => "the pods a drain deleted without the eviction API".to_owned(),
+        Subjects::Pinned(w) => format!("the pods of `{w}`, pinned to one node"),
     };
     let (conclusion, failed, why) = if !diverged.is_empty() {
         (
@@ -376,10 +380,11 @@ fn involves<'e>(
     first_fault: Option<u64>,
 ) -> Vec<&'e Evidence> {
     match subjects {
-        Subjects::Guard(_) | Subjects::FaultedNodes => {
+        Subjects::Guard(_) | Subjects::FaultedNodes | Subjects::Pinned(_) => {
             let hit = trace::fault_nodes(real);
             let governs = |p: &&drillbench_observe::Placement| match subjects {
                 Subjects::Guard(guard) => pods_match(&guard.matches, p),
+                Subjects::Pinned(w) => p.workload.as_deref() == Some(*w),
                 _ => hit.contains(p.node.as_str()),
             };
             let placements = || {

@@ -10,6 +10,7 @@ use drillbench_model::scenario::spec::{
 };
 use drillbench_model::scenario::step::{Action, Step};
 use drillbench_model::topology::EndpointMode;
+use drillbench_model::workload_ref::WorkloadRef;
 
 pub(super) fn describe_change(change: &GuardChange) -> String {
     match change {
@@ -46,6 +47,10 @@ pub(super) fn describe_weakening(change: &DrillChange) -> String {
         DrillChange::BackupTakes(d) => {
             format!("backups that take {d} while the writers keep writing")
         }
+        DrillChange::PinWorkload(pin) => format!(
+            "every replica of `{}` pinned to {} (a `kubernetes.io/hostname` nodeSelector)",
+            pin.workload, pin.node
+        ),
         DrillChange::SkipSteps(steps) => format!(
             "the step(s) {} left out",
             steps
@@ -164,8 +169,39 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
                 backup.duration = *d;
             }
         }
+        DrillChange::PinWorkload(pin) => {
+            for document in &mut weakened.workloads {
+                if WorkloadRef::of_object(&document.value).to_string() == pin.workload {
+                    pin_to(&mut document.value, &pin.node);
+                }
+            }
+        }
     }
     weakened
+}
+
+/// A pod template's `nodeSelector` gains `kubernetes.io/hostname: NODE`:
+/// the well-known label every kubelet sets to its node's name
+/// (kubernetes.io/docs/reference/labels-annotations-taints/#kubernetesiohostname),
+/// and a nodeSelector's pairs must all match the node's labels
+/// (kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodeselector),
+/// so the pods fit that node alone.
+fn pin_to(workload: &mut serde_json::Value, node: &str) {
+    let Some(spec) = workload.pointer_mut("/spec/template/spec") else {
+        return;
+    };
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    let selector = spec
+        .entry("nodeSelector")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let Some(selector) = selector.as_object_mut() {
+        selector.insert(
+            "kubernetes.io/hostname".to_owned(),
+            serde_json::Value::String(node.to_owned()),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -522,6 +522,20 @@ impl<'t> References<'t> {
                     ),
                 )
             }
+            DrillChange::PinWorkload(pin) => {
+                self.workload(&Located::at(pin.workload.clone(), at), checker);
+                if !self.nodes.contains(&pin.node) {
+                    checker.error(
+                        at,
+                        format!(
+                            "`pinWorkload` names `{}`, which is not a static node of the cluster{}; expected one of: {}",
+                            pin.node,
+                            did_you_mean(&pin.node, self.nodes.iter().map(String::as_str)),
+                            self.nodes.join(", ")
+                        ),
+                    );
+                }
+            }
             DrillChange::StartWithControlPlanes(n)
                 if *n as usize >= self.topology.control_planes.ordinals.len() =>
             {
