@@ -242,7 +242,8 @@ fn validate_warns_about_an_assertion_no_control_can_make_fail() {
 ///   control is inconclusive by rule;
 /// - namespace-restore's RTO: no weakening yet takes the writer out of
 ///   the restore.
-/// (node-loss's availabilities have `pinWorkload` controls.)
+///
+/// node-loss's availabilities have `pinWorkload` controls.
 #[test]
 fn the_built_ins_uncovered_assertions_are_exactly_the_known_gaps() {
     let gaps: [(&str, &[&str]); 8] = [
