@@ -56,6 +56,8 @@ enum Subjects<'a> {
     Deleted,
     /// The pods of the workload a weakening pinned to one node.
     Pinned(&'a str),
+    /// The pods of the workloads the backups left out.
+    LeftOut(&'a [String]),
 }
 
 /// Judges a negative control against the real run's observation.
@@ -160,6 +162,7 @@ fn judge_with(
                 DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_) => Subjects::Restores,
                 DrillChange::DrainWithoutEviction => Subjects::Deleted,
                 DrillChange::PinWorkload(ref pin) => Subjects::Pinned(&pin.workload),
+                DrillChange::ExcludedFromBackup(ref w) => Subjects::LeftOut(w),
                 _ => Subjects::ControlPlane,
             };
             (
@@ -315,6 +318,7 @@ fn must_fail_verdict(
         Subjects::Restores => "the restore from the weakened backups".to_owned(),
         Subjects::Deleted => "the pods a drain deleted without the eviction API".to_owned(),
         Subjects::Pinned(w) => format!("the pods of `{w}`, pinned to one node"),
+        Subjects::LeftOut(w) => format!("the pods of {}, left out of the backups", w.join(", ")),
     };
     let (conclusion, failed, why) = if !diverged.is_empty() {
         (
@@ -380,11 +384,15 @@ fn involves<'e>(
     first_fault: Option<u64>,
 ) -> Vec<&'e Evidence> {
     match subjects {
-        Subjects::Guard(_) | Subjects::FaultedNodes | Subjects::Pinned(_) => {
+        Subjects::Guard(_)
+        | Subjects::FaultedNodes
+        | Subjects::Pinned(_)
+        | Subjects::LeftOut(_) => {
             let hit = trace::fault_nodes(real);
             let governs = |p: &&drillbench_observe::Placement| match subjects {
                 Subjects::Guard(guard) => pods_match(&guard.matches, p),
                 Subjects::Pinned(w) => p.workload.as_deref() == Some(*w),
+                Subjects::LeftOut(w) => p.workload.as_ref().is_some_and(|p| w.contains(p)),
                 _ => hit.contains(p.node.as_str()),
             };
             let placements = || {

@@ -51,6 +51,14 @@ pub(super) fn describe_weakening(change: &DrillChange) -> String {
             "every replica of `{}` pinned to {} (a `kubernetes.io/hostname` nodeSelector)",
             pin.workload, pin.node
         ),
+        DrillChange::ExcludedFromBackup(workloads) => format!(
+            "{} labelled `velero.io/exclude-from-backup: \"true\"`, so no backup holds them",
+            workloads
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         DrillChange::SkipSteps(steps) => format!(
             "the step(s) {} left out",
             steps
@@ -167,6 +175,11 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
         DrillChange::BackupTakes(d) => {
             for backup in &mut weakened.topology.backups {
                 backup.duration = *d;
+            }
+        }
+        DrillChange::ExcludedFromBackup(workloads) => {
+            for backup in &mut weakened.topology.backups {
+                backup.excluded = workloads.clone();
             }
         }
         DrillChange::PinWorkload(pin) => {

@@ -522,6 +522,24 @@ impl<'t> References<'t> {
                     ),
                 )
             }
+            DrillChange::ExcludedFromBackup(workloads) => {
+                if self.topology.backups.is_empty() {
+                    checker.error(
+                        at,
+                        "this weakening changes the cluster's backups, but it has none; \
+                         expected `cluster.backups`",
+                    );
+                }
+                if workloads.is_empty() {
+                    checker.error(
+                        at,
+                        "`excludedFromBackup` names no workload; expected the workloads left out",
+                    );
+                }
+                for workload in workloads {
+                    self.workload(&Located::at(workload.clone(), at), checker);
+                }
+            }
             DrillChange::PinWorkload(pin) => {
                 self.workload(&Located::at(pin.workload.clone(), at), checker);
                 if !self.nodes.contains(&pin.node) {

@@ -210,6 +210,10 @@ pub enum DrillChange {
     /// fault on that node takes the whole workload, and its replacements
     /// cannot run anywhere else until the node is back.
     PinWorkload(PinWorkload),
+    /// These workloads (`namespace/Kind/name`) carry Velero's
+    /// `velero.io/exclude-from-backup: "true"` label: every backup leaves
+    /// them out, so a restore brings their namespace back without them.
+    ExcludedFromBackup(Vec<String>),
 }
 
 /// The workload a [`DrillChange::PinWorkload`] pins, and where.
