@@ -92,6 +92,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`manifests/does-not-exist.yaml` does not exist",
     ),
     (
+        "pin-workload-unknown-node",
+        "32:17",
+        "`pinWorkload` names `worker-9`, which is not a static node of the cluster",
+    ),
+    (
         "skip-steps-unknown-or-every-fault",
         "22:17",
         "`skipSteps` names `drain the node`, which is not a step of the drill",

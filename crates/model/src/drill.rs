@@ -561,6 +561,38 @@ impl<'t> References<'t> {
                     ),
                 )
             }
+            DrillChange::ExcludedFromBackup(workloads) => {
+                if self.topology.backups.is_empty() {
+                    checker.error(
+                        at,
+                        "this weakening changes the cluster's backups, but it has none; \
+                         expected `cluster.backups`",
+                    );
+                }
+                if workloads.is_empty() {
+                    checker.error(
+                        at,
+                        "`excludedFromBackup` names no workload; expected the workloads left out",
+                    );
+                }
+                for workload in workloads {
+                    self.workload(&Located::at(workload.clone(), at), checker);
+                }
+            }
+            DrillChange::PinWorkload(pin) => {
+                self.workload(&Located::at(pin.workload.clone(), at), checker);
+                if !self.nodes.contains(&pin.node) {
+                    checker.error(
+                        at,
+                        format!(
+                            "`pinWorkload` names `{}`, which is not a static node of the cluster{}; expected one of: {}",
+                            pin.node,
+                            did_you_mean(&pin.node, self.nodes.iter().map(String::as_str)),
+                            self.nodes.join(", ")
+                        ),
+                    );
+                }
+            }
             DrillChange::StartWithControlPlanes(n)
                 if *n as usize >= self.topology.control_planes.ordinals.len() =>
             {

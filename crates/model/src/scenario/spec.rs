@@ -22,8 +22,8 @@ mod workloads;
 
 pub use assertions::{
     AblationControl, AdmissionControl, AssertionSpec, AvailabilityAssertion, BurstAssertion,
-    DrillChange, Empty, GuardChange, NegativeControl, PlacementAssertion, PreflightGuard,
-    QuorumAssertion, RpoAssertion, RtoAssertion, Subject, WeakenControl,
+    DrillChange, Empty, GuardChange, NegativeControl, PinWorkload, PlacementAssertion,
+    PreflightGuard, QuorumAssertion, RpoAssertion, RtoAssertion, Subject, WeakenControl,
 };
 pub use cluster::{
     AttachModel, AutoscaledRange, AutoscalerSpec, BackupPhase, BackupSpec, BindingMode,

@@ -281,6 +281,11 @@ pub struct BackupSchedule {
     pub last_started_ago: Duration,
     /// Its phase at the start.
     pub last_phase: BackupPhase,
+    /// Workloads (`namespace/Kind/name`) its backups leave out, as Velero
+    /// does for objects labelled `velero.io/exclude-from-backup: "true"`.
+    /// Only a negative control sets it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<String>,
 }
 
 impl Topology {
@@ -445,6 +450,7 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
             failure_probability: b.failure_probability.as_ref().map_or(0.0, |p| p.value),
             last_started_ago: b.last_started_ago.unwrap_or(Duration::from_mins(6 * 60)),
             last_phase: b.last_phase.unwrap_or(BackupPhase::Completed),
+            excluded: Vec::new(),
         })
         .collect();
 
