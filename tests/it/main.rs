@@ -58,6 +58,7 @@ mod report_sweep;
 mod run_inputs;
 mod serve_bounds;
 mod serve_cli;
+mod serve_dry_run_control;
 mod serve_kube_rs;
 mod serve_kubectl;
 mod serve_kubectl_dry_run;

@@ -12,6 +12,8 @@
 //! - server-side apply of the drill's workloads (field manager
 //!   `drillbench`, run label `drillbench.dev/run`) and the other changes
 //!   the bench asks for (`requests`);
+//! - `dry_run`: a create sent with `dryRun=All` through the cluster's
+//!   admission chain, for admission negative controls;
 //! - `probe`: `/readyz` through the stable endpoint and etcd through the
 //!   machines;
 //! - [`access`]: whether the bench may change the cluster at all;
@@ -39,6 +41,7 @@ mod backend;
 mod clock;
 mod connect;
 mod drain;
+mod dry_run;
 mod kubeconfig;
 mod observer;
 mod probe;
