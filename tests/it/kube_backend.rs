@@ -159,10 +159,10 @@ fn both(drill: &Path) -> (DrillReport, DrillReport) {
         .unwrap_or_else(|| panic!("the kubeconfig run wrote no report: {}", kube.stderr));
     assert_eq!(kube_report.backend, "kubeconfig");
     let kube_exit = if kube.exit == Exit::ControlUnproven
-        && sim.exit == Exit::Ok
+        && sim.exit == Exit::Success
         && unproven_only_by_the_servers_admission(&kube_report)
     {
-        Exit::Ok
+        Exit::Success
     } else {
         kube.exit
     };

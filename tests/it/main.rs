@@ -42,6 +42,7 @@ mod local_path;
 #[cfg(unix)]
 mod nightly_verdict;
 mod policy_cli;
+mod policy_scan_live;
 mod portable_binary;
 mod preflight_cli;
 #[cfg(unix)]
