@@ -145,12 +145,12 @@ fn run(drill: &Path, backend: Backend, kubeconfig: Option<&Path>, out: &Path) ->
 
 /// The StatefulSets of a namespace, through kube-rs.
 fn stateful_sets(server: &Server, namespace: &str) -> Vec<String> {
-    let client = kube::Client::try_from(server.client_config()).expect("client");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async {
+        let client = kube::Client::try_from(server.client_config()).expect("client");
         let api: Api<StatefulSet> = Api::namespaced(client, namespace);
         api.list(&Default::default())
             .await

@@ -30,6 +30,7 @@ pub mod autogen;
 pub mod conditions;
 pub mod context;
 pub mod engine;
+pub mod exception;
 pub mod jmes;
 pub mod live;
 pub mod matching;
