@@ -198,7 +198,10 @@ mod tests {
         assert_eq!(judged.result.measured, "refused");
         let detail = &judged.result.evidence[0].detail;
         assert!(detail.contains("dryRun=All"), "{detail}");
-        assert!(detail.contains("400 BadRequest: admission webhook"), "{detail}");
+        assert!(
+            detail.contains("400 BadRequest: admission webhook"),
+            "{detail}"
+        );
     }
 
     #[test]
@@ -217,8 +220,16 @@ mod tests {
     fn a_refusal_that_is_not_admissions_proves_nothing() {
         for (code, reason, message) in [
             (404, "NotFound", "namespaces \"openbao\" not found"),
-            (422, "Invalid", "StatefulSet.apps \"planted\" is invalid: spec.selector: Required value"),
-            (409, "AlreadyExists", "statefulsets.apps \"planted\" already exists"),
+            (
+                422,
+                "Invalid",
+                "StatefulSet.apps \"planted\" is invalid: spec.selector: Required value",
+            ),
+            (
+                409,
+                "AlreadyExists",
+                "statefulsets.apps \"planted\" already exists",
+            ),
             (
                 403,
                 "Forbidden",
@@ -241,6 +252,10 @@ mod tests {
     fn no_answer_is_inconclusive() {
         let (c, judged) = conclusion(&Err("connection refused".to_owned()));
         assert_eq!(c, ControlConclusion::Inconclusive);
-        assert!(judged.result.summary.contains("connection refused"), "{}", judged.result.summary);
+        assert!(
+            judged.result.summary.contains("connection refused"),
+            "{}",
+            judged.result.summary
+        );
     }
 }

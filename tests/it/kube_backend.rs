@@ -119,7 +119,11 @@ fn judged_by_the_server(report: &DrillReport) -> Vec<(String, Verdict, String)> 
         .iter()
         .filter(|a| is_admission_control(a))
         .map(|a| {
-            let answer = a.evidence.first().map(|e| e.detail.clone()).unwrap_or_default();
+            let answer = a
+                .evidence
+                .first()
+                .map(|e| e.detail.clone())
+                .unwrap_or_default();
             assert!(answer.contains("dryRun=All"), "{}: {answer}", a.name);
             (a.name.clone(), a.verdict, answer)
         })

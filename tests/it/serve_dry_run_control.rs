@@ -114,7 +114,12 @@ fn serve(drill: &Path, kubeconfig: &Path) -> Server {
     .expect("the server starts")
 }
 
-fn run(drill: &Path, backend: Backend, kubeconfig: Option<&Path>, out: &Path) -> (Exit, String, DrillReport) {
+fn run(
+    drill: &Path,
+    backend: Backend,
+    kubeconfig: Option<&Path>,
+    out: &Path,
+) -> (Exit, String, DrillReport) {
     let options = RunOptions {
         standby_nodes: 2,
         drill: drill.display().to_string(),
@@ -168,14 +173,20 @@ fn the_real_admission_control_dry_runs_the_planted_object_and_creates_nothing() 
     let drill = write_drill(dir.path());
     let kubeconfig = dir.path().join("kubeconfig.yaml");
     let server = serve(&drill, &kubeconfig);
-    let before = (stateful_sets(&server, "openbao"), stateful_sets(&server, "apps"));
+    let before = (
+        stateful_sets(&server, "openbao"),
+        stateful_sets(&server, "apps"),
+    );
     let (exit, stderr, report) = run(
         &drill,
         Backend::Kubeconfig,
         Some(&kubeconfig),
         &dir.path().join("kube"),
     );
-    let after = (stateful_sets(&server, "openbao"), stateful_sets(&server, "apps"));
+    let after = (
+        stateful_sets(&server, "openbao"),
+        stateful_sets(&server, "apps"),
+    );
     server.stop();
 
     let control = |name: &str| {
@@ -215,7 +226,10 @@ fn the_real_admission_control_dry_runs_the_planted_object_and_creates_nothing() 
     // Nothing was created: the admitted object was answered 201 and is
     // not there, and no watch saw either planted object appear.
     assert_eq!(before, after);
-    assert!(!after.1.iter().any(|n| n.starts_with("planted")), "{after:?}");
+    assert!(
+        !after.1.iter().any(|n| n.starts_with("planted")),
+        "{after:?}"
+    );
     assert!(
         !report
             .timeline

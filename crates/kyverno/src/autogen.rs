@@ -36,16 +36,37 @@ const CONTROLLERS: [&str; 6] = [
 
 const POD_REPLACEMENTS: [(&str, &str); 4] = [
     ("request.object.spec", "request.object.spec.template.spec"),
-    ("request.oldObject.spec", "request.oldObject.spec.template.spec"),
-    ("request.object.metadata", "request.object.spec.template.metadata"),
-    ("request.oldObject.metadata", "request.oldObject.spec.template.metadata"),
+    (
+        "request.oldObject.spec",
+        "request.oldObject.spec.template.spec",
+    ),
+    (
+        "request.object.metadata",
+        "request.object.spec.template.metadata",
+    ),
+    (
+        "request.oldObject.metadata",
+        "request.oldObject.spec.template.metadata",
+    ),
 ];
 
 const CRONJOB_REPLACEMENTS: [(&str, &str); 4] = [
-    ("request.object.spec", "request.object.spec.jobTemplate.spec.template.spec"),
-    ("request.oldObject.spec", "request.oldObject.spec.jobTemplate.spec.template.spec"),
-    ("request.object.metadata", "request.object.spec.jobTemplate.spec.template.metadata"),
-    ("request.oldObject.metadata", "request.oldObject.spec.jobTemplate.spec.template.metadata"),
+    (
+        "request.object.spec",
+        "request.object.spec.jobTemplate.spec.template.spec",
+    ),
+    (
+        "request.oldObject.spec",
+        "request.oldObject.spec.jobTemplate.spec.template.spec",
+    ),
+    (
+        "request.object.metadata",
+        "request.object.spec.jobTemplate.spec.template.metadata",
+    ),
+    (
+        "request.oldObject.metadata",
+        "request.oldObject.spec.jobTemplate.spec.template.metadata",
+    ),
 ];
 
 /// The policy with its auto-generated rules appended after its own.
@@ -79,17 +100,39 @@ pub fn expand(policy: &Value) -> Value {
             continue;
         }
         if !controllers.is_empty()
-            && let Some(r) = generate(rule, &rule_name("autogen", name), "template", &controllers, Filter::Pod)
+            && let Some(r) = generate(
+                rule,
+                &rule_name("autogen", name),
+                "template",
+                &controllers,
+                Filter::Pod,
+            )
         {
             generated.push(replace(&r, &POD_REPLACEMENTS));
         }
         if cronjob {
             // Kyverno nests the controllers' rule once more (built from
             // every requested controller, or the CronJob alone).
-            let base_kinds = if controllers.is_empty() { vec!["CronJob"] } else { controllers.clone() };
-            let base = generate(rule, &rule_name("autogen", name), "template", &base_kinds, Filter::Pod);
+            let base_kinds = if controllers.is_empty() {
+                vec!["CronJob"]
+            } else {
+                controllers.clone()
+            };
+            let base = generate(
+                rule,
+                &rule_name("autogen", name),
+                "template",
+                &base_kinds,
+                Filter::Pod,
+            );
             if let Some(r) = base.and_then(|b| {
-                generate(&b, &rule_name("autogen-cronjob", name), "jobTemplate", &["CronJob"], Filter::All)
+                generate(
+                    &b,
+                    &rule_name("autogen-cronjob", name),
+                    "jobTemplate",
+                    &["CronJob"],
+                    Filter::All,
+                )
             }) {
                 generated.push(replace(&r, &CRONJOB_REPLACEMENTS));
             }
@@ -127,7 +170,12 @@ fn descriptions(block: Option<&Value>) -> Vec<&Value> {
     };
     let mut out: Vec<&Value> = block.get("resources").into_iter().collect();
     for list in ["any", "all"] {
-        for filter in block.get(list).and_then(Value::as_array).into_iter().flatten() {
+        for filter in block
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             out.extend(filter.get("resources"));
         }
     }
@@ -152,15 +200,22 @@ fn can_autogen(rules: &[Value]) -> bool {
             .into_iter()
             .chain(descriptions(rule.get("exclude")))
         {
-            let named = d.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
-                || d.get("names").and_then(Value::as_array).is_some_and(|n| !n.is_empty());
+            let named = d
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty())
+                || d.get("names")
+                    .and_then(Value::as_array)
+                    .is_some_and(|n| !n.is_empty());
             let kinds = kinds(d);
             let mixed = kinds.len() > 1 && kinds.iter().any(|k| is_pod(k));
             if named || d.get("selector").is_some() || d.get("annotations").is_some() || mixed {
                 return false;
             }
             needed |= kinds.iter().any(|k| {
-                is_pod(k) || k.as_str().is_some_and(|k| CONTROLLERS.contains(&k) || k == "CronJob")
+                is_pod(k)
+                    || k.as_str()
+                        .is_some_and(|k| CONTROLLERS.contains(&k) || k == "CronJob")
             });
         }
     }
@@ -171,7 +226,10 @@ fn can_autogen(rules: &[Value]) -> bool {
 /// excludes nothing or Pods.
 fn matches_pods(rule: &Value) -> bool {
     let all = |block: Option<&Value>| -> Vec<Value> {
-        descriptions(block).into_iter().flat_map(|d| kinds(d).into_iter().cloned()).collect()
+        descriptions(block)
+            .into_iter()
+            .flat_map(|d| kinds(d).into_iter().cloned())
+            .collect()
     };
     let matched = all(rule.get("match"));
     let excluded = all(rule.get("exclude"));
@@ -187,7 +245,10 @@ enum Filter {
 }
 
 fn set_kinds(block: &mut Value, kinds: &[&str], filter: Filter, only_if_present: bool) {
-    let new: Vec<Value> = kinds.iter().map(|k| Value::String((*k).to_owned())).collect();
+    let new: Vec<Value> = kinds
+        .iter()
+        .map(|k| Value::String((*k).to_owned()))
+        .collect();
     for list in ["any", "all"] {
         if let Some(filters) = block.get_mut(list).and_then(Value::as_array_mut)
             && !filters.is_empty()
@@ -197,7 +258,9 @@ fn set_kinds(block: &mut Value, kinds: &[&str], filter: Filter, only_if_present:
                     Filter::Pod => kinds_of(f).iter().any(is_pod),
                     Filter::All => true,
                 };
-                if hit && let Some(resources) = f.get_mut("resources").and_then(Value::as_object_mut) {
+                if hit
+                    && let Some(resources) = f.get_mut("resources").and_then(Value::as_object_mut)
+                {
                     resources.insert("kinds".to_owned(), Value::Array(new.clone()));
                 }
             }
@@ -208,7 +271,10 @@ fn set_kinds(block: &mut Value, kinds: &[&str], filter: Filter, only_if_present:
     if (present || !only_if_present)
         && let Some(resources) = block
             .as_object_mut()
-            .map(|b| b.entry("resources").or_insert_with(|| Value::Object(Map::new())))
+            .map(|b| {
+                b.entry("resources")
+                    .or_insert_with(|| Value::Object(Map::new()))
+            })
             .and_then(Value::as_object_mut)
     {
         resources.insert("kinds".to_owned(), Value::Array(new));
@@ -264,7 +330,11 @@ fn generate(rule: &Value, name: &str, key: &str, kinds: &[&str], filter: Filter)
     if let Some(validate) = out.get_mut("validate") {
         if let Some(pattern) = validate.get("pattern").cloned() {
             validate["pattern"] = wrap(key, pattern);
-        } else if let Some(any) = validate.get("anyPattern").and_then(Value::as_array).cloned() {
+        } else if let Some(any) = validate
+            .get("anyPattern")
+            .and_then(Value::as_array)
+            .cloned()
+        {
             validate["anyPattern"] = Value::Array(any.into_iter().map(|p| wrap(key, p)).collect());
         }
         // deny, foreach and the bodies the engine does not evaluate keep
@@ -328,7 +398,10 @@ mod tests {
             "{{ request.object.spec.template.metadata.name }}"
         );
         let cron = &out["spec"]["rules"][2];
-        assert_eq!(cron["match"]["any"][0]["resources"]["kinds"], json!(["CronJob"]));
+        assert_eq!(
+            cron["match"]["any"][0]["resources"]["kinds"],
+            json!(["CronJob"])
+        );
         assert_eq!(
             cron["validate"]["pattern"],
             json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"image": "!*:latest"}]}}}}}})
@@ -347,7 +420,10 @@ mod tests {
             narrowed["spec"]["rules"][1]["match"]["any"][0]["resources"]["kinds"],
             json!(["Deployment"])
         );
-        assert_eq!(names(&expand(&policy(json!({ANNOTATION: "none"}), pod_rule()))), ["r"]);
+        assert_eq!(
+            names(&expand(&policy(json!({ANNOTATION: "none"}), pod_rule()))),
+            ["r"]
+        );
         let mut named = pod_rule();
         named["match"]["any"][0]["resources"]["names"] = json!(["x"]);
         assert_eq!(names(&expand(&policy(json!({}), named))), ["r"]);

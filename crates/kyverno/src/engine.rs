@@ -142,7 +142,8 @@ impl<'a> Engine<'a> {
             for policy in policies {
                 for rule in &policy.rules {
                     if let RuleBody::Mutate(body) = &rule.body {
-                        if let Some(skip) = self.exempt(policy, rule, RuleKind::Mutation, &current) {
+                        if let Some(skip) = self.exempt(policy, rule, RuleKind::Mutation, &current)
+                        {
                             results.extend(skip);
                             continue;
                         }

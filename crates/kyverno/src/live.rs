@@ -91,7 +91,8 @@ pub fn load_policies(paths: &[PathBuf]) -> Result<Vec<Policy>, LiveError> {
         let docs = manifest::load_documents(path).map_err(|e| LiveError::Input(e.to_string()))?;
         for doc in &docs {
             if policy::is_policy(&doc.value) {
-                policies.push(policy::from_document(doc).map_err(|e| LiveError::Input(e.to_string()))?);
+                policies
+                    .push(policy::from_document(doc).map_err(|e| LiveError::Input(e.to_string()))?);
             }
         }
     }
@@ -215,7 +216,12 @@ mod tests {
         assert_eq!(scan.findings[0].resource, "Pod/apps/b-unlabelled");
         assert_eq!(scan.findings[0].result.status, RuleStatus::Fail);
         assert!(!scan.clean());
-        assert!(scan.render().contains("fail          Pod/apps/b-unlabelled  team-label:"), "{}", scan.render());
+        assert!(
+            scan.render()
+                .contains("fail          Pod/apps/b-unlabelled  team-label:"),
+            "{}",
+            scan.render()
+        );
         // Control: with the label, nothing breaks it.
         let clean = scan_of(vec![pod("b", "Running", json!({"team": "x"}))]);
         assert!(clean.clean());

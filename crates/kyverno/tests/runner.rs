@@ -154,7 +154,11 @@ resources: [pods.yaml]
 "
         )
     };
-    write(dir.path(), "kyverno-test.yaml", &suite("exceptions: [exception.yaml]\n"));
+    write(
+        dir.path(),
+        "kyverno-test.yaml",
+        &suite("exceptions: [exception.yaml]\n"),
+    );
     let mut out = Vec::new();
     assert!(
         run_all(&[dir.path().to_path_buf()], &mut out).unwrap(),

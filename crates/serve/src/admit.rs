@@ -226,7 +226,9 @@ mod tests {
             .admission_refusal(&unguarded_consumer("openbao"))
             .expect("refused");
         assert!(
-            refusal.starts_with("guard openbao-requires-baseline refused openbao/StatefulSet/planted: "),
+            refusal.starts_with(
+                "guard openbao-requires-baseline refused openbao/StatefulSet/planted: "
+            ),
             "{refusal}"
         );
         // Judged on a copy: the served cluster recorded nothing.

@@ -48,9 +48,7 @@ pub(super) async fn create(
         .create(&params, body)
         .map_err(kube::Error::BuildRequest)?;
     let sent = format!("{} {}", request.method(), request.uri());
-    let response = client
-        .send(request.map(Body::from))
-        .await?;
+    let response = client.send(request.map(Body::from)).await?;
     let code = response.status().as_u16();
     let bytes = response.into_body().collect_bytes().await?;
     let status: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
@@ -64,7 +62,11 @@ pub(super) async fn create(
     };
     Ok(DryRunAnswer {
         code,
-        reason: if admitted { String::new() } else { field("reason") },
+        reason: if admitted {
+            String::new()
+        } else {
+            field("reason")
+        },
         message: if admitted {
             String::new()
         } else if status.is_null() {
@@ -117,7 +119,11 @@ mod tests {
         let uri = request.uri().to_string();
         let body = request.into_body().collect_bytes().await.expect("body");
         send.send_response(answer);
-        (method, uri, serde_json::from_slice(&body).expect("a JSON body"))
+        (
+            method,
+            uri,
+            serde_json::from_slice(&body).expect("a JSON body"),
+        )
     }
 
     fn planted() -> Value {

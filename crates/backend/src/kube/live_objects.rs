@@ -27,9 +27,7 @@ pub fn read_live_objects(path: &Path, context: Option<&str>) -> Result<Vec<Value
         let pods: Vec<Pod> = list(Api::all(client.clone()), "pods").await?;
         objects.extend(
             pods.iter()
-                .filter(|p| {
-                    p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-                })
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
                 .map(as_value),
         );
         let nodes: Vec<Node> = list(Api::all(client.clone()), "nodes").await?;
