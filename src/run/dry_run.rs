@@ -52,14 +52,17 @@ pub(super) fn submit(drill: &Drill, backend: &mut dyn Backend) -> DryRuns {
 /// (`admission webhook "…" denied the request`, how the API server words
 /// every webhook refusal, Kyverno's included), a ValidatingAdmissionPolicy's
 /// (`… denied request`), or another admission plugin's 403 that is not an
-/// authorization refusal (`… cannot create resource …`).
+/// authorization refusal (`… cannot create resource …`) nor the
+/// NamespaceLifecycle plugin's refusal in a namespace being deleted.
 pub fn refused_at_admission(answer: &DryRunAnswer) -> bool {
     if answer.admitted() {
         return false;
     }
     answer.message.contains("denied the request")
         || answer.message.contains("denied request")
-        || (answer.code == 403 && !answer.message.contains("cannot create resource"))
+        || (answer.code == 403
+            && !answer.message.contains("cannot create resource")
+            && !answer.message.contains("because it is being terminated"))
 }
 
 /// The control's verdict from the API server's answer.
@@ -234,6 +237,11 @@ mod tests {
                 403,
                 "Forbidden",
                 "statefulsets.apps is forbidden: User \"x\" cannot create resource \"statefulsets\"",
+            ),
+            (
+                403,
+                "Forbidden",
+                "statefulsets.apps \"planted\" is forbidden: unable to create new content in namespace openbao because it is being terminated",
             ),
         ] {
             let (c, judged) = conclusion(&Ok(answer(code, reason, message)));
