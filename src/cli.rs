@@ -90,6 +90,27 @@ enum PolicyCommand {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
+    /// A live background check: one policy's validate rules run, as
+    /// Kyverno's background scan runs them, over the running Pods and the
+    /// Nodes of a cluster, listing what breaks it. Reads only.
+    ///
+    /// Exit 0 when nothing breaks it; 1 when a pod or node does (or a rule
+    /// could not be evaluated); 2 on bad input; 3 when the cluster could
+    /// not be read.
+    Scan {
+        /// The kubeconfig of the cluster to read.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: PathBuf,
+        /// The context in the kubeconfig (default: its current context).
+        #[arg(long, value_name = "CTX")]
+        context: Option<String>,
+        /// The policy to check, by name (`ns/name` for a namespaced Policy).
+        #[arg(long, value_name = "NAME")]
+        policy: String,
+        /// Files holding the policy (and others, ignored).
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -389,6 +410,12 @@ pub fn main() -> ExitCode {
             return preflight_cp_recreate(args);
         }
         Command::Policy(PolicyCommand::Test { paths }) => app::policy_test(&paths, &mut io),
+        Command::Policy(PolicyCommand::Scan {
+            kubeconfig,
+            context,
+            policy,
+            paths,
+        }) => app::policy_scan(&kubeconfig, context.as_deref(), &policy, &paths, &mut io),
         Command::Audit(AuditCommand::Placement(args)) => {
             drop(stdout);
             return audit_placement(args);

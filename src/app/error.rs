@@ -111,6 +111,10 @@ pub(crate) enum CommandError {
     Serve(#[from] ServeError),
     #[error(transparent)]
     PolicySuite(#[from] drillbench_kyverno::test_runner::SuiteError),
+    #[error(transparent)]
+    PolicyLive(#[from] drillbench_kyverno::live::LiveError),
+    #[error("cannot read the cluster's pods and nodes")]
+    LiveRead(#[source] drillbench_backend::kube::KubeError),
     #[error("cannot wait for Ctrl-C")]
     CtrlC(#[source] std::io::Error),
     /// Refused before the drill touched anything: said so after the cause.
@@ -153,7 +157,8 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::Report(_)
         | E::ReadSweep(_)
         | E::Compare(_)
-        | E::PolicySuite(_) => Exit::BadInput,
+        | E::PolicySuite(_)
+        | E::PolicyLive(_) => Exit::BadInput,
         E::Serve(ServeError::NotLoopback(_) | ServeError::Speed(_)) => Exit::BadInput,
         E::Leftovers(e) => e.exit(),
         E::NothingRan(inner) => error_exit(inner),
@@ -169,6 +174,7 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::Sweep(_)
         | E::WriteSweep { .. }
         | E::Serve(_)
+        | E::LiveRead(_)
         | E::CtrlC(_) => Exit::Infrastructure,
     }
 }

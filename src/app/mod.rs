@@ -66,6 +66,35 @@ pub fn policy_test(paths: &[PathBuf], io: &mut Io<'_>) -> Exit {
     finish(result, io)
 }
 
+/// `bench policy scan --kubeconfig FILE --policy NAME PATH...`: the live
+/// background check of one policy over a cluster's running Pods and Nodes
+/// (read-only). Exit 0 when nothing breaks it, 1 when something does, 2 for
+/// bad input, 3 when the cluster could not be read.
+pub fn policy_scan(
+    kubeconfig: &Path,
+    context: Option<&str>,
+    policy: &str,
+    paths: &[PathBuf],
+    io: &mut Io<'_>,
+) -> Exit {
+    let result = drillbench_kyverno::live::load_policies(paths)
+        .map_err(CommandError::from)
+        .and_then(|policies| {
+            let objects = drillbench_backend::kube::read_live_objects(kubeconfig, context)
+                .map_err(CommandError::LiveRead)?;
+            Ok(drillbench_kyverno::live::scan(&policies, policy, objects)?)
+        })
+        .map(|scan| {
+            let _ = write!(io.out, "{}", scan.render());
+            if scan.clean() {
+                Ending::Held
+            } else {
+                Ending::Failed
+            }
+        });
+    finish(result, io)
+}
+
 /// `bench scenarios export DIR`: the built-in drills and the files they
 /// read, written out for editing, one path a line.
 pub fn export_scenarios(dir: &Path, io: &mut Io<'_>) -> Exit {

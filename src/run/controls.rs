@@ -578,7 +578,7 @@ fn preflight_refusal(
 
 /// A control's verdict from its conclusion: only `Bites` passes.
 #[expect(clippy::too_many_arguments, reason = "the fields of one proof")]
-fn unproven(
+pub(super) fn unproven(
     spec: &Assertion,
     conclusion: ControlConclusion,
     weakened: String,

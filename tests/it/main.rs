@@ -43,6 +43,7 @@ mod local_path;
 #[cfg(unix)]
 mod nightly_verdict;
 mod policy_cli;
+mod policy_scan_live;
 mod portable_binary;
 mod preflight_cli;
 #[cfg(unix)]
@@ -59,6 +60,7 @@ mod report_sweep;
 mod run_inputs;
 mod serve_bounds;
 mod serve_cli;
+mod serve_dry_run_control;
 mod serve_kube_rs;
 mod serve_kubectl;
 mod serve_kubectl_dry_run;
