@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use crate::embedded;
 use crate::manifest::{self, Document, ManifestError};
+use crate::manifest_rules::{self, FieldProblem};
 use crate::object_rules::{self, object_rule_problems};
 use crate::scenario::assertion::Assertion;
 use crate::scenario::catalog;
@@ -64,9 +65,11 @@ impl Drill {
                 None
             }
         };
-        let (workload_files, workloads) = load_workloads(&spec, &source, &drill_dir, &mut checker);
+        let (workload_files, workloads, mut sources) =
+            load_workloads(&spec, &source, &drill_dir, &mut checker);
         if let Some(topology) = &topology {
             check_references(&spec, topology, &workloads, &mut checker);
+            check_object_references(topology, &workloads, &mut sources, &mut checker);
         }
         let diagnostics = checker.diagnostics;
         match topology {
@@ -137,17 +140,82 @@ fn builtin_hashes() -> &'static BTreeMap<String, String> {
     })
 }
 
+/// Where each loaded document's text is, so a problem found in a field of
+/// it points at that field: the parsed text of every manifest file, and the
+/// position of every inline object in the drill file.
+#[derive(Default)]
+struct Sources {
+    texts: BTreeMap<String, String>,
+    maps: BTreeMap<String, crate::field_locate::FieldMap>,
+    /// Inline objects, by their index among all documents.
+    inline: BTreeMap<usize, Position>,
+}
+
+impl Sources {
+    /// The diagnostic of `problem` in `documents[index]`.
+    fn diagnostic(
+        &mut self,
+        documents: &[Document],
+        index: usize,
+        problem: &FieldProblem,
+        checker: &mut Checker<'_>,
+    ) {
+        let document = &documents[index];
+        if let Some(at) = self.inline.get(&index) {
+            checker.error(*at, format!("inline workload: {}", problem.message));
+            return;
+        }
+        let (mut line, mut column) = (document.line, document.column);
+        if !problem.pointer.is_empty()
+            && let Some(text) = self.texts.get(&document.source)
+        {
+            let map = self
+                .maps
+                .entry(document.source.clone())
+                .or_insert_with(|| crate::field_locate::FieldMap::parse(text));
+            if let Some(at) = map.locate(document.index, &problem.pointer) {
+                (line, column) = at;
+            }
+        }
+        checker.diagnostics.push(manifest_diagnostic(
+            Path::new(&document.source),
+            line,
+            column,
+            problem.message.clone(),
+        ));
+    }
+}
+
+/// The rules one object breaks on its own: what every object needs, the
+/// API server's rules for its kind, and its fields decoded into their type.
+fn own_problems(object: &serde_json::Value) -> Vec<FieldProblem> {
+    if let Some(problem) = object_rules::object_problem(object) {
+        return vec![FieldProblem {
+            pointer: String::new(),
+            message: problem,
+        }];
+    }
+    let mut problems = object_rule_problems(object);
+    // An apiVersion the kind is not served at leaves nothing to decode.
+    if !problems.iter().any(|p| p.pointer == "/apiVersion") {
+        problems.extend(manifest_rules::object_field_problems(object));
+    }
+    problems
+}
+
 /// Reads every workload file and inline object. A file that is missing or
 /// malformed is a diagnostic at the place the problem is: the `path:` line
-/// for a missing file, the file's own line and column for bad YAML.
+/// for a missing file, the file's own line and column for bad YAML, and the
+/// offending field for an object the API server would refuse.
 fn load_workloads(
     spec: &DrillSpec,
     source: &SourceFile,
     drill_dir: &Path,
     checker: &mut Checker<'_>,
-) -> (Vec<PathBuf>, Vec<Document>) {
+) -> (Vec<PathBuf>, Vec<Document>, Sources) {
     let mut files = Vec::new();
     let mut documents = Vec::new();
+    let mut sources = Sources::default();
     for workload in &spec.workloads {
         match &workload.value {
             WorkloadSource::Path { path, substitute } => {
@@ -167,23 +235,18 @@ fn load_workloads(
                     );
                     continue;
                 }
-                match manifest::load_substituted(&resolved, substitute) {
-                    Ok(loaded) => {
-                        for document in &loaded {
-                            let problems = match object_rules::object_problem(&document.value) {
-                                Some(problem) => vec![problem],
-                                None => object_rule_problems(&document.value),
-                            };
-                            for problem in problems {
-                                checker.diagnostics.push(manifest_diagnostic(
-                                    &resolved,
-                                    document.line,
-                                    document.column,
-                                    problem,
-                                ));
+                match manifest::load_substituted_text(&resolved, substitute) {
+                    Ok((loaded, text)) => {
+                        if let Some(first) = loaded.first() {
+                            sources.texts.insert(first.source.clone(), text);
+                        }
+                        let start = documents.len();
+                        documents.extend(loaded);
+                        for index in start..documents.len() {
+                            for problem in own_problems(&documents[index].value) {
+                                sources.diagnostic(&documents, index, &problem, checker);
                             }
                         }
-                        documents.extend(loaded);
                     }
                     Err(ManifestError::Malformed { location, expected }) => {
                         checker.diagnostics.push(manifest_diagnostic(
@@ -208,13 +271,7 @@ fn load_workloads(
                 files.push(resolved);
             }
             WorkloadSource::Inline(object) => {
-                let problems = match object_rules::object_problem(object) {
-                    Some(problem) => vec![problem],
-                    None => object_rule_problems(object),
-                };
-                for problem in problems {
-                    checker.error(workload.at, format!("inline workload: {problem}"));
-                }
+                sources.inline.insert(documents.len(), workload.at);
                 documents.push(Document {
                     source: source.path.display().to_string(),
                     index: documents.len(),
@@ -222,19 +279,45 @@ fn load_workloads(
                     column: u64::from(workload.at.column),
                     value: object.clone(),
                 });
+                let index = documents.len() - 1;
+                for problem in own_problems(object) {
+                    sources.diagnostic(&documents, index, &problem, checker);
+                }
             }
         }
     }
     for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
-        let (this, first) = (&documents[index], &documents[earlier]);
-        checker.diagnostics.push(manifest_diagnostic(
-            Path::new(&this.source),
-            this.line,
-            this.column,
-            format!("{problem}; the first is at {}:{}", first.source, first.line),
-        ));
+        let first = &documents[earlier];
+        let problem = FieldProblem {
+            pointer: "/metadata/name".to_owned(),
+            message: format!("{problem}; the first is at {}:{}", first.source, first.line),
+        };
+        sources.diagnostic(&documents, index, &problem, checker);
     }
-    (files, documents)
+    (files, documents, sources)
+}
+
+/// The references between objects, and to the cluster's storage classes,
+/// that do not resolve: a StorageClass, namespace or PriorityClass that
+/// neither the cluster nor the manifests have.
+fn check_object_references(
+    topology: &Topology,
+    documents: &[Document],
+    sources: &mut Sources,
+    checker: &mut Checker<'_>,
+) {
+    let classes: Vec<String> = topology
+        .storage_classes
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let values: Vec<&serde_json::Value> = documents.iter().map(|d| &d.value).collect();
+    let declared = manifest_rules::Declared::new(&values, &classes);
+    for (index, document) in documents.iter().enumerate() {
+        for problem in declared.unresolved(&document.value) {
+            sources.diagnostic(documents, index, &problem, checker);
+        }
+    }
 }
 
 /// A diagnostic inside a manifest file, with the file's text for context.
