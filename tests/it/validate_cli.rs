@@ -14,7 +14,7 @@ use common::{bench, root};
 const CORPUS: &[(&str, &str, &str)] = &[
     (
         "duplicate-object",
-        "manifests/duplicate-object.yaml:23:1",
+        "manifests/duplicate-object.yaml:25:18",
         "duplicate Deployment `default/web`; expected each object once",
     ),
     ("alias-bomb", "18:14", "alias bomb"),
@@ -198,7 +198,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("wrong-kind", "2:7", "unsupported kind `Scenario`"), // Issue 19: refused by `validate` instead of exit 3 at run time or silence.
     (
         "empty-selector",
-        "manifests/empty-selector.yaml:1:1",
+        "manifests/empty-selector.yaml:7:13",
         "DaemonSet `web` has an empty spec.selector",
     ),
     (
@@ -213,17 +213,17 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     (
         "invalid-label-value",
-        "manifests/invalid-label-value.yaml:1:1",
+        "manifests/invalid-label-value.yaml:11:32",
         "labels.tier = \"front end\", not a valid label value",
     ),
     (
         "negative-replicas",
-        "manifests/negative-replicas.yaml:1:1",
+        "manifests/negative-replicas.yaml:7:13",
         "spec.replicas -1; expected a number greater than or equal to 0",
     ),
     (
         "no-containers",
-        "manifests/no-containers.yaml:1:1",
+        "manifests/no-containers.yaml:13:19",
         "no containers in spec.template.spec.containers",
     ),
     (
@@ -233,12 +233,12 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     (
         "no-selector",
-        "manifests/no-selector.yaml:1:1",
+        "manifests/no-selector.yaml:7:3",
         "Deployment `web` has no spec.selector",
     ),
     (
         "pdb-policy-v1beta1",
-        "manifests/pdb-policy-v1beta1.yaml:6:1",
+        "manifests/pdb-policy-v1beta1.yaml:6:13",
         "apiVersion `policy/v1beta1`, which the API server does not serve",
     ),
     (
@@ -248,17 +248,17 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     (
         "selector-mismatch",
-        "manifests/selector-mismatch.yaml:1:1",
+        "manifests/selector-mismatch.yaml:8:13",
         "Deployment `web`: `selector` does not match template `labels`",
     ),
     (
         "statefulset-apps-v2",
-        "manifests/statefulset-apps-v2.yaml:1:1",
+        "manifests/statefulset-apps-v2.yaml:1:13",
         "StatefulSet `web` has apiVersion `apps/v2`",
     ),
     (
         "statefulset-selector-mismatch",
-        "manifests/statefulset-selector-mismatch.yaml:1:1",
+        "manifests/statefulset-selector-mismatch.yaml:8:13",
         "StatefulSet `web`: `selector` does not match template `labels`",
     ),
 ];

@@ -70,6 +70,7 @@ impl Drill {
         if let Some(topology) = &topology {
             check_references(&spec, topology, &workloads, &mut checker);
             check_object_references(topology, &workloads, &mut sources, &mut checker);
+            check_budgets(&spec, topology, &workloads, &mut sources, &mut checker);
         }
         let diagnostics = checker.diagnostics;
         match topology {
@@ -316,6 +317,142 @@ fn check_object_references(
     for (index, document) in documents.iter().enumerate() {
         for problem in declared.unresolved(&document.value) {
             sources.diagnostic(documents, index, &problem, checker);
+        }
+    }
+}
+
+/// Refuses a drill larger than its budgets (see [`crate::budget`]), at the
+/// place that makes it so large.
+fn check_budgets(
+    spec: &DrillSpec,
+    topology: &Topology,
+    documents: &[Document],
+    sources: &mut Sources,
+    checker: &mut Checker<'_>,
+) {
+    use crate::budget::{Budgets, exceeded};
+    let budgets = Budgets::of(spec.budgets.as_ref());
+    let mut nodes = topology.control_planes.names().len() as u64;
+    for pool in &topology.pools {
+        let written = spec.cluster.pools.iter().find(|p| *p.name == pool.name);
+        let (largest, at) = match pool.size {
+            topology::PoolSize::Static(n) => (n, written.and_then(|w| w.count.as_ref()).map(|c| c.at)),
+            topology::PoolSize::Autoscaled { max, .. } => (
+                max,
+                written
+                    .and_then(|w| w.autoscaled.as_ref())
+                    .map(|a| a.value.max.at),
+            ),
+        };
+        nodes += u64::from(largest);
+        if nodes > budgets.nodes {
+            checker.error(
+                at.or(written.map(|w| w.at)).unwrap_or(Position::UNKNOWN),
+                exceeded(
+                    &format!(
+                        "the cluster can grow to {nodes} nodes with pool `{}`",
+                        pool.name
+                    ),
+                    "nodes",
+                    budgets.nodes,
+                ),
+            );
+            break;
+        }
+    }
+    if documents.len() as u64 > budgets.objects {
+        let document = &documents[budgets.objects as usize];
+        checker.diagnostics.push(manifest_diagnostic(
+            Path::new(&document.source),
+            document.line,
+            document.column,
+            exceeded(
+                &format!("the drill deploys {} objects", documents.len()),
+                "objects",
+                budgets.objects,
+            ),
+        ));
+    }
+    let mut pods: u64 = 0;
+    for (index, document) in documents.iter().enumerate() {
+        let number = |pointer: &str| document.value.pointer(pointer).and_then(|v| v.as_u64());
+        let (asked, pointer) = match document.kind() {
+            Some("Deployment" | "StatefulSet" | "ReplicaSet") => {
+                (number("/spec/replicas").unwrap_or(1), "/spec/replicas")
+            }
+            Some("Job") => (number("/spec/parallelism").unwrap_or(1), "/spec/parallelism"),
+            // A DaemonSet runs a pod on every node the cluster can have.
+            Some("DaemonSet") => (nodes, "/kind"),
+            Some("Pod" | "CronJob") => (1, "/kind"),
+            _ => continue,
+        };
+        pods = pods.saturating_add(asked);
+        if pods > budgets.pods {
+            let problem = FieldProblem {
+                pointer: pointer.to_owned(),
+                message: exceeded(
+                    &format!("the workloads ask for {pods} pods at once by this object"),
+                    "pods",
+                    budgets.pods,
+                ),
+            };
+            sources.diagnostic(documents, index, &problem, checker);
+            break;
+        }
+    }
+    if spec.steps.len() as u64 > budgets.steps {
+        checker.error(
+            spec.steps[budgets.steps as usize].at,
+            exceeded(
+                &format!("the drill has {} steps", spec.steps.len()),
+                "steps",
+                budgets.steps,
+            ),
+        );
+    }
+    let mut time = crate::duration::Duration::ZERO;
+    for step in &spec.steps {
+        if let Some(scale) = &step.scale
+            && u64::from(scale.replicas) > budgets.pods
+        {
+            checker.error(
+                step.at,
+                exceeded(
+                    &format!("the step scales to {} replicas", scale.replicas),
+                    "pods",
+                    budgets.pods,
+                ),
+            );
+        }
+        if let Some(wait) = &step.wait {
+            for waited in [wait.duration, wait.timeout].into_iter().flatten() {
+                time = time.saturating_add(waited);
+            }
+            if time > budgets.simulated_time {
+                checker.error(
+                    step.at,
+                    exceeded(
+                        &format!("the steps let {time} of drill time pass by this one"),
+                        "simulatedTime",
+                        budgets.simulated_time,
+                    ),
+                );
+                break;
+            }
+        }
+    }
+    for step in spec.recovery.iter().flat_map(|r| &r.steps) {
+        if let Some(attempts) = &step.max_attempts
+            && u64::from(attempts.value) > budgets.recovery_attempts
+        {
+            checker.error(
+                attempts.at,
+                exceeded(
+                    &format!("the recovery step allows {} attempts", attempts.value),
+                    "recoveryAttempts",
+                    budgets.recovery_attempts,
+                ),
+            );
         }
     }
 }

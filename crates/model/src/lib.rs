@@ -9,6 +9,7 @@
 //! Nothing here runs a cluster.
 
 pub mod bench_protocol;
+pub mod budget;
 pub mod drill;
 pub mod duration;
 pub mod embedded;
