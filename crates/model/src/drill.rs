@@ -336,7 +336,9 @@ fn check_budgets(
     for pool in &topology.pools {
         let written = spec.cluster.pools.iter().find(|p| *p.name == pool.name);
         let (largest, at) = match pool.size {
-            topology::PoolSize::Static(n) => (n, written.and_then(|w| w.count.as_ref()).map(|c| c.at)),
+            topology::PoolSize::Static(n) => {
+                (n, written.and_then(|w| w.count.as_ref()).map(|c| c.at))
+            }
             topology::PoolSize::Autoscaled { max, .. } => (
                 max,
                 written
@@ -380,7 +382,10 @@ fn check_budgets(
             Some("Deployment" | "StatefulSet" | "ReplicaSet") => {
                 (number("/spec/replicas").unwrap_or(1), "/spec/replicas")
             }
-            Some("Job") => (number("/spec/parallelism").unwrap_or(1), "/spec/parallelism"),
+            Some("Job") => (
+                number("/spec/parallelism").unwrap_or(1),
+                "/spec/parallelism",
+            ),
             // A DaemonSet runs a pod on every node the cluster can have.
             Some("DaemonSet") => (nodes, "/kind"),
             Some("Pod" | "CronJob") => (1, "/kind"),

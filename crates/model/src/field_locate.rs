@@ -126,9 +126,8 @@ impl FieldMap {
     /// parse gives an empty map: every lookup then falls back to the
     /// object's first line.
     pub(crate) fn parse(text: &str) -> FieldMap {
-        let documents =
-            serde_saphyr::from_multiple_with_options(text, crate::manifest::options())
-                .unwrap_or_default();
+        let documents = serde_saphyr::from_multiple_with_options(text, crate::manifest::options())
+            .unwrap_or_default();
         FieldMap { documents }
     }
 

@@ -121,7 +121,13 @@ const BUILT_IN: &[(&str, &[(&str, &[&str])])] = &[
         "networking.k8s.io",
         &[(
             "v1",
-            &["Ingress", "IngressClass", "IPAddress", "NetworkPolicy", "ServiceCIDR"],
+            &[
+                "Ingress",
+                "IngressClass",
+                "IPAddress",
+                "NetworkPolicy",
+                "ServiceCIDR",
+            ],
         )],
     ),
     (
@@ -410,7 +416,9 @@ fn names(object: &Value, kind: &str, what: &str, problems: &mut Vec<FieldProblem
             format!("{what}: metadata.name `{name}` is not a valid name; expected {expected}"),
         ));
     }
-    if let Some(namespace) = object.pointer("/metadata/namespace").and_then(Value::as_str)
+    if let Some(namespace) = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
         && !namespace.is_empty()
         && !is_dns1123_label(namespace)
     {
@@ -491,6 +499,20 @@ fn pod_spec(object: &Value, pointer: &str, what: &str, problems: &mut Vec<FieldP
             continue;
         };
         for (index, container) in containers.iter().enumerate() {
+            // core `validateContainers`: a name, and a DNS-1123 label.
+            let name = container
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !is_dns1123_label(name) {
+                problems.push(FieldProblem::new(
+                    format!("{pointer}/{list}/{index}"),
+                    format!(
+                        "{what}: {}.name `{name}` is not a valid container name; expected {DNS1123_LABEL}",
+                        dotted(&format!("{pointer}/{list}/{index}"))
+                    ),
+                ));
+            }
             for field in ["requests", "limits"] {
                 let Some(resources) = container
                     .pointer(&format!("/resources/{field}"))
@@ -510,33 +532,50 @@ fn pod_spec(object: &Value, pointer: &str, what: &str, problems: &mut Vec<FieldP
         node_affinity(affinity, &at, what, problems);
         for kind in ["podAffinity", "podAntiAffinity"] {
             let required = affinity
-                .pointer(&format!("/{kind}/requiredDuringSchedulingIgnoredDuringExecution"))
+                .pointer(&format!(
+                    "/{kind}/requiredDuringSchedulingIgnoredDuringExecution"
+                ))
                 .and_then(Value::as_array);
             for (index, term) in required.into_iter().flatten().enumerate() {
-                let base = format!("{at}/{kind}/requiredDuringSchedulingIgnoredDuringExecution/{index}");
-                selector_at(term.get("labelSelector"), &format!("{base}/labelSelector"), what, problems);
+                let base =
+                    format!("{at}/{kind}/requiredDuringSchedulingIgnoredDuringExecution/{index}");
+                selector_at(
+                    term.get("labelSelector"),
+                    &format!("{base}/labelSelector"),
+                    what,
+                    problems,
+                );
             }
             let preferred = affinity
-                .pointer(&format!("/{kind}/preferredDuringSchedulingIgnoredDuringExecution"))
+                .pointer(&format!(
+                    "/{kind}/preferredDuringSchedulingIgnoredDuringExecution"
+                ))
                 .and_then(Value::as_array);
             for (index, term) in preferred.into_iter().flatten().enumerate() {
                 let base = format!(
                     "{at}/{kind}/preferredDuringSchedulingIgnoredDuringExecution/{index}/podAffinityTerm/labelSelector"
                 );
-                selector_at(term.pointer("/podAffinityTerm/labelSelector"), &base, what, problems);
+                selector_at(
+                    term.pointer("/podAffinityTerm/labelSelector"),
+                    &base,
+                    what,
+                    problems,
+                );
             }
         }
     }
-    if let Some(spreads) = spec.get("topologySpreadConstraints").and_then(Value::as_array) {
+    if let Some(spreads) = spec
+        .get("topologySpreadConstraints")
+        .and_then(Value::as_array)
+    {
         for (index, spread) in spreads.iter().enumerate() {
             let at = format!("{pointer}/topologySpreadConstraints/{index}/labelSelector");
             selector_at(spread.get("labelSelector"), &at, what, problems);
         }
     }
     if let Some(tolerations) = spec.get("tolerations")
-        && let Ok(tolerations) = Vec::<k8s_openapi::api::core::v1::Toleration>::deserialize(
-            tolerations,
-        )
+        && let Ok(tolerations) =
+            Vec::<k8s_openapi::api::core::v1::Toleration>::deserialize(tolerations)
         && let Err(error) = crate::k8s::taints::validate_tolerations(&tolerations)
     {
         problems.push(FieldProblem::new(
@@ -601,16 +640,17 @@ fn node_requirements(
             "In" | "NotIn" if values.is_empty() => {
                 Some("must be specified when `operator` is 'In' or 'NotIn'".to_owned())
             }
-            "Exists" | "DoesNotExist" if !values.is_empty() => {
-                Some("may not be specified when `operator` is 'Exists' or 'DoesNotExist'".to_owned())
-            }
+            "Exists" | "DoesNotExist" if !values.is_empty() => Some(
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'".to_owned(),
+            ),
             "Gt" | "Lt"
                 if values.len() != 1
-                    || values[0]
-                        .as_str()
-                        .is_none_or(|v| v.parse::<i64>().is_err()) =>
+                    || values[0].as_str().is_none_or(|v| v.parse::<i64>().is_err()) =>
             {
-                Some("must be specified single integer value when `operator` is 'Lt' or 'Gt'".to_owned())
+                Some(
+                    "must be specified single integer value when `operator` is 'Lt' or 'Gt'"
+                        .to_owned(),
+                )
             }
             "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => None,
             other => {
@@ -627,7 +667,10 @@ fn node_requirements(
         if let Some(problem) = problem {
             problems.push(FieldProblem::new(
                 format!("{at}/{index}/values"),
-                format!("{what}: {}.values: {problem}", dotted(&format!("{at}/{index}"))),
+                format!(
+                    "{what}: {}.values: {problem}",
+                    dotted(&format!("{at}/{index}"))
+                ),
             ));
         }
     }
@@ -775,9 +818,17 @@ fn pdb(object: &Value, what: &str, problems: &mut Vec<FieldProblem>) {
         problems.push(FieldProblem::new(pointer, format!("{what}: {error}")));
     }
     if let Err(error) = PdbSelector::from_spec(&spec) {
-        problems.push(FieldProblem::new("/spec/selector", format!("{what}: {error}")));
+        problems.push(FieldProblem::new(
+            "/spec/selector",
+            format!("{what}: {error}"),
+        ));
     }
-    selector_at(object.pointer("/spec/selector"), "/spec/selector", what, problems);
+    selector_at(
+        object.pointer("/spec/selector"),
+        "/spec/selector",
+        what,
+        problems,
+    );
 }
 
 /// What other objects of the drill (and its cluster's storage classes) an
@@ -863,5 +914,235 @@ impl<'a> Declared<'a> {
             }
         }
         problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Declared, object_field_problems};
+    use serde_json::{Value, json};
+
+    /// A Deployment the API server admits: the control of every pair.
+    fn admitted() -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "apps", "labels": {"app": "web"}},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "web", "image": "nginx",
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}
+                }
+            }
+        })
+    }
+
+    fn with(mut object: Value, pointer: &str, value: Value) -> Value {
+        let (parent, key) = pointer.rsplit_once('/').expect("pointer");
+        object
+            .pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .expect("parent of the control")
+            .insert(key.to_owned(), value);
+        object
+    }
+
+    /// The pointer and message of the first problem, or `None` when admitted.
+    fn first(object: &Value) -> Option<(String, String)> {
+        object_field_problems(object)
+            .into_iter()
+            .next()
+            .map(|p| (p.pointer, p.message))
+    }
+
+    fn refused_at(object: &Value, pointer: &str, fragment: &str) {
+        let (at, message) = first(object).expect("a problem");
+        assert_eq!(at, pointer, "{message}");
+        assert!(message.contains(fragment), "{message}");
+    }
+
+    #[test]
+    fn the_control_is_admitted() {
+        assert_eq!(first(&admitted()), None);
+    }
+
+    /// apimachinery `ParseQuantity`; core `ValidateNonnegativeQuantity`.
+    #[test]
+    fn quantities_refused_when_malformed_or_negative_admitted_when_zero() {
+        let memory = "/spec/template/spec/containers/0/resources/requests/memory";
+        refused_at(
+            &with(admitted(), memory, json!("1.5.5Gi")),
+            memory,
+            "not a number",
+        );
+        refused_at(
+            &with(admitted(), memory, json!("-1")),
+            memory,
+            "greater than or equal to 0",
+        );
+        assert_eq!(first(&with(admitted(), memory, json!("0"))), None);
+        assert_eq!(first(&with(admitted(), memory, json!("1.5Gi"))), None);
+    }
+
+    /// core `ValidatePersistentVolumeClaimSpec`: storage required and
+    /// `ValidatePositiveQuantityValue`; 1e100 is past upstream's silent cap.
+    #[test]
+    fn claim_storage_must_be_positive_and_representable() {
+        let claim = |storage: Value| {
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                   "metadata": {"name": "data"},
+                   "spec": {"resources": {"requests": {"storage": storage}}}})
+        };
+        let at = "/spec/resources/requests/storage";
+        refused_at(&claim(json!("0")), at, "greater than zero");
+        refused_at(&claim(json!("1e100")), at, "2^63-1");
+        refused_at(&claim(json!("-1")), at, "greater than zero");
+        assert_eq!(first(&claim(json!("10Gi"))), None);
+    }
+
+    /// policy `ValidatePodDisruptionBudgetSpec`: one of the two forms.
+    #[test]
+    fn pdb_with_both_forms_refused_with_one_admitted() {
+        let pdb = |spec: Value| {
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                   "metadata": {"name": "web"}, "spec": spec})
+        };
+        refused_at(
+            &pdb(json!({"minAvailable": 1, "maxUnavailable": 1})),
+            "/spec/maxUnavailable",
+            "cannot be both set",
+        );
+        assert_eq!(first(&pdb(json!({"minAvailable": 1}))), None);
+    }
+
+    /// apimachinery `ValidateLabelSelectorRequirement` and core
+    /// `ValidateNodeSelectorRequirement`: known operators only.
+    #[test]
+    fn bogus_operators_refused_known_ones_admitted() {
+        let selector = "/spec/selector/matchExpressions";
+        let expression = |op: &str| json!([{"key": "app", "operator": op, "values": ["web"]}]);
+        refused_at(
+            &with(admitted(), selector, expression("Bogus")),
+            "/spec/selector/matchExpressions/0/operator",
+            "Bogus",
+        );
+        assert_eq!(first(&with(admitted(), selector, expression("In"))), None);
+        let affinity = |op: &str| {
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "cpus", "operator": op, "values": ["4"]}]}]}}})
+        };
+        let at = "/spec/template/spec/affinity";
+        refused_at(
+            &with(admitted(), at, affinity("Bogus")),
+            "/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchExpressions/0/operator",
+            "Unsupported value",
+        );
+        assert_eq!(first(&with(admitted(), at, affinity("Gt"))), None);
+    }
+
+    /// A type error points at the field the decoder choked on.
+    #[test]
+    fn type_errors_point_at_the_field() {
+        refused_at(
+            &with(admitted(), "/spec/replicas", json!("three")),
+            "/spec/replicas",
+            "invalid type",
+        );
+        refused_at(
+            &with(
+                admitted(),
+                "/spec/template/spec/containers/0/ports",
+                json!([{"containerPort": "http"}]),
+            ),
+            "/spec/template/spec/containers/0/ports/0/containerPort",
+            "invalid type",
+        );
+        let mut ports = admitted();
+        ports = with(
+            ports,
+            "/spec/template/spec/containers/0/ports",
+            json!([{"containerPort": 80}]),
+        );
+        assert_eq!(first(&ports), None);
+    }
+
+    /// Built-in groups serve a fixed set of kinds; other groups are custom
+    /// resources the bench records as not simulated.
+    #[test]
+    fn unknown_kinds_of_built_in_groups_refused_custom_resources_admitted() {
+        refused_at(
+            &with(admitted(), "/kind", json!("Foo")),
+            "/kind",
+            "no kind `Foo`",
+        );
+        refused_at(
+            &json!({"apiVersion": "v1", "kind": "Foo", "metadata": {"name": "x"}}),
+            "/kind",
+            "core group",
+        );
+        refused_at(
+            &json!({"apiVersion": "batch/v2", "kind": "Job", "metadata": {"name": "x"}}),
+            "/apiVersion",
+            "does not serve",
+        );
+        for custom in [
+            json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "x"}}),
+            json!({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {"name": "x"}}),
+            json!({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": "x"}}),
+        ] {
+            assert_eq!(first(&custom), None, "{custom}");
+        }
+    }
+
+    /// apimachinery `IsDNS1123Subdomain` (names), `IsQualifiedName` (keys).
+    #[test]
+    fn names_and_label_keys_refused_when_invalid() {
+        refused_at(
+            &with(admitted(), "/metadata/name", json!("Web")),
+            "/metadata/name",
+            "not a valid name",
+        );
+        assert_eq!(
+            first(&with(admitted(), "/metadata/name", json!("web.v2"))),
+            None
+        );
+        refused_at(
+            &with(admitted(), "/metadata/labels", json!({"-tier": "a"})),
+            "/metadata/labels/-tier",
+            "not a qualified name",
+        );
+        assert_eq!(
+            first(&with(
+                admitted(),
+                "/metadata/labels",
+                json!({"example.com/tier": "a"})
+            )),
+            None
+        );
+    }
+
+    /// The `Priority` admission plugin; claims of an undeclared class.
+    #[test]
+    fn references_to_missing_classes_refused_declared_ones_admitted() {
+        let pod = with(
+            admitted(),
+            "/spec/template/spec/priorityClassName",
+            json!("critical"),
+        );
+        let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                           "metadata": {"name": "critical"}, "value": 1000});
+        let alone = [&pod];
+        let problems = Declared::new(&alone, &[]).unresolved(&pod);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let both = [&pod, &class];
+        assert!(Declared::new(&both, &[]).unresolved(&pod).is_empty());
+        let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                           "metadata": {"name": "d"}, "spec": {"storageClassName": "fast"}});
+        let only = [&claim];
+        assert_eq!(Declared::new(&only, &[]).unresolved(&claim).len(), 1);
+        let classes = ["fast".to_owned()];
+        assert!(Declared::new(&only, &classes).unresolved(&claim).is_empty());
     }
 }
