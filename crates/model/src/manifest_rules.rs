@@ -62,7 +62,10 @@ fn decodes<T: DeserializeOwned>(value: &Value) -> Result<(), String> {
 /// `apps/v2`); any other group is a custom resource or an add-on (Flux's
 /// HelmRelease and Kustomization, Kyverno's ClusterPolicy), which the bench
 /// records as not simulated, on purpose.
-const BUILT_IN: &[(&str, &[(&str, &[&str])])] = &[
+/// A group's versions, each with the kinds it serves.
+type Versions = &'static [(&'static str, &'static [&'static str])];
+
+const BUILT_IN: &[(&str, Versions)] = &[
     (
         "",
         &[(
