@@ -238,9 +238,18 @@ pub fn load_substituted(
     path: &Path,
     values: &std::collections::BTreeMap<String, String>,
 ) -> Result<Vec<Document>, ManifestError> {
+    load_substituted_text(path, values).map(|(documents, _)| documents)
+}
+
+/// [`load_substituted`], also returning the text the documents were parsed
+/// from (after substitution), so a field of them can be located later.
+pub fn load_substituted_text(
+    path: &Path,
+    values: &std::collections::BTreeMap<String, String>,
+) -> Result<(Vec<Document>, String), ManifestError> {
     let (name, text) = read_source(path)?;
     if !flux_substitute::has_placeholders(&text) {
-        return parse_documents(&name, &text);
+        return parse_documents(&name, &text).map(|documents| (documents, text));
     }
     let text = flux_substitute::substitute_manifest(&text, values).map_err(|problems| {
         ManifestError::Substitution {
@@ -248,7 +257,7 @@ pub fn load_substituted(
             problems,
         }
     })?;
-    parse_documents(&name, &text)
+    parse_documents(&name, &text).map(|documents| (documents, text))
 }
 
 /// Reads `path` (or standard input for `-`) as UTF-8 text, refusing anything

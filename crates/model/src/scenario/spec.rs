@@ -74,6 +74,10 @@ pub struct DrillSpec {
     /// A recovery runbook, as a graph of steps with duration distributions.
     #[serde(default)]
     pub recovery: Option<RecoverySpec>,
+    /// Limits on the drill's size (nodes, pods, objects, drill time, steps,
+    /// recovery attempts), each raising or lowering its default.
+    #[serde(default)]
+    pub budgets: Option<crate::budget::BudgetSpec>,
 }
 
 /// Identity of a drill.
