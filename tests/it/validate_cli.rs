@@ -92,6 +92,16 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`manifests/does-not-exist.yaml` does not exist",
     ),
     (
+        "pool-names-collide-with-control-planes",
+        "14:20",
+        "can make the same names as the control planes",
+    ),
+    (
+        "pool-names-collide-with-another-pool",
+        "15:20",
+        "can make the same names as pool `workers`",
+    ),
+    (
         "pin-workload-unknown-node",
         "32:17",
         "`pinWorkload` names `worker-9`, which is not a static node of the cluster",

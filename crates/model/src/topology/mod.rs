@@ -360,6 +360,8 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
         }
     }
 
+    check_names_apart(cluster, &control_planes, &pools, checker);
+
     let mut autoscaler = base.autoscaler;
     if let Some(spec) = &cluster.autoscaler {
         if let Some(max) = &spec.max_nodes_total {
@@ -553,6 +555,53 @@ fn taints_from(specs: &[TaintSpec]) -> Vec<Taint> {
             effect: t.effect,
         })
         .collect()
+}
+
+/// Refuses two pools, or a pool and the control planes, whose name
+/// patterns can make the same node name: the second Node of that name would
+/// be refused by the API server, and in the simulator a fault aimed at one
+/// would hit the other. Reported at the drill's pattern (or pool) that
+/// collides with one declared before it.
+fn check_names_apart(
+    cluster: &ClusterSpec,
+    control_planes: &ControlPlanes,
+    pools: &[Pool],
+    checker: &mut Checker<'_>,
+) {
+    let at = |pool: &str| {
+        cluster
+            .pools
+            .iter()
+            .find(|spec| spec.name.value == pool)
+            .map(|spec| spec.name_pattern.as_ref().map_or(spec.at, |p| p.at))
+            .or(cluster.import.as_ref().map(|import| import.at))
+    };
+    for (index, pool) in pools.iter().enumerate() {
+        let earlier = pools[..index]
+            .iter()
+            .map(|other| (format!("pool `{}`", other.name), &other.name_pattern));
+        let named = std::iter::once((
+            "the control planes".to_owned(),
+            &control_planes.name_pattern,
+        ))
+        .chain(earlier);
+        for (what, pattern) in named {
+            if pool.name_pattern.can_collide(pattern)
+                && let Some(at) = at(&pool.name)
+            {
+                checker.error(
+                    at,
+                    format!(
+                        "pool `{}` names its nodes `{}`, which can make the same names as {what} \
+                         (`{}`); expected patterns that cannot overlap",
+                        pool.name,
+                        pool.name_pattern.as_str(),
+                        pattern.as_str()
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn new_pool(spec: &Located<PoolSpec>, checker: &mut Checker<'_>) -> Option<Pool> {
