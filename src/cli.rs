@@ -166,6 +166,11 @@ struct RunArgs {
     /// Output folder of the reports (default: reports/DRILL-seedSEED/).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run slice I of N of the sweep's seeds (contiguous, 1-based), for a
+    /// CI matrix or an Indexed Job; writes `tally-I-of-N.json` beside the
+    /// slice's reports, for `bench report merge`.
+    #[arg(long, value_name = "I/N", value_parser = app::parse_shard)]
+    shard: Option<app::Shard>,
     /// The kubeconfig of an existing cluster (`--backend kubeconfig`).
     #[arg(long, value_name = "FILE", required_if_eq("backend", "kubeconfig"))]
     kubeconfig: Option<PathBuf>,
@@ -354,6 +359,27 @@ enum ReportCommand {
     /// Exit 0 no regression, 1 a regression, 2 bad input or reports of
     /// different drills or drill contents (unless --force).
     Compare(CompareArgs),
+    /// Folds the `tally-I-of-N.json` files of a sharded sweep (`bench run
+    /// --runs N --shard I/N`) into the sweep report one run of all their
+    /// seeds writes, byte for byte.
+    ///
+    /// Exit as the sweep would: 0 every seed held, 1 a seed failed, 4 only
+    /// controls proved nothing, 2 unreadable, overlapping or mixed tallies.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The shards' tally files.
+    #[arg(required = true, value_name = "TALLY")]
+    tallies: Vec<PathBuf>,
+    /// Output folder of the sweep reports (default:
+    /// reports/DRILL-seedFIRST-runsN/).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// What standard output carries, as for `bench run`.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    format: RunFormat,
 }
 
 #[derive(Debug, Args)]
@@ -425,6 +451,10 @@ pub fn main() -> ExitCode {
             ..
         }) => app::report_compare(&c.old, &c.new, c.format.into(), c.force, &mut io),
         Command::Report(ReportArgs {
+            command: Some(ReportCommand::Merge(m)),
+            ..
+        }) => app::report_merge(&m.tallies, m.out.as_deref(), m.format.into(), &mut io),
+        Command::Report(ReportArgs {
             file: Some(file),
             format,
             ..
@@ -461,11 +491,18 @@ impl RunArgs {
             context: self.context,
             allow_destructive: self.allow_destructive,
             standby_nodes: self.standby_nodes,
-            format: match self.format {
-                RunFormat::Text => app::OutputFormat::Text,
-                RunFormat::Github => app::OutputFormat::Github,
-                RunFormat::Json => app::OutputFormat::Json,
-            },
+            shard: self.shard,
+            format: self.format.into(),
+        }
+    }
+}
+
+impl From<RunFormat> for app::OutputFormat {
+    fn from(format: RunFormat) -> Self {
+        match format {
+            RunFormat::Text => app::OutputFormat::Text,
+            RunFormat::Github => app::OutputFormat::Github,
+            RunFormat::Json => app::OutputFormat::Json,
         }
     }
 }

@@ -29,6 +29,8 @@ pub(crate) enum Ending {
     BadInputs,
     /// Something was left undone, each said where it was met.
     Incomplete,
+    /// A sweep was stopped by a signal; what ran was reported.
+    Interrupted,
 }
 
 /// Why a command stopped before its end.
@@ -50,6 +52,18 @@ pub(crate) enum CommandError {
     Runs { runs: u64, max: u64 },
     #[error("--seed {seed} --runs {runs} goes past the last seed, {}", u64::MAX)]
     SeedRange { seed: u64, runs: u64 },
+    #[error(
+        "--shard {shard} splits --runs {runs} into shards with no seed; expected --runs of at least {count}"
+    )]
+    ShardTooSmall {
+        shard: String,
+        runs: u64,
+        count: u64,
+    },
+    #[error("--shard slices a sweep of the simulator; other backends run one drill at a time")]
+    ShardOnCluster,
+    #[error("no tally to merge; expected the tally-I-of-N.json files of a sharded sweep")]
+    NothingToMerge,
     #[error("{} names no context to use; pass --context CTX", .0.display())]
     NoContext(PathBuf),
     #[error(
@@ -135,6 +149,7 @@ pub(crate) fn exit_code(result: &Result<Ending, CommandError>) -> Exit {
         Ok(Ending::Held) => Exit::Success,
         Ok(Ending::Failed) => Exit::AssertionFailed,
         Ok(Ending::Unproven) => Exit::ControlUnproven,
+        Ok(Ending::Interrupted) => Exit::Interrupted,
         Ok(Ending::BadInputs) => Exit::BadInput,
         Ok(Ending::Incomplete) => Exit::Infrastructure,
         Err(error) => error_exit(error),
@@ -152,6 +167,9 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::Runs { .. }
         | E::OutDir { .. }
         | E::SeedRange { .. }
+        | E::ShardTooSmall { .. }
+        | E::ShardOnCluster
+        | E::NothingToMerge
         | E::NoContext(_)
         | E::NotOurs { .. }
         | E::Report(_)

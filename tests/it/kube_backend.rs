@@ -66,6 +66,7 @@ fn run(
 ) -> Outcome {
     let options = RunOptions {
         standby_nodes: 2,
+        shard: None,
         drill: drill.display().to_string(),
         backend,
         seed: SEED,

@@ -78,6 +78,7 @@ mod sim_volumes;
 mod sim_writer;
 #[cfg(unix)]
 mod standby_nodes;
+mod sweep_shards;
 #[cfg(unix)]
 mod talos_driver;
 mod topology_import;

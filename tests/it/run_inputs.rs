@@ -42,7 +42,7 @@ fn a_seed_range_past_the_last_seed_is_bad_input_and_runs_nothing() {
     ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
-        run.stderr.contains("is outside 1..=100000"),
+        run.stderr.contains("is outside 1..=1000000"),
         "{}",
         run.stderr
     );

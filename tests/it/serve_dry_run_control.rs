@@ -122,6 +122,7 @@ fn run(
 ) -> (Exit, String, DrillReport) {
     let options = RunOptions {
         standby_nodes: 2,
+        shard: None,
         drill: drill.display().to_string(),
         backend,
         seed: SEED,

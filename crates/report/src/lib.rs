@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod not_simulated;
 pub mod out_dir;
 pub mod sweep;
+pub mod sweep_tally;
 pub mod terminal;
 
 use std::collections::BTreeMap;
