@@ -11,6 +11,7 @@ mod audit_support;
 mod common;
 #[cfg(unix)]
 mod fake_support;
+mod fuzz_seeds;
 mod kubectl_support;
 mod preflight_support;
 mod report_support;

@@ -35,7 +35,7 @@ use crate::k8s::quantity::ParsedQuantity;
 
 /// A rule broken by one field of one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FieldProblem {
+pub struct FieldProblem {
     /// JSON pointer of the field (`/spec/replicas`); `""` for the object.
     pub pointer: String,
     pub message: String,
@@ -195,7 +195,7 @@ fn typed(api_version: &str, kind: &str) -> Option<Decode> {
 
 /// Every problem of one object on its own (no other object consulted).
 /// `object` already has apiVersion, kind and metadata.name as strings.
-pub(crate) fn object_field_problems(object: &Value) -> Vec<FieldProblem> {
+pub fn object_field_problems(object: &Value) -> Vec<FieldProblem> {
     let mut problems = Vec::new();
     let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
     let (Some(api_version), Some(kind)) = (text("/apiVersion"), text("/kind")) else {

@@ -36,7 +36,7 @@ const SERVED: [(&str, &str); 1] = [("PodDisruptionBudget", "policy/v1")];
 
 /// Every rule `object` breaks, one sentence each saying what was expected,
 /// with the JSON pointer of the field that breaks it.
-pub(crate) fn object_rule_problems(object: &Value) -> Vec<FieldProblem> {
+pub fn object_rule_problems(object: &Value) -> Vec<FieldProblem> {
     let mut problems = Vec::new();
     let (Some(kind), Some(api_version)) = (
         object.get("kind").and_then(Value::as_str),
@@ -246,7 +246,7 @@ pub(crate) fn duplicate_objects(
 }
 
 /// What a Kubernetes object lacks, if anything.
-pub(crate) fn object_problem(object: &serde_json::Value) -> Option<String> {
+pub fn object_problem(object: &serde_json::Value) -> Option<String> {
     let text = |pointer: &str| {
         object
             .pointer(pointer)

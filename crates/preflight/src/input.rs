@@ -68,7 +68,7 @@ fn list_items<'a>(
 }
 
 /// Nodes from a `List` or `NodeList`.
-fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, InputError> {
+pub fn nodes_from_list(origin: &str, value: &Value) -> Result<Vec<NodeFacts>, InputError> {
     list_items(origin, value, &["List", "NodeList"])?
         .iter()
         .enumerate()

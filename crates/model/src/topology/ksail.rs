@@ -110,15 +110,20 @@ pub fn import(path: &Path, at: Position, drill: &SourceFile) -> Result<Imported,
         let message = format!("cannot import `{}`: {}", path.display(), d.message);
         Diagnostics(vec![Diagnostic::at(drill, at, message)])
     })?;
+    import_source(&source)
+}
+
+/// Reads the text of a ksail Cluster file, already in memory.
+pub fn import_source(source: &SourceFile) -> Result<Imported, Diagnostics> {
     let file: KsailFile = serde_saphyr::from_str_with_options(&source.text, yaml_options())
         .map_err(|e| {
             Diagnostics(vec![Diagnostic::at(
-                &source,
+                source,
                 yaml_position(&e),
                 yaml_message(&e),
             )])
         })?;
-    from_file(&file, &source)
+    from_file(&file, source)
 }
 
 fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnostics> {
