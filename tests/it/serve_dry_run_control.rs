@@ -66,6 +66,11 @@ cluster:
     - name: longhorn
       attach: Replicated
       default: true
+# A real API server creates nothing in a namespace that does not exist
+# (NamespaceLifecycle), so the planted objects' namespaces are declared.
+workloads:
+  - inline: {{apiVersion: v1, kind: Namespace, metadata: {{name: openbao}}}}
+  - inline: {{apiVersion: v1, kind: Namespace, metadata: {{name: apps}}}}
 guards:
   - name: openbao-requires-baseline
     action: Enforce

@@ -80,9 +80,10 @@ pub(super) fn create(
             _ => object["metadata"]["namespace"] = json!(namespace),
         }
     }
-    // Nothing is created in a namespace that was deleted; ConfigMaps,
-    // which the simulator does not derive from anything, also need it
-    // to exist, as on a real API server.
+    // The NamespaceLifecycle admission plugin: nothing is created in a
+    // namespace that does not exist or is being deleted. The namespaces
+    // that exist are those the drill's objects use and those created
+    // through the API.
     if resource.namespaced {
         let exists = cluster.view("Namespace", "", &namespace, false).is_some();
         let deleted = cluster.written.was_deleted(&namespace);
@@ -96,7 +97,7 @@ pub(super) fn create(
                 ),
             ));
         }
-        if !exists && (resource.kind == "ConfigMap" || deleted) {
+        if !exists || deleted {
             return Err(ApiError::new(
                 404,
                 "NotFound",
@@ -792,6 +793,36 @@ mod tests {
         ));
         assert_eq!(code, 201, "{created}");
         assert_eq!(created["kind"], "Deployment");
+    }
+
+    #[test]
+    fn nothing_is_created_in_a_namespace_that_does_not_exist() {
+        // NamespaceLifecycle ("Admission Controllers Reference"): a create
+        // in a namespace that does not exist is 404, whatever its kind.
+        let mut cluster = cluster();
+        let deployment = request(
+            "POST",
+            "/",
+            r#"{"metadata":{"name":"web2"},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"w"}},
+              "template":{"metadata":{"labels":{"app":"w"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}"#,
+        );
+        let (code, body) = answer(create(
+            &mut cluster,
+            &deployment,
+            kind("Deployment"),
+            "nowhere".into(),
+        ));
+        assert_eq!(code, 404, "{body}");
+        assert_eq!(body["message"], "namespaces \"nowhere\" not found");
+        assert!(cluster.view("Deployment", "nowhere", "web2", false).is_none());
+        // Control: the same Deployment in a namespace the drill uses.
+        let (code, body) = answer(create(
+            &mut cluster,
+            &deployment,
+            kind("Deployment"),
+            "apps".into(),
+        ));
+        assert_eq!(code, 201, "{body}");
     }
 
     #[test]

@@ -700,7 +700,8 @@ impl Simulation {
             .collect()
     }
 
-    /// Namespaces: the system ones and every namespace an object lives in.
+    /// Namespaces: the system ones, every namespace an object lives in,
+    /// and those the manifests declare.
     pub fn namespace_names(&self) -> BTreeSet<String> {
         let mut names: BTreeSet<String> =
             ["default", "kube-node-lease", "kube-public", "kube-system"]
@@ -709,6 +710,14 @@ impl Simulation {
                 .collect();
         names.extend(self.world.workloads().iter().map(|w| w.namespace.clone()));
         names.extend(self.volumes.claims().iter().map(|c| c.namespace.clone()));
+        // Namespaces the drill's manifests declare, used or not.
+        names.extend(
+            self.obs
+                .not_simulated
+                .iter()
+                .filter(|o| o.kind == "Namespace")
+                .map(|o| o.name.clone()),
+        );
         names.extend(
             self.world
                 .pdbs()
