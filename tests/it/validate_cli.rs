@@ -17,7 +17,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "manifests/duplicate-object.yaml:25:18",
         "duplicate Deployment `default/web`; expected each object once",
     ),
-    ("alias-bomb", "18:14", "alias bomb"),
+    ("alias-bomb", "17:14", "alias bomb"),
     (
         "assertion-without-kind",
         "11:11",

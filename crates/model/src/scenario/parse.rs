@@ -85,7 +85,12 @@ pub(crate) fn yaml_options() -> Options {
     budget.max_anchors = 10_000;
     budget.max_depth = 64;
     budget.max_nodes = 1_000_000;
+    // A drill or ksail file records a handful of anchors, if any. Left at
+    // a million, an alias bomb that re-anchors what it expands took seconds
+    // to refuse (found by the `drill` fuzz target).
+    budget.max_recorded_anchor_events = 100_000;
     options.budget = Some(budget);
+    options.alias_limits.max_total_replayed_events = 100_000;
     options.with_snippet = false;
     options
 }
