@@ -127,9 +127,14 @@ struct ServeArgs {
     /// Loopback address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:8001")]
     listen: std::net::SocketAddr,
-    /// Write a kubeconfig for the server to this file.
+    /// Write a kubeconfig for the server to this file (removed when the
+    /// server stops). A file there that the bench did not write is kept
+    /// and the command refused, unless --force.
     #[arg(long, value_name = "FILE")]
     kubeconfig_out: Option<PathBuf>,
+    /// Overwrite a --kubeconfig-out file the bench did not write.
+    #[arg(long, requires = "kubeconfig_out")]
+    force: bool,
     /// Virtual time runs this many times faster than the wall clock.
     #[arg(long, default_value_t = 1.0, conflicts_with = "step")]
     speed: f64,
@@ -468,6 +473,7 @@ pub fn main() -> ExitCode {
                 drill: args.drill,
                 listen: args.listen,
                 kubeconfig_out: args.kubeconfig_out,
+                force: args.force,
                 speed: (!args.step).then_some(args.speed),
                 seed: args.seed,
                 standby_nodes: args.standby_nodes,

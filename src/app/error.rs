@@ -177,7 +177,11 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::Compare(_)
         | E::PolicySuite(_)
         | E::PolicyLive(_) => Exit::BadInput,
-        E::Serve(ServeError::NotLoopback(_) | ServeError::Speed(_)) => Exit::BadInput,
+        E::Serve(
+            ServeError::NotLoopback(_)
+            | ServeError::Speed(_)
+            | ServeError::KubeconfigNotOurs { .. },
+        ) => Exit::BadInput,
         E::Leftovers(e) => e.exit(),
         E::NothingRan(inner) => error_exit(inner),
         E::Catalog(_)

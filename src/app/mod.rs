@@ -377,6 +377,9 @@ pub fn sim_serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Exit {
 fn serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
     let path = catalog::resolve(&options.drill)?;
     let drill = Drill::load(&path).map_err(CommandError::Drill)?;
+    if let Some(kubeconfig) = &options.kubeconfig_out {
+        drillbench_serve::may_write_kubeconfig(kubeconfig, options.force)?;
+    }
     let serve_options = ServeOptions {
         listen: options.listen,
         kubeconfig_out: options.kubeconfig_out.clone(),

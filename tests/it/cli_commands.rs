@@ -140,3 +140,24 @@ fn a_sweep_in_a_ci_log_prints_one_progress_line_per_tenth() {
         run.stdout
     );
 }
+
+#[test]
+fn sim_serve_keeps_a_kubeconfig_it_did_not_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config");
+    let users = "apiVersion: v1\nkind: Config\nclusters:\n- name: prod\n  cluster: {server: https://prod.example}\n";
+    std::fs::write(&config, users).expect("write");
+    let config_arg = config.to_str().expect("utf-8");
+    let run = bench(&[
+        "sim",
+        "serve",
+        "cp-recreate",
+        "--listen",
+        "127.0.0.1:0",
+        "--kubeconfig-out",
+        config_arg,
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("pass --force"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&config).expect("kept"), users);
+}

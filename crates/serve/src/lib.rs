@@ -95,6 +95,11 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "{} exists and is not a kubeconfig `bench sim serve` wrote; pass --force to overwrite it",
+        path.display()
+    )]
+    KubeconfigNotOurs { path: PathBuf },
     #[error("cannot write the kubeconfig {path}")]
     Kubeconfig {
         path: PathBuf,
@@ -593,6 +598,30 @@ pub fn write_kubeconfig(path: &Path, addr: SocketAddr, token: &Token) -> Result<
     std::io::Write::write_all(&mut file, kubeconfig(addr, token).as_bytes()).map_err(failed)
 }
 
+/// Refuses to write over a file at `path` unless it is a kubeconfig a
+/// server wrote (one left by a server that was killed) or `force` is set:
+/// `--kubeconfig-out ~/.kube/config` must not replace a user's clusters.
+pub fn may_write_kubeconfig(path: &Path, force: bool) -> Result<(), ServeError> {
+    if force {
+        return Ok(());
+    }
+    match std::fs::read_to_string(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(text) if is_ours(&text) => Ok(()),
+        _ => Err(ServeError::KubeconfigNotOurs {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+/// Whether a kubeconfig is one [`kubeconfig`] wrote: its one cluster,
+/// context and user are all `drillbench-sim`.
+fn is_ours(text: &str) -> bool {
+    text.starts_with("apiVersion: v1\nkind: Config\nclusters:\n- name: drillbench-sim\n")
+        && text.contains("\ncurrent-context: drillbench-sim\n")
+        && text.matches("- name: ").count() == 3
+}
+
 pub fn kubeconfig(addr: SocketAddr, token: &Token) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: drillbench-sim\n  cluster:\n    server: http://{addr}/{token}\ncontexts:\n- name: drillbench-sim\n  context:\n    cluster: drillbench-sim\n    user: drillbench-sim\n    namespace: default\ncurrent-context: drillbench-sim\nusers:\n- name: drillbench-sim\n  user:\n    token: {token}\n",
@@ -614,11 +643,31 @@ pub struct CliOptions {
     pub standby_nodes: Option<u32>,
     /// `--max-request-bytes`: see [`Limits::max_body_bytes`].
     pub max_request_bytes: usize,
+    /// `--force`: overwrite a `--kubeconfig-out` file the bench did not write.
+    pub force: bool,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kubeconfig_the_bench_did_not_write_is_kept_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        assert!(may_write_kubeconfig(&path, false).is_ok(), "no file yet");
+        let addr: SocketAddr = "127.0.0.1:8001".parse().unwrap();
+        std::fs::write(&path, kubeconfig(addr, &Token::random().unwrap())).unwrap();
+        assert!(
+            may_write_kubeconfig(&path, false).is_ok(),
+            "a dead server's"
+        );
+        let users = "apiVersion: v1\nkind: Config\nclusters:\n- name: prod\n  cluster: {server: https://prod}\n";
+        std::fs::write(&path, users).unwrap();
+        let refused = may_write_kubeconfig(&path, false).unwrap_err();
+        assert!(matches!(refused, ServeError::KubeconfigNotOurs { .. }));
+        assert!(may_write_kubeconfig(&path, true).is_ok(), "forced");
+    }
 
     #[test]
     fn queries_decode_percent_escapes() {

@@ -814,7 +814,11 @@ mod tests {
         ));
         assert_eq!(code, 404, "{body}");
         assert_eq!(body["message"], "namespaces \"nowhere\" not found");
-        assert!(cluster.view("Deployment", "nowhere", "web2", false).is_none());
+        assert!(
+            cluster
+                .view("Deployment", "nowhere", "web2", false)
+                .is_none()
+        );
         // Control: the same Deployment in a namespace the drill uses.
         let (code, body) = answer(create(
             &mut cluster,
