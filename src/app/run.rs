@@ -160,6 +160,11 @@ fn run_and_report(
     };
     output.publish(options.format, io);
     Ok(match report.outcome {
+        // Ctrl-C ended a real-cluster drill through its teardown: the
+        // report says what ran, and the code says who stopped it, never
+        // that the platform regressed. (The flag is only ever set where
+        // a handler was installed: real backends and sweeps.)
+        _ if drillbench_model::interrupt::requested() => Ending::Interrupted,
         Outcome::Passed => Ending::Held,
         Outcome::Failed | Outcome::Aborted => Ending::Failed,
         Outcome::Unproven => Ending::Unproven,

@@ -12,6 +12,7 @@ mod common;
 #[cfg(unix)]
 mod fake_support;
 mod fuzz_seeds;
+mod interrupt_real_backend;
 mod kubectl_support;
 mod preflight_support;
 mod report_support;
