@@ -804,6 +804,7 @@ mod tests {
             runs: 1,
             failures: 0,
             failing_seeds: Vec::new(),
+            interrupted: false,
             assertions: vec![AssertionTally {
                 name: "api".to_owned(),
                 kind: "rto".to_owned(),
