@@ -22,6 +22,7 @@ pub mod labels;
 pub mod manifest;
 pub mod name_pattern;
 mod object_rules;
+pub mod policy_guard;
 pub mod rng;
 pub mod scenario;
 pub mod suggest;
