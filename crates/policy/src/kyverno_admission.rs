@@ -320,6 +320,73 @@ pub fn submitted_pod(object: &Value) -> Option<(String, String, Value)> {
     ))
 }
 
+/// Admits a workload manifest's pod template in place, for a cluster that
+/// runs no Kyverno: the Pod its controller creates is submitted, and the
+/// mutated Pod's labels, annotations and spec are written back into the
+/// template (without the claim volumes the controller adds), so the
+/// controller's pods carry what Kyverno would have given them. `None` for
+/// an object without a pod template.
+pub fn admit_template(
+    policies: &[Policy],
+    cluster: &ManifestCluster,
+    object: &mut Value,
+) -> Option<PodAdmission> {
+    let (_, kind, pod) = submitted_pod(object)?;
+    let pointer = match kind.as_str() {
+        "CronJob" => "/spec/jobTemplate/spec/template",
+        "Pod" => "",
+        _ => "/spec/template",
+    };
+    let added: Vec<String> = if kind == "StatefulSet" {
+        object
+            .pointer("/spec/volumeClaimTemplates")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str))
+            .filter(|claim| {
+                !object
+                    .pointer(&format!("{pointer}/spec/volumes"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|v| v.iter().any(|v| v["name"] == *claim))
+            })
+            .map(str::to_owned)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let judged = admit_pod(policies, cluster, &kind, pod);
+    let template = object.pointer_mut(pointer)?;
+    let mut spec = judged.pod.get("spec").cloned().unwrap_or_else(|| json!({}));
+    if let Some(volumes) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        volumes.retain(|v| {
+            !added
+                .iter()
+                .any(|claim| v.get("name").and_then(Value::as_str) == Some(claim))
+        });
+        if volumes.is_empty() && template.pointer("/spec/volumes").is_none() {
+            spec.as_object_mut().map(|s| s.remove("volumes"));
+        }
+    }
+    template["spec"] = spec;
+    for field in ["labels", "annotations"] {
+        match judged.pod.pointer(&format!("/metadata/{field}")) {
+            Some(value) => {
+                if !template.get("metadata").is_some_and(Value::is_object) {
+                    template["metadata"] = json!({});
+                }
+                template["metadata"][field] = value.clone();
+            }
+            None => {
+                if let Some(meta) = template.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove(field);
+                }
+            }
+        }
+    }
+    Some(judged)
+}
+
 /// The objects (`namespace/Kind/name`) whose pods one of `policy`'s rules
 /// applies to (passes or fails, rather than skips): the pods a policy guard
 /// governs, whose failures are the guard's in a negative control.

@@ -716,9 +716,16 @@ mod tests {
                     column: 1,
                     value: object.clone(),
                 };
-                let loaded = load(&[doc], &guards, default_class)
-                    .unwrap_or_else(|e| panic!("{}: {e}", entry.name))
-                    .admissions;
+                let loaded: Vec<(String, String, bool, String)> =
+                    load(&[doc], &guards, default_class)
+                        .unwrap_or_else(|e| panic!("{}: {e}", entry.name))
+                        .admissions
+                        .into_iter()
+                        .map(|a| {
+                            let refused = a.outcome == AdmissionOutcome::Refused;
+                            (a.guard, a.object, refused, a.reason)
+                        })
+                        .collect();
                 let read: Vec<(String, String, bool, String)> = Candidate::read(&object)
                     .map(|mut c| {
                         let classes =
