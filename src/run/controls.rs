@@ -22,13 +22,13 @@ use super::{Provision, RunError, run_steps, trace};
 use drillbench_assert::{self as assert, Judged, pods_match};
 use drillbench_backend::BackendError;
 use drillbench_model::drill::Drill;
+use drillbench_model::policy_guard;
 use drillbench_model::scenario::assertion::{Assertion, AssertionKind, Control};
 use drillbench_model::scenario::located::Located;
 use drillbench_model::scenario::spec::{
     AdmissionControl, DrillChange, GuardSpec, PreflightGuard, Subject,
 };
 use drillbench_observe::{BYPASSED_EVICTION, EventKind, Observation};
-use drillbench_model::policy_guard;
 use drillbench_policy::admission::{Candidate, admit, claim_classes};
 use drillbench_policy::kyverno_admission;
 use drillbench_report::{
@@ -406,10 +406,9 @@ fn involves<'e>(
             let hit = trace::fault_nodes(real);
             let governs = |p: &&drillbench_observe::Placement| match subjects {
                 Subjects::Guard(guard) => pods_match(&guard.matches, p),
-                Subjects::Policy(_, governed) => p
-                    .workload
-                    .as_deref()
-                    .is_some_and(|w| governed.contains(w)),
+                Subjects::Policy(_, governed) => {
+                    p.workload.as_deref().is_some_and(|w| governed.contains(w))
+                }
                 _ => hit.contains(p.node.as_str()),
             };
             let placements = || {
@@ -692,11 +691,7 @@ fn policy_cluster(
 /// as its controller submits it, goes through the policy (mutations first,
 /// as Kyverno's webhooks take it), or through the named rule alone; the
 /// control bites when that policy (rule) refuses it.
-fn policy_admission_control(
-    drill: &Drill,
-    spec: &Assertion,
-    control: &AdmissionControl,
-) -> Judged {
+fn policy_admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
     let name = control.guard.as_str();
     let rule = control.rule.as_ref().map(|r| r.as_str());
     let mut policy = drill

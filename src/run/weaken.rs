@@ -99,7 +99,11 @@ pub(super) fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
         .iter()
         .any(|g| g.as_str() == ablation.guard.as_str())
     {
-        ablate_policy(&mut weakened, ablation.guard.as_str(), &ablation.change.value);
+        ablate_policy(
+            &mut weakened,
+            ablation.guard.as_str(),
+            &ablation.change.value,
+        );
         return weakened;
     }
     let guards = &mut weakened.spec.guards;

@@ -197,7 +197,8 @@ fn autoscaler_scale_down_without_the_guard_strands_a_coroot_volume() {
         "autoscaler-scale-down",
         |t| {
             // The guard policy goes, and with it the controls that name it.
-            let policy = "  - path: ../harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml\n";
+            let policy =
+                "  - path: ../harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml\n";
             assert!(t.contains(policy));
             let t = t.replace(policy, "");
             let guards = t.find("guards:\n").expect("guards");

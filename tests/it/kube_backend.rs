@@ -214,8 +214,12 @@ fn a_platform_without_its_guard_fails_the_same_assertion_on_both() {
     let dir = tempfile::tempdir().expect("temp dir");
     let drill = variant(dir.path(), "autoscaler-scale-down", |text| {
         let guard = "  - policy: {name: hcloud-consumers-on-baseline-workers}\n";
-        let policy = "  - path: ../harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml\n";
-        assert!(text.contains(guard) && text.contains(policy), "the guard is in the drill");
+        let policy =
+            "  - path: ../harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml\n";
+        assert!(
+            text.contains(guard) && text.contains(policy),
+            "the guard is in the drill"
+        );
         // The controls name the guard: they go with it.
         let control = "  - name: guard-refuses-an-unguarded-consumer\n";
         let at = text.find(control).expect("the control is in the drill");

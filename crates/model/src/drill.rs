@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use crate::embedded;
 use crate::manifest::{self, Document, ManifestError};
-use crate::policy_guard;
 use crate::object_rules::{self, object_rule_problems};
+use crate::policy_guard;
 use crate::scenario::assertion::Assertion;
 use crate::scenario::catalog;
 use crate::scenario::check::{Checker, check, check_requirement};
@@ -456,7 +456,10 @@ fn check_policy_controls(
                 }
             }
             None if change.is_policy_change() => {
-                let known = spec.guards.iter().any(|g| g.name.as_str() == ablation.guard.as_str());
+                let known = spec
+                    .guards
+                    .iter()
+                    .any(|g| g.name.as_str() == ablation.guard.as_str());
                 if known {
                     checker.error(
                         change.at,
@@ -1038,8 +1041,7 @@ impl<'t> References<'t> {
                 .as_ref()
                 .map(|a| &a.guard)
                 .or(control.ablation.as_ref().map(|a| &a.guard));
-            let mut known: Vec<String> =
-                spec.guards.iter().map(|g| g.name.value.clone()).collect();
+            let mut known: Vec<String> = spec.guards.iter().map(|g| g.name.value.clone()).collect();
             known.extend(self.policy_guards.iter().cloned());
             if let Some(guard) = guard
                 && !known.iter().any(|g| g == guard.as_str())

@@ -113,7 +113,10 @@ mod tests {
 
     #[test]
     fn ablations_remove_the_policy_a_rule_or_patch_it() {
-        assert_eq!(apply_change(&policy(), &GuardChange::RemovePolicy), Ok(None));
+        assert_eq!(
+            apply_change(&policy(), &GuardChange::RemovePolicy),
+            Ok(None)
+        );
         let without_a = apply_change(&policy(), &GuardChange::RemoveRule("a".into()))
             .unwrap()
             .unwrap();

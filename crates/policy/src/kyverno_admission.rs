@@ -115,7 +115,10 @@ fn creator(kind: &str) -> UserInfo {
         },
         None => UserInfo {
             username: "kubernetes-admin".to_owned(),
-            groups: vec!["system:masters".to_owned(), "system:authenticated".to_owned()],
+            groups: vec![
+                "system:masters".to_owned(),
+                "system:authenticated".to_owned(),
+            ],
             ..UserInfo::default()
         },
     }
@@ -312,7 +315,11 @@ pub fn submitted_pod(object: &Value) -> Option<(String, String, Value)> {
         .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str))
         .map(str::to_owned)
         .collect();
-    let claims = if kind == "StatefulSet" { claims } else { Vec::new() };
+    let claims = if kind == "StatefulSet" {
+        claims
+    } else {
+        Vec::new()
+    };
     Some((
         format!("{namespace}/{kind}/{name}"),
         kind.to_owned(),
@@ -457,7 +464,13 @@ spec:
         let sts: k8s_openapi::api::apps::v1::StatefulSet =
             serde_json::from_value(docs[0].value.clone()).expect("a StatefulSet");
         let spec = sts.spec.expect("a spec");
-        controller_pod("apps", "StatefulSet", "db", &spec.template, &["data".to_owned()])
+        controller_pod(
+            "apps",
+            "StatefulSet",
+            "db",
+            &spec.template,
+            &["data".to_owned()],
+        )
     }
 
     #[test]

@@ -12,6 +12,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
+use drillbench_kyverno::{FailureAction, Policy, RuleStatus};
 use drillbench_model::k8s::cron::Schedule;
 use drillbench_model::k8s::disruption::{Budget, PdbSelector};
 use drillbench_model::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
@@ -22,10 +23,11 @@ use drillbench_model::labels::WRITER_ANNOTATION;
 use drillbench_model::manifest::Document;
 use drillbench_model::scenario::spec::GuardSpec;
 use drillbench_observe::ObjectRef;
-use drillbench_kyverno::{FailureAction, Policy, RuleStatus};
 use drillbench_policy::admission::{admit, claim_classes};
-use drillbench_policy::kyverno_admission::{ManifestCluster, admit_pod, controller_pod, reportable};
 use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::kyverno_admission::{
+    ManifestCluster, admit_pod, controller_pod, reportable,
+};
 use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
 
@@ -511,9 +513,7 @@ fn workload(
         for result in judged.results.iter().filter(|r| reportable(r)) {
             let outcome = match result.status {
                 RuleStatus::NotEvaluated => AdmissionOutcome::NotEvaluated,
-                RuleStatus::Fail
-                    if result.failure_action == Some(FailureAction::Enforce) =>
-                {
+                RuleStatus::Fail if result.failure_action == Some(FailureAction::Enforce) => {
                     AdmissionOutcome::Refused
                 }
                 _ => AdmissionOutcome::Audited,

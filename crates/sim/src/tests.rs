@@ -498,7 +498,9 @@ spec:
         assert!(
             pods_of(&plain, "web-")
                 .iter()
-                .any(|p| plain.nodes()[p.node.expect("placed")].name.starts_with("b-")),
+                .any(|p| plain.nodes()[p.node.expect("placed")]
+                    .name
+                    .starts_with("b-")),
             "without the mutation some pod lands on pool b"
         );
     }
@@ -544,9 +546,16 @@ spec:
         let manifests = policy("Enforce") + &deployment("web", 2, "1Gi", "");
         let mut sim = simulation(POOLS, &manifests, 1);
         sim.advance_to(60_000);
-        let first: Vec<String> = pods_of(&sim, "web-").iter().map(|p| p.name.clone()).collect();
+        let first: Vec<String> = pods_of(&sim, "web-")
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
         let node = pods_of(&sim, "web-")[0].node.expect("placed");
-        sim.delete_node(node, false, drillbench_model::duration::Duration::from_mins(1));
+        sim.delete_node(
+            node,
+            false,
+            drillbench_model::duration::Duration::from_mins(1),
+        );
         sim.advance_to(sim.now() + 600_000);
         let now = pods_of(&sim, "web-");
         let replacement = now
@@ -560,7 +569,12 @@ spec:
             sim.nodes()[placed].name
         );
         assert_eq!(
-            replacement.template.spec.node_selector.as_ref().and_then(|s| s.get("tier")),
+            replacement
+                .template
+                .spec
+                .node_selector
+                .as_ref()
+                .and_then(|s| s.get("tier")),
             Some(&"gold".to_owned())
         );
     }

@@ -225,7 +225,10 @@ fn a_patch_to_a_policy_guard_flips_its_admission_control() {
     let judged = admission_control(&audited, spec, control);
     assert_eq!(conclusion(&judged), ControlConclusion::NoTeeth);
     assert!(
-        judged.result.summary.contains("require-baseline-worker-affinity: fail"),
+        judged
+            .result
+            .summary
+            .contains("require-baseline-worker-affinity: fail"),
         "{}",
         judged.result.summary
     );
@@ -234,7 +237,9 @@ fn a_patch_to_a_policy_guard_flips_its_admission_control() {
     let in_workloads = |d: &Drill| {
         d.workloads
             .iter()
-            .find(|w| policy_guard::policy_name(&w.value).as_deref() == Some(control.guard.as_str()))
+            .find(|w| {
+                policy_guard::policy_name(&w.value).as_deref() == Some(control.guard.as_str())
+            })
             .map(|w| w.value["spec"]["validationFailureAction"].clone())
     };
     assert_eq!(in_workloads(&audited), Some(serde_json::json!("Audit")));

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodSpec;
 use serde_json::Value;
 
-use drillbench_model::drill::Drill;
 use drillbench_kyverno::RuleStatus;
+use drillbench_model::drill::Drill;
 use drillbench_policy::admission::{GuardDecision, admit, claim_classes};
 use drillbench_policy::kyverno_admission::{ManifestCluster, admit_template, reportable};
 

@@ -324,7 +324,11 @@ fn check_guard_entries(entries: &[Located<GuardEntry>], checker: &mut Checker<'_
             ("mutate", entry.mutate),
         ];
         if entry.policy.is_some() {
-            let set: Vec<&str> = shorthand.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
+            let set: Vec<&str> = shorthand
+                .iter()
+                .filter(|(_, s)| *s)
+                .map(|(n, _)| *n)
+                .collect();
             if !set.is_empty() {
                 checker.error(
                     entry.at,
