@@ -207,6 +207,7 @@ impl Simulation {
             None => sim.start_autoscaler(),
         }
         sim.apply(loaded);
+        sim.background_scan_nodes();
         sim.start_backups();
         sim.settle();
         Ok(sim)
@@ -401,6 +402,47 @@ impl Simulation {
             message: "node created".to_owned(),
         });
         id
+    }
+
+    /// Kyverno's background scan (kyverno.io/docs/policy-reports/
+    /// background/: policies with `background: true` re-run their validate
+    /// rules over existing resources and report, never refuse) over the
+    /// nodes as provisioned. Failures, errors and rules not evaluated are
+    /// recorded like admission's audited results, against the node; pods
+    /// need no scan here, their admission results say the same.
+    fn background_scan_nodes(&mut self) {
+        let policies = self.policies.clone();
+        if !policies.0.iter().any(|p| p.background) {
+            return;
+        }
+        let engine = drillbench_kyverno::Engine::new(&policies.1);
+        for id in 0..self.world.nodes().len() {
+            if !self.node_exists(id) {
+                continue;
+            }
+            let Ok(node) = serde_json::to_value(self.node_view(id)) else {
+                continue;
+            };
+            let name = self.world.node(id).name.clone();
+            for result in drillbench_kyverno::engine::background_scan(&engine, &policies.0, &node)
+                .iter()
+                .filter(|r| drillbench_policy::kyverno_admission::reportable(r))
+            {
+                let kind = if result.status == drillbench_kyverno::RuleStatus::NotEvaluated {
+                    EventKind::PolicyNotEvaluated
+                } else {
+                    EventKind::AdmissionAudited
+                };
+                let message = format!(
+                    "background scan: policy `{}` rule `{}` {}: {}",
+                    result.policy,
+                    result.rule,
+                    result.status,
+                    result.message.trim()
+                );
+                self.record(kind, node_ref(&name), Some(id), &message);
+            }
+        }
     }
 
     fn apply(&mut self, loaded: load::Loaded) {

@@ -578,4 +578,40 @@ spec:
             Some(&"gold".to_owned())
         );
     }
+
+    /// The harness's node policy over the provisioned nodes: its positive
+    /// rule fails every node without the baseline label (an Audit policy
+    /// with `background: true` reports, kyverno.io/docs/policy-reports/
+    /// background/); the same policy with `background: false` reports
+    /// nothing.
+    #[test]
+    fn a_background_policy_reports_each_node_that_breaks_it() {
+        let text = std::fs::read_to_string(drillbench_model::test_support::repo_file(
+            "harness/kyverno/policies/hcloud-eligible-nodes.yaml",
+        ))
+        .expect("the node policy");
+        let pools = "    - {name: a, count: 2, serverType: cx43, namePattern: 'a-{n}', labels: {platform.devantler.tech/baseline-worker: 'true'}}\n    - {name: b, count: 1, serverType: cx43, namePattern: 'b-{n}'}\n";
+        let manifests = format!("{text}\n---\n") + &deployment("web", 1, "1Gi", "");
+        let sim = simulation(pools, &manifests, 1);
+        let audited: Vec<String> = events(&sim, EventKind::AdmissionAudited)
+            .iter()
+            .map(|e| e.split(": ").next().unwrap_or_default().to_owned())
+            .collect();
+        // The control planes and the unlabelled pool; never the labelled pool.
+        assert_eq!(
+            audited,
+            [
+                "/control-plane-1",
+                "/control-plane-2",
+                "/control-plane-3",
+                "/b-1"
+            ]
+        );
+        assert!(events(&sim, EventKind::AdmissionAudited)[3].contains(
+            "background scan: policy `hcloud-eligible-nodes` rule `labelled-baseline-worker` fail"
+        ));
+        let quiet = manifests.replace("background: true", "background: false");
+        let sim = simulation(pools, &quiet, 1);
+        assert!(events(&sim, EventKind::AdmissionAudited).is_empty());
+    }
 }
