@@ -90,6 +90,27 @@ enum PolicyCommand {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
+    /// A live background check: one policy's validate rules run, as
+    /// Kyverno's background scan runs them, over the running Pods and the
+    /// Nodes of a cluster, listing what breaks it. Reads only.
+    ///
+    /// Exit 0 when nothing breaks it; 1 when a pod or node does (or a rule
+    /// could not be evaluated); 2 on bad input; 3 when the cluster could
+    /// not be read.
+    Scan {
+        /// The kubeconfig of the cluster to read.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: PathBuf,
+        /// The context in the kubeconfig (default: its current context).
+        #[arg(long, value_name = "CTX")]
+        context: Option<String>,
+        /// The policy to check, by name (`ns/name` for a namespaced Policy).
+        #[arg(long, value_name = "NAME")]
+        policy: String,
+        /// Files holding the policy (and others, ignored).
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,6 +166,11 @@ struct RunArgs {
     /// Output folder of the reports (default: reports/DRILL-seedSEED/).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run slice I of N of the sweep's seeds (contiguous, 1-based), for a
+    /// CI matrix or an Indexed Job; writes `tally-I-of-N.json` beside the
+    /// slice's reports, for `bench report merge`.
+    #[arg(long, value_name = "I/N", value_parser = app::parse_shard)]
+    shard: Option<app::Shard>,
     /// The kubeconfig of an existing cluster (`--backend kubeconfig`).
     #[arg(long, value_name = "FILE", required_if_eq("backend", "kubeconfig"))]
     kubeconfig: Option<PathBuf>,
@@ -283,6 +309,21 @@ struct PlacementArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
     format: AuditFormat,
+    /// A Flux post-build variable's value, as a Kustomization's
+    /// `postBuild.substitute` gives it; repeatable. Wins over
+    /// `--substitute-from`.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = audit::parse_substitution)]
+    substitute: Vec<(String, String)>,
+    /// A ConfigMap or Secret file whose data are more variables, as
+    /// `postBuild.substituteFrom` names one; repeatable, a later file wins.
+    #[arg(long, value_name = "FILE")]
+    substitute_from: Vec<PathBuf>,
+    /// A consumer-map file (`kind: ConsumerMap`): where a chart's values or
+    /// an operator's resource keep each component's storage class and
+    /// placement, so those components are judged instead of `unknown`;
+    /// repeatable.
+    #[arg(long = "consumers", value_name = "FILE")]
+    consumer_maps: Vec<PathBuf>,
     /// Rendered manifests (multi-document YAML); `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -318,6 +359,27 @@ enum ReportCommand {
     /// Exit 0 no regression, 1 a regression, 2 bad input or reports of
     /// different drills or drill contents (unless --force).
     Compare(CompareArgs),
+    /// Folds the `tally-I-of-N.json` files of a sharded sweep (`bench run
+    /// --runs N --shard I/N`) into the sweep report one run of all their
+    /// seeds writes, byte for byte.
+    ///
+    /// Exit as the sweep would: 0 every seed held, 1 a seed failed, 4 only
+    /// controls proved nothing, 2 unreadable, overlapping or mixed tallies.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// The shards' tally files.
+    #[arg(required = true, value_name = "TALLY")]
+    tallies: Vec<PathBuf>,
+    /// Output folder of the sweep reports (default:
+    /// reports/DRILL-seedFIRST-runsN/).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// What standard output carries, as for `bench run`.
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    format: RunFormat,
 }
 
 #[derive(Debug, Args)]
@@ -374,6 +436,12 @@ pub fn main() -> ExitCode {
             return preflight_cp_recreate(args);
         }
         Command::Policy(PolicyCommand::Test { paths }) => app::policy_test(&paths, &mut io),
+        Command::Policy(PolicyCommand::Scan {
+            kubeconfig,
+            context,
+            policy,
+            paths,
+        }) => app::policy_scan(&kubeconfig, context.as_deref(), &policy, &paths, &mut io),
         Command::Audit(AuditCommand::Placement(args)) => {
             drop(stdout);
             return audit_placement(args);
@@ -382,6 +450,10 @@ pub fn main() -> ExitCode {
             command: Some(ReportCommand::Compare(c)),
             ..
         }) => app::report_compare(&c.old, &c.new, c.format.into(), c.force, &mut io),
+        Command::Report(ReportArgs {
+            command: Some(ReportCommand::Merge(m)),
+            ..
+        }) => app::report_merge(&m.tallies, m.out.as_deref(), m.format.into(), &mut io),
         Command::Report(ReportArgs {
             file: Some(file),
             format,
@@ -419,11 +491,18 @@ impl RunArgs {
             context: self.context,
             allow_destructive: self.allow_destructive,
             standby_nodes: self.standby_nodes,
-            format: match self.format {
-                RunFormat::Text => app::OutputFormat::Text,
-                RunFormat::Github => app::OutputFormat::Github,
-                RunFormat::Json => app::OutputFormat::Json,
-            },
+            shard: self.shard,
+            format: self.format.into(),
+        }
+    }
+}
+
+impl From<RunFormat> for app::OutputFormat {
+    fn from(format: RunFormat) -> Self {
+        match format {
+            RunFormat::Text => app::OutputFormat::Text,
+            RunFormat::Github => app::OutputFormat::Github,
+            RunFormat::Json => app::OutputFormat::Json,
         }
     }
 }
@@ -558,6 +637,9 @@ fn audit_placement(args: PlacementArgs) -> ExitCode {
             AuditFormat::Json => audit::Format::Json,
         },
         files: args.files,
+        substitute: args.substitute.into_iter().collect(),
+        substitute_from: args.substitute_from,
+        consumer_maps: args.consumer_maps,
     };
     audit::run(
         &request,

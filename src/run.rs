@@ -3,6 +3,7 @@
 //! their guard weakened, and the report assembled.
 
 mod controls;
+mod dry_run;
 mod trace;
 mod weaken;
 
@@ -12,7 +13,7 @@ use drillbench_assert as assert;
 use drillbench_backend::{Backend, BackendError, BackendKind};
 use drillbench_model::drill::Drill;
 use drillbench_model::duration::Duration;
-use drillbench_model::scenario::assertion::AssertionKind;
+use drillbench_model::scenario::assertion::{AssertionKind, Control};
 use drillbench_model::scenario::spec::{Condition, Fault, Target};
 use drillbench_model::scenario::step::{Action, Step};
 use drillbench_model::topology::CONTROL_PLANE_POOL;
@@ -56,12 +57,24 @@ pub fn run_drill(
     let backend = provision(drill, seed).map_err(RunError::Provision)?;
     check_capabilities(drill, backend.as_ref())?;
     let backend_name = backend.name();
-    let (obs, outcome) = run_steps(drill, backend, false)?;
+    // Asked before the cluster goes away: the real admission chain judges
+    // the admission controls wherever there is one.
+    let mut dry_runs = dry_run::DryRuns::new();
+    let (obs, outcome) = run_steps_then(drill, backend, false, &mut |backend| {
+        dry_runs = dry_run::submit(drill, backend);
+    })?;
     let mut assertions = Vec::new();
     let mut figures = BTreeMap::new();
     for assertion in &drill.assertions {
-        let judged = match &assertion.kind {
-            AssertionKind::NegativeControl(control) => match &outcome {
+        let real_admission = match &assertion.kind {
+            AssertionKind::NegativeControl(Control::Admission(admission)) => dry_runs
+                .get(&assertion.name)
+                .map(|answer| dry_run::judge(assertion, admission, answer, backend_name)),
+            _ => None,
+        };
+        let judged = match (real_admission, &assertion.kind) {
+            (Some(judged), _) => judged,
+            (None, AssertionKind::NegativeControl(control)) => match &outcome {
                 // Nothing to compare a weakened run with, and no reason to
                 // touch a cluster again: the real run already stopped.
                 StepsOutcome::Aborted(why) => controls::not_run(drill, assertion, control, why),
@@ -74,7 +87,7 @@ pub fn run_drill(
                     controls::judge(drill, assertion, control, &real, provision)?
                 }
             },
-            _ => assert::judge(assertion, &obs, &drill.topology),
+            (None, _) => assert::judge(assertion, &obs, &drill.topology),
         };
         figures.extend(judged.figures);
         assertions.push(judged.result);
@@ -303,8 +316,19 @@ pub const CONVERGE_TIMEOUT: Duration = Duration::from_mins(30);
 /// the real run that is the bench's own failure.
 fn run_steps(
     drill: &Drill,
+    backend: Box<dyn Backend>,
+    weakened: bool,
+) -> Result<(Observation, StepsOutcome), RunError> {
+    run_steps_then(drill, backend, weakened, &mut |_| {})
+}
+
+/// [`run_steps`], calling `then` with the backend after the last step and
+/// before it is torn down.
+fn run_steps_then(
+    drill: &Drill,
     mut backend: Box<dyn Backend>,
     weakened: bool,
+    then: &mut dyn FnMut(&mut dyn Backend),
 ) -> Result<(Observation, StepsOutcome), RunError> {
     let mut outcome = StepsOutcome::Completed;
     // A drill starts from a converged cluster: every workload up.
@@ -346,6 +370,7 @@ fn run_steps(
             }
         }
     }
+    then(backend.as_mut());
     let mut obs = backend.finish();
     // A backend that lost its cluster mid-drill (a real one: watches that
     // stopped, an API gone) says so in the observation; what it saw after

@@ -29,6 +29,8 @@ pub(crate) enum Ending {
     BadInputs,
     /// Something was left undone, each said where it was met.
     Incomplete,
+    /// A sweep was stopped by a signal; what ran was reported.
+    Interrupted,
 }
 
 /// Why a command stopped before its end.
@@ -50,6 +52,18 @@ pub(crate) enum CommandError {
     Runs { runs: u64, max: u64 },
     #[error("--seed {seed} --runs {runs} goes past the last seed, {}", u64::MAX)]
     SeedRange { seed: u64, runs: u64 },
+    #[error(
+        "--shard {shard} splits --runs {runs} into shards with no seed; expected --runs of at least {count}"
+    )]
+    ShardTooSmall {
+        shard: String,
+        runs: u64,
+        count: u64,
+    },
+    #[error("--shard slices a sweep of the simulator; other backends run one drill at a time")]
+    ShardOnCluster,
+    #[error("no tally to merge; expected the tally-I-of-N.json files of a sharded sweep")]
+    NothingToMerge,
     #[error("{} names no context to use; pass --context CTX", .0.display())]
     NoContext(PathBuf),
     #[error(
@@ -111,6 +125,10 @@ pub(crate) enum CommandError {
     Serve(#[from] ServeError),
     #[error(transparent)]
     PolicySuite(#[from] drillbench_kyverno::test_runner::SuiteError),
+    #[error(transparent)]
+    PolicyLive(#[from] drillbench_kyverno::live::LiveError),
+    #[error("cannot read the cluster's pods and nodes")]
+    LiveRead(#[source] drillbench_backend::kube::KubeError),
     #[error("cannot wait for Ctrl-C")]
     CtrlC(#[source] std::io::Error),
     /// Refused before the drill touched anything: said so after the cause.
@@ -131,6 +149,7 @@ pub(crate) fn exit_code(result: &Result<Ending, CommandError>) -> Exit {
         Ok(Ending::Held) => Exit::Success,
         Ok(Ending::Failed) => Exit::AssertionFailed,
         Ok(Ending::Unproven) => Exit::ControlUnproven,
+        Ok(Ending::Interrupted) => Exit::Interrupted,
         Ok(Ending::BadInputs) => Exit::BadInput,
         Ok(Ending::Incomplete) => Exit::Infrastructure,
         Err(error) => error_exit(error),
@@ -148,12 +167,16 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::Runs { .. }
         | E::OutDir { .. }
         | E::SeedRange { .. }
+        | E::ShardTooSmall { .. }
+        | E::ShardOnCluster
+        | E::NothingToMerge
         | E::NoContext(_)
         | E::NotOurs { .. }
         | E::Report(_)
         | E::ReadSweep(_)
         | E::Compare(_)
-        | E::PolicySuite(_) => Exit::BadInput,
+        | E::PolicySuite(_)
+        | E::PolicyLive(_) => Exit::BadInput,
         E::Serve(ServeError::NotLoopback(_) | ServeError::Speed(_)) => Exit::BadInput,
         E::Leftovers(e) => e.exit(),
         E::NothingRan(inner) => error_exit(inner),
@@ -169,6 +192,7 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::Sweep(_)
         | E::WriteSweep { .. }
         | E::Serve(_)
+        | E::LiveRead(_)
         | E::CtrlC(_) => Exit::Infrastructure,
     }
 }

@@ -6,12 +6,14 @@
 mod actions;
 mod error;
 mod run;
+mod shard;
 
 use std::path::{Path, PathBuf};
 
 pub use self::actions::OutputFormat;
 use self::error::{CommandError, Ending, finish};
 pub use self::run::RunOptions;
+pub use self::shard::{Shard, parse_shard};
 pub use crate::io::Io;
 use crate::io::printable;
 pub use drillbench_backend::BackendKind as Backend;
@@ -20,6 +22,7 @@ use drillbench_model::exit::Exit;
 use drillbench_model::scenario::{self, catalog};
 use drillbench_report::compare::{self, Noise};
 use drillbench_report::sweep::{self, SWEEP_FORMAT, SweepReport};
+use drillbench_report::sweep_tally::SweepTally;
 use drillbench_report::{DrillReport, html, junit, markdown};
 use drillbench_serve::{
     self as served, CliOptions as ServeCliOptions, Clock, ServeOptions, Server,
@@ -63,6 +66,35 @@ pub fn policy_test(paths: &[PathBuf], io: &mut Io<'_>) -> Exit {
     let result = drillbench_kyverno::test_runner::run_all(paths, io.out)
         .map(|all| if all { Ending::Held } else { Ending::Failed })
         .map_err(CommandError::from);
+    finish(result, io)
+}
+
+/// `bench policy scan --kubeconfig FILE --policy NAME PATH...`: the live
+/// background check of one policy over a cluster's running Pods and Nodes
+/// (read-only). Exit 0 when nothing breaks it, 1 when something does, 2 for
+/// bad input, 3 when the cluster could not be read.
+pub fn policy_scan(
+    kubeconfig: &Path,
+    context: Option<&str>,
+    policy: &str,
+    paths: &[PathBuf],
+    io: &mut Io<'_>,
+) -> Exit {
+    let result = drillbench_kyverno::live::load_policies(paths)
+        .map_err(CommandError::from)
+        .and_then(|policies| {
+            let objects = drillbench_backend::kube::read_live_objects(kubeconfig, context)
+                .map_err(CommandError::LiveRead)?;
+            Ok(drillbench_kyverno::live::scan(&policies, policy, objects)?)
+        })
+        .map(|scan| {
+            let _ = write!(io.out, "{}", scan.render());
+            if scan.clean() {
+                Ending::Held
+            } else {
+                Ending::Failed
+            }
+        });
     finish(result, io)
 }
 
@@ -186,6 +218,47 @@ fn render_report(
     };
     let _ = write!(io.out, "{text}");
     Ok(Ending::Held)
+}
+
+/// `bench report merge TALLY… [--out DIR]`: the tallies of a sharded
+/// sweep folded into the sweep report one run of all their seeds writes.
+pub fn report_merge(
+    tallies: &[PathBuf],
+    out: Option<&Path>,
+    format: OutputFormat,
+    io: &mut Io<'_>,
+) -> Exit {
+    let result = merge_tallies(tallies, out, format, io);
+    finish(result, io)
+}
+
+fn merge_tallies(
+    tallies: &[PathBuf],
+    out: Option<&Path>,
+    format: OutputFormat,
+    io: &mut Io<'_>,
+) -> Result<Ending, CommandError> {
+    let mut merged: Option<SweepTally> = None;
+    for file in tallies {
+        let tally = SweepTally::read(file).map_err(CommandError::ReadSweep)?;
+        match merged.as_mut() {
+            None => merged = Some(tally),
+            Some(merged) => merged.merge(tally).map_err(CommandError::ReadSweep)?,
+        }
+    }
+    let merged = merged.ok_or(CommandError::NothingToMerge)?;
+    let requested = merged.seeds.iter().map(|[a, b]| b - a + 1).sum();
+    let sweep = merged.finish().map_err(CommandError::ReadSweep)?;
+    let out = out.map_or_else(
+        || {
+            Path::new("reports").join(format!(
+                "{}-seed{}-runs{}",
+                sweep.drill.name, sweep.first_seed, sweep.runs
+            ))
+        },
+        Path::to_path_buf,
+    );
+    run::publish_sweep(&sweep, requested, &out, Vec::new(), format, io)
 }
 
 /// Whether `file` declares the sweep format; anything else (unreadable,

@@ -17,7 +17,8 @@ use drillbench_backend::factory::{Existing, Factory};
 use drillbench_model::drill::Drill;
 use drillbench_model::scenario::catalog;
 use drillbench_report::out_dir::{self, OutDir};
-use drillbench_report::sweep::{self, SweepReport};
+use drillbench_report::sweep::{self, SweepError, SweepReport};
+use drillbench_report::sweep_tally::SweepTally;
 use drillbench_report::{DrillReport, Outcome, format_ms, github, markdown, terminal, write_all};
 
 /// The options of `bench run`.
@@ -43,12 +44,14 @@ pub struct RunOptions {
     pub standby_nodes: u32,
     /// What standard output carries.
     pub format: OutputFormat,
+    /// `--shard I/N`: run only this slice of the sweep's seeds.
+    pub shard: Option<super::Shard>,
 }
 
-/// The most seeds one sweep runs. Every swept seed's report is kept until
-/// the aggregate is built (about 20 KB each), so this bounds a sweep at a
-/// few GB on the 2-core, 24 GiB machines CI and developers have.
-pub const MAX_RUNS: u64 = 100_000;
+/// The most seeds one sweep runs. A swept seed keeps only its figures'
+/// values and, if it failed, its seed and failed assertions (about 100
+/// bytes), so a million seeds stay well under 1 GB; more go in shards.
+pub const MAX_RUNS: u64 = 1_000_000;
 
 /// Resolves and validates the drill before anything else, so bad input
 /// is exit 2 and never a partial run; then runs it on the backend.
@@ -65,6 +68,18 @@ pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, Comma
             runs: options.runs,
         });
     }
+    if let Some(shard) = options.shard {
+        if options.backend != BackendKind::Sim {
+            return Err(CommandError::ShardOnCluster);
+        }
+        if options.runs < shard.count() {
+            return Err(CommandError::ShardTooSmall {
+                shard: shard.to_string(),
+                runs: options.runs,
+                count: shard.count(),
+            });
+        }
+    }
     let path = catalog::resolve(&options.drill)?;
     let drill = Drill::load(&path).map_err(CommandError::Drill)?;
     let out = out_path(&drill, options);
@@ -73,7 +88,9 @@ pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, Comma
         source,
     })?;
     let factory = match options.backend {
-        BackendKind::Sim if options.runs > 1 => return sweep(&drill, options, &out, io),
+        BackendKind::Sim if options.runs > 1 || options.shard.is_some() => {
+            return sweep(&drill, options, &out, io);
+        }
         BackendKind::Sim => Factory::Sim,
         BackendKind::Kubeconfig => kubeconfig(&drill, options)?,
         kind @ (BackendKind::Kind | BackendKind::Talos) => docker(kind, &drill, options)?,
@@ -86,12 +103,18 @@ pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, Comma
 fn out_path(drill: &Drill, options: &RunOptions) -> PathBuf {
     match &options.out {
         Some(out) => out.clone(),
-        None if options.runs > 1 => Path::new("reports").join(format!(
-            "{}-seed{}-runs{}",
-            drill.name(),
-            options.seed,
-            options.runs
-        )),
+        None if options.runs > 1 || options.shard.is_some() => {
+            let shard = options
+                .shard
+                .map(|s| format!("-shard{}of{}", s.index(), s.count()))
+                .unwrap_or_default();
+            Path::new("reports").join(format!(
+                "{}-seed{}-runs{}{shard}",
+                drill.name(),
+                options.seed,
+                options.runs
+            ))
+        }
         None => super::default_out_dir(drill.name(), options.seed),
     }
 }
@@ -233,31 +256,63 @@ fn handle_interrupts() -> Result<(), CommandError> {
     drillbench_model::interrupt::install().map_err(|e| CommandError::Interrupts(e).nothing_ran())
 }
 
+/// Seeds run between two looks at the interrupt flag and two folds into
+/// the tally: enough to keep every core busy, few enough that a sweep's
+/// reports never pile up (each is about 20 KB until folded).
+const SWEEP_CHUNK: u64 = 512;
+
 /// `--runs N`: N seeds from `--seed`, on every core. Each seed's run is
 /// independent and deterministic, so the sweep is the same however the
-/// seeds are spread; results are collected in seed order.
+/// seeds are spread; each chunk's reports are folded into the tally in
+/// seed order and dropped. Ctrl-C or SIGTERM stops it after the chunk
+/// under way: the seeds that ran are reported, marked interrupted.
 fn sweep(
     drill: &Drill,
     options: &RunOptions,
     out: &Path,
     io: &mut Io<'_>,
 ) -> Result<Ending, CommandError> {
-    let seeds: Vec<u64> = (options.seed..=options.seed + (options.runs - 1)).collect();
+    handle_interrupts()?;
+    let (first, count) = match options.shard {
+        Some(shard) => shard.seeds(options.seed, options.runs),
+        None => (options.seed, options.runs),
+    };
+    let last = first + (count - 1);
     let done = AtomicU64::new(0);
-    let mut progress = Progress::new(seeds.len() as u64, io.terminal);
-    let results = std::thread::scope(|scope| {
-        let runs = scope.spawn(|| {
-            seeds
-                .par_iter()
-                .map(|&seed| {
-                    let mut report = run_drill(drill, seed, &drillbench_backend::sim::provision)
-                        .map_err(|source| CommandError::Seed { seed, source })?;
-                    // The aggregate needs verdicts and figures, not timelines.
-                    report.timeline.clear();
-                    done.fetch_add(1, Ordering::Relaxed);
-                    Ok(report)
-                })
-                .collect::<Vec<Result<DrillReport, CommandError>>>()
+    let mut progress = Progress::new(count, io.terminal);
+    let tally = std::thread::scope(|scope| {
+        let runs = scope.spawn(|| -> Result<Option<SweepTally>, CommandError> {
+            let mut tally: Option<SweepTally> = None;
+            let mut from = first;
+            loop {
+                let to = from.saturating_add(SWEEP_CHUNK - 1).min(last);
+                let reports = (from..=to)
+                    .into_par_iter()
+                    .map(|seed| {
+                        let report = run_drill(drill, seed, &drillbench_backend::sim::provision)
+                            .map_err(|source| CommandError::Seed { seed, source })?;
+                        done.fetch_add(1, Ordering::Relaxed);
+                        Ok(report)
+                    })
+                    .collect::<Vec<Result<DrillReport, CommandError>>>();
+                for report in reports {
+                    // The lowest failing seed is the one said.
+                    let report = report?;
+                    tally
+                        .get_or_insert_with(|| SweepTally::like(&report))
+                        .add(&report)?;
+                }
+                if to == last {
+                    return Ok(tally);
+                }
+                if drillbench_model::interrupt::requested() {
+                    if let Some(tally) = tally.as_mut() {
+                        tally.interrupted = true;
+                    }
+                    return Ok(tally);
+                }
+                from = to + 1;
+            }
         });
         // The pool owns the model; this thread only watches the count, so
         // the display never touches a run's timing or its results.
@@ -269,16 +324,39 @@ fn sweep(
         runs.join()
     });
     progress.finish();
-    let results = results.map_err(|_| CommandError::SweepPanicked)?;
-    // The lowest failing seed is the one said.
-    let reports = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let sweep = SweepReport::from_runs(&reports)?;
-    let files = [
+    let tally = tally.map_err(|_| CommandError::SweepPanicked)??;
+    let tally = tally.ok_or(SweepError::NoRuns)?;
+    let mut extra = Vec::new();
+    if let Some(shard) = options.shard {
+        // The shard's tally is what `bench report merge` folds together.
+        extra.push((shard.file_name(), tally.to_json()));
+    }
+    let sweep = tally.finish()?;
+    publish_sweep(&sweep, count, out, extra, options.format, io)
+}
+
+/// Writes a sweep's reports (and `extra` files beside them) to `out`,
+/// prints its summary, and says how it ended. `requested` is how many
+/// seeds were asked for, which an interrupted sweep did not reach.
+pub(super) fn publish_sweep(
+    sweep: &SweepReport,
+    requested: u64,
+    out: &Path,
+    extra: Vec<(String, String)>,
+    format: OutputFormat,
+    io: &mut Io<'_>,
+) -> Result<Ending, CommandError> {
+    let mut files = vec![
         ("sweep.json", sweep.to_json()),
-        ("sweep.md", sweep::markdown(&sweep)),
-        ("sweep.junit.xml", sweep::junit(&sweep)),
-        ("sweep.html", sweep::html(&sweep)),
+        ("sweep.md", sweep::markdown(sweep)),
+        ("sweep.junit.xml", sweep::junit(sweep)),
+        ("sweep.html", sweep::html(sweep)),
     ];
+    files.extend(
+        extra
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.clone())),
+    );
     OutDir::prepare(out)
         .and_then(|dir| dir.write(&files))
         .map_err(|source| CommandError::WriteSweep {
@@ -288,12 +366,17 @@ fn sweep(
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "{} on {}: {} runs from seed {}, {} failed",
-        drill.name(),
-        options.backend.name(),
+        "{} on {}: {} runs from seed {}, {} failed{}",
+        printable(&sweep.drill.name),
+        sweep.backend,
         sweep.runs,
         sweep.first_seed,
-        sweep.failures
+        sweep.failures,
+        if sweep.interrupted {
+            format!(", INTERRUPTED after {} of {requested} seeds", sweep.runs)
+        } else {
+            String::new()
+        }
     );
     for (name, d) in &sweep.figures {
         let show = |v: f64| {
@@ -330,10 +413,10 @@ fn sweep(
     let output = Output {
         terminal: text,
         json: sweep.to_json(),
-        markdown: sweep::markdown(&sweep),
-        annotations: github::sweep_annotations(&sweep),
+        markdown: sweep::markdown(sweep),
+        annotations: github::sweep_annotations(sweep),
     };
-    output.publish(options.format, io);
+    output.publish(format, io);
     // Seeds where only a control proved nothing say so with their own
     // code; one seed where the platform failed makes the sweep a failure.
     let unproven = sweep
@@ -341,6 +424,7 @@ fn sweep(
         .iter()
         .all(|f| f.outcome == Outcome::Unproven);
     Ok(match sweep.failures {
+        _ if sweep.interrupted => Ending::Interrupted,
         0 => Ending::Held,
         _ if unproven => Ending::Unproven,
         _ => Ending::Failed,

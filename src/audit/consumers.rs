@@ -498,6 +498,18 @@ pub fn find(documents: &[Document], storage_class: &str) -> Result<Vec<Found>, M
     Ok(found)
 }
 
+/// The placement rules of a pod spec that is not a workload's: the parts
+/// of a chart's values or an operator's resource a consumer map points at,
+/// gathered as `nodeSelector` and `affinity` of `pod_spec`.
+pub(crate) fn rules_of(
+    location: &SourceLocation,
+    what: String,
+    pod_spec: &Map<String, Value>,
+) -> Result<PlacementRules, ManifestError> {
+    let shape = Shape { location, what };
+    placement_rules(&shape, pod_spec, "")
+}
+
 fn placement_rules(
     shape: &Shape<'_>,
     pod_spec: &Map<String, Value>,

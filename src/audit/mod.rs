@@ -14,6 +14,7 @@
 //! parsed is an error naming file, line and column; and an input with no
 //! consumer at all fails, because an audit that found nothing proves nothing.
 
+pub mod consumer_map;
 pub mod consumers;
 pub mod opaque;
 pub mod placement;
@@ -25,6 +26,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use drillbench_model::exit::Exit;
+use drillbench_model::flux_values::{self, ValuesFile};
+
+use consumer_map::ConsumerMap;
 use drillbench_model::manifest::{self, Document, ManifestError};
 
 /// The node label every consumer must require.
@@ -58,6 +62,24 @@ pub fn parse_required_label(text: &str) -> Result<RequiredLabel, LabelError> {
     }
 }
 
+/// A `--substitute` value that is not `NAME=VALUE` with a Flux variable name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a substitution; expected NAME=VALUE, NAME of letters, digits and `_`, \
+     not starting with a digit"
+)]
+pub struct SubstitutionError(String);
+
+/// Parses `NAME=VALUE` for `--substitute`; the value may be empty or hold `=`.
+pub fn parse_substitution(text: &str) -> Result<(String, String), SubstitutionError> {
+    match text.split_once('=') {
+        Some((name, value)) if drillbench_model::flux_substitute::is_variable_name(name) => {
+            Ok((name.to_owned(), value.to_owned()))
+        }
+        _ => Err(SubstitutionError(text.to_owned())),
+    }
+}
+
 /// How the result is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -77,6 +99,15 @@ pub struct Request {
     pub format: Format,
     /// The manifest files; `-` is standard input.
     pub files: Vec<PathBuf>,
+    /// Flux post-build variables, as a Kustomization's
+    /// `postBuild.substitute` gives them.
+    pub substitute: std::collections::BTreeMap<String, String>,
+    /// ConfigMap or Secret files with more values, as `postBuild.substituteFrom`
+    /// names them (`substitute` wins; a later file over an earlier one).
+    pub substitute_from: Vec<PathBuf>,
+    /// Consumer-map files: where charts and operators keep each
+    /// component's storage class and placement.
+    pub consumer_maps: Vec<PathBuf>,
 }
 
 /// The verdict on one consumer.
@@ -227,6 +258,7 @@ pub fn audit(
     documents: &[Document],
     storage_class: &str,
     label: &RequiredLabel,
+    map: &ConsumerMap,
 ) -> Result<Report, ManifestError> {
     let found = consumers::find(documents, storage_class)?;
     let mut consumers: Vec<Consumer> = found
@@ -248,29 +280,12 @@ pub fn audit(
             }
         })
         .collect();
-    // What the audit cannot see inside but that names the class: unknown.
-    consumers.extend(
-        opaque::find(documents, storage_class)
-            .into_iter()
-            .map(|found| Consumer {
-                reasons: found
-                    .paths
-                    .iter()
-                    .map(|path| {
-                        format!(
-                            "{} {}/{} {path}: names the class, but the bench cannot see the pods it creates",
-                            found.kind, found.namespace, found.name
-                        )
-                    })
-                    .collect(),
-                kind: found.kind,
-                namespace: found.namespace,
-                name: found.name,
-                claims: found.paths,
-                verdict: Verdict::Unknown,
-                source: found.source,
-            }),
-    );
+    // What the audit cannot see inside but that names the class: judged
+    // where a consumer map says where its components' placement is,
+    // otherwise unknown.
+    for found in opaque::find(documents, storage_class) {
+        consumers.extend(map.consumers(&found, storage_class, label));
+    }
     consumers.sort_by(|a, b| {
         (&a.namespace, &a.kind, &a.name, &a.source).cmp(&(
             &b.namespace,
@@ -304,6 +319,25 @@ pub fn audit(
 /// Runs the audit: loads every file, audits, prints the report to `out` and
 /// any input error to `err`, and returns the exit.
 pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let files: Vec<ValuesFile> = request
+        .substitute_from
+        .iter()
+        .map(|path| ValuesFile {
+            path: path.clone(),
+            optional: false,
+        })
+        .collect();
+    let values = match flux_values::gather(&request.substitute, &files) {
+        Ok(values) => values,
+        Err(error) => {
+            let _ = writeln!(
+                err,
+                "error: {}",
+                drillbench_model::error_text::error_chain(&error)
+            );
+            return Exit::BadInput;
+        }
+    };
     let mut documents = Vec::new();
     let mut stdin_read = false;
     for file in &request.files {
@@ -316,9 +350,10 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
             }
             stdin_read = true;
         }
-        // Flux post-build variables take their defaults; one without a
-        // default is bad input, located, as in a drill's workloads.
-        match manifest::load_substituted(file, &std::collections::BTreeMap::new()) {
+        // Flux post-build variables take the values given, else their
+        // defaults; one with neither is bad input, located, as in a drill's
+        // workloads.
+        match manifest::load_substituted(file, &values) {
             Ok(mut docs) => documents.append(&mut docs),
             Err(error) => {
                 let _ = writeln!(
@@ -330,7 +365,23 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
             }
         }
     }
-    let report = match audit(&documents, &request.storage_class, &request.required_label) {
+    let map = match ConsumerMap::load(&request.consumer_maps) {
+        Ok(map) => map,
+        Err(error) => {
+            let _ = writeln!(
+                err,
+                "error: {}",
+                drillbench_model::error_text::error_chain(&error)
+            );
+            return Exit::BadInput;
+        }
+    };
+    let report = match audit(
+        &documents,
+        &request.storage_class,
+        &request.required_label,
+        &map,
+    ) {
         Ok(report) => report,
         Err(error) => {
             let _ = writeln!(
@@ -377,7 +428,7 @@ mod tests {
                     volumeClaimTemplate: {spec: {storageClassName: hcloud}}\n";
         let docs = manifest::parse_documents("pod.yaml", text).unwrap();
         let label = parse_required_label("k=v").unwrap();
-        let report = audit(&docs, "hcloud", &label).unwrap();
+        let report = audit(&docs, "hcloud", &label, &ConsumerMap::default()).unwrap();
         assert_eq!(report.exit(), Exit::Success);
         assert!(
             report.to_text().ends_with(
@@ -391,7 +442,7 @@ mod tests {
     #[test]
     fn finding_nothing_is_not_a_pass() {
         let label = parse_required_label("k=v").unwrap();
-        let report = audit(&[], "hcloud", &label).unwrap();
+        let report = audit(&[], "hcloud", &label, &ConsumerMap::default()).unwrap();
         assert_eq!(report.summary.verdict, Verdict::Fail);
         assert_eq!(report.exit(), Exit::AssertionFailed);
     }

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use drillbench_model::manifest::Document;
+use drillbench_model::manifest::{Document, SourceLocation};
 
 /// One opaque object that names the class.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +20,9 @@ pub struct Opaque {
     pub paths: Vec<String>,
     /// Where the object's document starts, as `file:line:column`.
     pub source: String,
+    pub location: SourceLocation,
+    /// The object itself, for a consumer map to read.
+    pub object: Value,
 }
 
 /// Every object of `documents` (and of their `List`s) the audit does not
@@ -53,6 +56,8 @@ pub fn find(documents: &[Document], storage_class: &str) -> Vec<Opaque> {
                 name: text("/metadata/name").unwrap_or("").to_owned(),
                 paths,
                 source: document.location().to_string(),
+                location: document.location(),
+                object: object.clone(),
             });
         }
     }

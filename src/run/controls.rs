@@ -59,6 +59,10 @@ enum Subjects<'a> {
     Restores,
     /// The pods the weakened run's drains deleted without the eviction API.
     Deleted,
+    /// The pods of the workload a weakening pinned to one node.
+    Pinned(&'a str),
+    /// The pods of the workloads the backups left out.
+    LeftOut(&'a [String]),
 }
 
 /// Judges a negative control against the real run's observation.
@@ -182,6 +186,8 @@ fn judge_with(
                 }
                 DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_) => Subjects::Restores,
                 DrillChange::DrainWithoutEviction => Subjects::Deleted,
+                DrillChange::PinWorkload(ref pin) => Subjects::Pinned(&pin.workload),
+                DrillChange::ExcludedFromBackup(ref w) => Subjects::LeftOut(w),
                 _ => Subjects::ControlPlane,
             };
             (
@@ -337,6 +343,8 @@ fn must_fail_verdict(
         Subjects::FaultedNodes => "the nodes the faults hit and their pods".to_owned(),
         Subjects::Restores => "the restore from the weakened backups".to_owned(),
         Subjects::Deleted => "the pods a drain deleted without the eviction API".to_owned(),
+        Subjects::Pinned(w) => format!("the pods of `{w}`, pinned to one node"),
+        Subjects::LeftOut(w) => format!("the pods of {}, left out of the backups", w.join(", ")),
     };
     let (conclusion, failed, why) = if !diverged.is_empty() {
         (
@@ -402,13 +410,19 @@ fn involves<'e>(
     first_fault: Option<u64>,
 ) -> Vec<&'e Evidence> {
     match subjects {
-        Subjects::Guard(_) | Subjects::Policy(..) | Subjects::FaultedNodes => {
+        Subjects::Guard(_)
+        | Subjects::Policy(..)
+        | Subjects::FaultedNodes
+        | Subjects::Pinned(_)
+        | Subjects::LeftOut(_) => {
             let hit = trace::fault_nodes(real);
             let governs = |p: &&drillbench_observe::Placement| match subjects {
                 Subjects::Guard(guard) => pods_match(&guard.matches, p),
                 Subjects::Policy(_, governed) => {
                     p.workload.as_deref().is_some_and(|w| governed.contains(w))
                 }
+                Subjects::Pinned(w) => p.workload.as_deref() == Some(*w),
+                Subjects::LeftOut(w) => p.workload.as_ref().is_some_and(|p| w.contains(p)),
                 _ => hit.contains(p.node.as_str()),
             };
             let placements = || {
@@ -594,7 +608,7 @@ fn preflight_refusal(
 
 /// A control's verdict from its conclusion: only `Bites` passes.
 #[expect(clippy::too_many_arguments, reason = "the fields of one proof")]
-fn unproven(
+pub(super) fn unproven(
     spec: &Assertion,
     conclusion: ControlConclusion,
     weakened: String,

@@ -11,6 +11,7 @@ use drillbench_model::scenario::spec::{
 };
 use drillbench_model::scenario::step::{Action, Step};
 use drillbench_model::topology::EndpointMode;
+use drillbench_model::workload_ref::WorkloadRef;
 
 pub(super) fn describe_change(change: &GuardChange) -> String {
     match change {
@@ -62,6 +63,18 @@ pub(super) fn describe_weakening(change: &DrillChange) -> String {
         DrillChange::BackupTakes(d) => {
             format!("backups that take {d} while the writers keep writing")
         }
+        DrillChange::PinWorkload(pin) => format!(
+            "every replica of `{}` pinned to {} (a `kubernetes.io/hostname` nodeSelector)",
+            pin.workload, pin.node
+        ),
+        DrillChange::ExcludedFromBackup(workloads) => format!(
+            "{} labelled `velero.io/exclude-from-backup: \"true\"`, so no backup holds them",
+            workloads
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         DrillChange::SkipSteps(steps) => format!(
             "the step(s) {} left out",
             steps
@@ -216,8 +229,44 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
                 backup.duration = *d;
             }
         }
+        DrillChange::ExcludedFromBackup(workloads) => {
+            for backup in &mut weakened.topology.backups {
+                backup.excluded = workloads.clone();
+            }
+        }
+        DrillChange::PinWorkload(pin) => {
+            for document in &mut weakened.workloads {
+                if WorkloadRef::of_object(&document.value).to_string() == pin.workload {
+                    pin_to(&mut document.value, &pin.node);
+                }
+            }
+        }
     }
     weakened
+}
+
+/// A pod template's `nodeSelector` gains `kubernetes.io/hostname: NODE`:
+/// the well-known label every kubelet sets to its node's name
+/// (kubernetes.io/docs/reference/labels-annotations-taints/#kubernetesiohostname),
+/// and a nodeSelector's pairs must all match the node's labels
+/// (kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodeselector),
+/// so the pods fit that node alone.
+fn pin_to(workload: &mut serde_json::Value, node: &str) {
+    let Some(spec) = workload.pointer_mut("/spec/template/spec") else {
+        return;
+    };
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    let selector = spec
+        .entry("nodeSelector")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let Some(selector) = selector.as_object_mut() {
+        selector.insert(
+            "kubernetes.io/hostname".to_owned(),
+            serde_json::Value::String(node.to_owned()),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -249,5 +298,70 @@ mod tests {
         // Another weakening leaves the steps alone.
         let other = DrillChange::EndpointWithoutFailover;
         assert!(dropped_steps(&drill, &other).is_empty());
+    }
+
+    /// `pinWorkload` transcribes a nodeSelector on the well-known
+    /// `kubernetes.io/hostname` label, which the kubelet sets to the node's
+    /// name (kubernetes.io/docs/reference/labels-annotations-taints/
+    /// #kubernetesiohostname): a pod fits only a node carrying every
+    /// nodeSelector pair (kubernetes.io/docs/concepts/scheduling-eviction/
+    /// assign-pod-node/#nodeselector). So every replica runs on that node,
+    /// and once it dies the replacements stay Pending until it is back:
+    /// node-loss's api, available ≥ 80 % when it may move, is not when
+    /// pinned to the node that dies. The pinned workload alone changes.
+    #[test]
+    fn a_pinned_workload_runs_only_on_its_node_and_dies_with_it() {
+        let path = drillbench_model::scenario::catalog::resolve("node-loss").expect("built-in");
+        let drill = Drill::load(&path).unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let pin = DrillChange::PinWorkload(drillbench_model::scenario::spec::PinWorkload {
+            workload: "apps/Deployment/api".to_owned(),
+            node: "prod-worker-1".to_owned(),
+        });
+        let weaken = WeakenControl {
+            change: Located::at(pin.clone(), Default::default()),
+            must_fail: Vec::new(),
+            preflight_refuses: None,
+        };
+        let weakened = weaken_drill(&drill, &weaken);
+        let selector = |d: &Drill, key: &str| {
+            d.workloads
+                .iter()
+                .find(|w| WorkloadRef::of_object(&w.value).to_string() == key)
+                .and_then(|w| w.value.pointer("/spec/template/spec/nodeSelector").cloned())
+        };
+        assert_eq!(
+            selector(&weakened, "apps/Deployment/api"),
+            Some(serde_json::json!({"kubernetes.io/hostname": "prod-worker-1"}))
+        );
+        assert_eq!(selector(&weakened, "apps/Deployment/web"), None);
+        assert_eq!(selector(&drill, "apps/Deployment/api"), None);
+        let available = |d: &Drill| {
+            let backend = drillbench_backend::sim::provision(d, 1).expect("provisions");
+            let (obs, _) = super::super::run_steps(d, backend, true).expect("runs");
+            let api = d
+                .assertions
+                .iter()
+                .find(|a| a.name == "api-keeps-serving")
+                .expect("the assertion");
+            let pods: Vec<String> = obs
+                .placements
+                .iter()
+                .filter(|p| p.workload.as_deref() == Some("apps/Deployment/api"))
+                .map(|p| p.node.clone())
+                .collect();
+            (assert::judge(api, &obs, &d.topology).result.verdict, pods)
+        };
+        let (pinned, nodes) = available(&weakened);
+        assert_eq!(pinned, drillbench_report::Verdict::Fail);
+        assert!(
+            !nodes.is_empty() && nodes.iter().all(|n| n == "prod-worker-1"),
+            "{nodes:?}"
+        );
+        // The control: free to move, the same api on the same seed keeps
+        // serving through the same crash.
+        let (free, nodes) = available(&drill);
+        assert_eq!(free, drillbench_report::Verdict::Pass);
+        assert!(nodes.iter().any(|n| n != "prod-worker-1"), "{nodes:?}");
+        assert!(describe_weakening(&pin).contains("pinned to prod-worker-1"));
     }
 }

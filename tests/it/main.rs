@@ -16,6 +16,7 @@ mod preflight_support;
 mod report_support;
 
 mod audit_cli;
+mod audit_consumer_map;
 mod catalogue;
 #[cfg(unix)]
 mod clean_cli;
@@ -42,6 +43,7 @@ mod local_path;
 #[cfg(unix)]
 mod nightly_verdict;
 mod policy_cli;
+mod policy_scan_live;
 mod portable_binary;
 mod preflight_cli;
 #[cfg(unix)]
@@ -58,6 +60,7 @@ mod report_sweep;
 mod run_inputs;
 mod serve_bounds;
 mod serve_cli;
+mod serve_dry_run_control;
 mod serve_kube_rs;
 mod serve_kubectl;
 mod serve_kubectl_dry_run;
@@ -75,6 +78,7 @@ mod sim_volumes;
 mod sim_writer;
 #[cfg(unix)]
 mod standby_nodes;
+mod sweep_shards;
 #[cfg(unix)]
 mod talos_driver;
 mod topology_import;

@@ -281,3 +281,46 @@ fn bench_report_renders_a_stored_sweep() {
         assert_eq!(run.1, expected);
     }
 }
+
+#[test]
+fn tallies_of_disjoint_seeds_merge_into_the_sweep_of_all_byte_for_byte() {
+    use drillbench_report::sweep_tally::SweepTally;
+    let runs: Vec<DrillReport> = (1..=9)
+        .map(|seed| run(seed, (seed * 37 % 11) as f64 * 1000.0, seed % 4 == 0))
+        .collect();
+    let whole = SweepReport::from_runs(&runs).expect("one drill").to_json();
+    // Shards as `--shard I/N` cuts them, merged in any order.
+    let tally = |seeds: &[DrillReport]| {
+        let mut t = SweepTally::like(&seeds[0]);
+        for r in seeds {
+            t.add(r).expect("same drill");
+        }
+        t
+    };
+    let (a, b, c) = (tally(&runs[..3]), tally(&runs[3..7]), tally(&runs[7..]));
+    for order in [[&a, &b, &c], [&c, &a, &b]] {
+        let mut merged = order[0].clone();
+        merged.merge(order[1].clone()).expect("disjoint");
+        merged.merge(order[2].clone()).expect("disjoint");
+        // Through JSON, as shard files travel.
+        let merged: SweepTally = serde_json::from_str(&merged.to_json()).expect("round trip");
+        assert_eq!(merged.seeds, [[1, 9]]);
+        assert_eq!(merged.finish().expect("runs").to_json(), whole);
+    }
+    // Controls: a shard merged twice, or one of another drill, is refused.
+    let mut twice = a.clone();
+    let err = twice.merge(a.clone()).expect_err("overlap");
+    assert!(
+        err.to_string().contains("seeds 1..=3 are in two shards"),
+        "{err}"
+    );
+    let mut other = runs[8].clone();
+    other.drill.content_hash = "sha256:other".to_owned();
+    let mut mixed = a.clone();
+    assert!(mixed.merge(tally(&[other])).is_err());
+    // A gap is a sweep of the seeds that ran, not of the range around them.
+    let mut gap = a;
+    gap.merge(c).expect("disjoint");
+    assert_eq!(gap.seeds, [[1, 3], [8, 9]]);
+    assert_eq!(gap.finish().expect("runs").runs, 5);
+}

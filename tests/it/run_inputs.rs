@@ -42,7 +42,7 @@ fn a_seed_range_past_the_last_seed_is_bad_input_and_runs_nothing() {
     ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
-        run.stderr.contains("is outside 1..=100000"),
+        run.stderr.contains("is outside 1..=1000000"),
         "{}",
         run.stderr
     );
@@ -79,7 +79,11 @@ fn a_very_long_assertion_name_is_printed_not_a_panic() {
     let text = std::fs::read_to_string(root().join("scenarios/node-loss.yaml"))
         .expect("built-in drill")
         .replace("../harness", harness)
-        .replace("- name: api-keeps-serving", &format!("- name: {long}"));
+        .replace("- name: api-keeps-serving", &format!("- name: {long}"))
+        .replace(
+            "mustFail: [api-keeps-serving]",
+            &format!("mustFail: [{long}]"),
+        );
     let drill = dir.path().join("long-name.yaml");
     std::fs::write(&drill, text).expect("write drill");
     let out = dir.path().join("reports");

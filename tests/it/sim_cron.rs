@@ -14,6 +14,11 @@ use drillbench_sim::world::PodPhase;
 const MIN: u64 = 60_000;
 
 fn cluster(spec: &str) -> Result<Simulation, String> {
+    cluster_with_pod_spec(spec, "")
+}
+
+/// [`cluster`] with `pod_spec` lines added to the run's pod spec.
+fn cluster_with_pod_spec(spec: &str, pod_spec: &str) -> Result<Simulation, String> {
     let dir = tempfile::tempdir().expect("tempdir");
     let manifests = format!(
         "apiVersion: batch/v1
@@ -24,7 +29,7 @@ spec:
     spec:
       template:
         spec:
-          restartPolicy: OnFailure
+{pod_spec}          restartPolicy: OnFailure
           containers: [{{name: c, image: snap, resources: {{requests: {{cpu: 10m, memory: 16Mi}}}}}}]
 "
     );
@@ -90,15 +95,38 @@ fn a_whole_cronjob_counts_as_ready_between_runs() {
         sim.workload_key_ready("ops/CronJob/snap"),
         "nothing due yet"
     );
-    sim.advance_to(3 * 60 * MIN + 1);
-    assert!(
-        !sim.workload_key_ready("ops/CronJob/snap"),
-        "a run is under way"
-    );
+    for at in [1, 3_000, 30_000] {
+        sim.advance_to(3 * 60 * MIN + at);
+        assert!(
+            sim.workload_key_ready("ops/CronJob/snap"),
+            "a run under way, {at} ms in, is not an outage"
+        );
+    }
     sim.advance_to(3 * 60 * MIN + 2 * MIN);
     assert!(
         sim.workload_key_ready("ops/CronJob/snap"),
         "the run completed"
+    );
+}
+
+#[test]
+fn a_run_that_cannot_be_placed_is_the_missed_run_that_counts() {
+    // Control of the test above: the same run, its pod asking for a node
+    // label no node has, never starts.
+    let mut sim = cluster_with_pod_spec(
+        "  schedule: \"0 3 * * *\"\n",
+        "          nodeSelector: {disk: nvme}\n",
+    )
+    .expect("provisions");
+    sim.advance_to(3 * 60 * MIN - 1);
+    assert!(
+        sim.workload_key_ready("ops/CronJob/snap"),
+        "nothing due yet"
+    );
+    sim.advance_to(3 * 60 * MIN + 5 * MIN);
+    assert!(
+        !sim.workload_key_ready("ops/CronJob/snap"),
+        "the run's pod was never placed"
     );
 }
 

@@ -175,6 +175,56 @@ fn the_namespace_comes_back() {
     );
 }
 
+/// Velero leaves out of every backup an object labelled
+/// `velero.io/exclude-from-backup: "true"`, whatever the filters include
+/// (velero.io/docs/main/resource-filtering/, "Excludes"): restored from
+/// such a backup, the namespace comes back without that workload, whose
+/// pod nothing starts again; a workload of the namespace that was backed
+/// up comes back as before. The control: nothing excluded, every
+/// workload of the namespace is back.
+#[test]
+fn a_workload_left_out_of_the_backup_does_not_come_back() {
+    let back_after_the_loss = |excluded: &[&str]| {
+        let mut drill = drill("20m", "1h");
+        // A second workload in the restored namespace, backed up.
+        let reader = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: reader, namespace: data}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: reader}}
+  template:
+    metadata: {labels: {app: reader}}
+    spec:
+      containers:
+        - {name: reader, image: postgres, resources: {requests: {cpu: 100m, memory: 256Mi}}}
+";
+        drill.workloads.extend(
+            drillbench_model::manifest::parse_documents("reader.yaml", reader).expect("yaml"),
+        );
+        for backup in &mut drill.topology.backups {
+            backup.excluded = excluded.iter().map(|w| (*w).to_owned()).collect();
+        }
+        let report = drillbench::run::run_drill(&drill, 1, &drillbench_backend::sim::provision)
+            .expect("runs");
+        let lost_at = first(&report, EventKind::FaultInjected) + 20 * MIN;
+        let mut back: Vec<String> = report
+            .timeline
+            .iter()
+            .filter(|e| e.at_ms > lost_at && e.kind == EventKind::PodReady)
+            .map(|e| e.object.name.clone())
+            .collect();
+        back.sort();
+        back
+    };
+    let back = back_after_the_loss(&["data/Deployment/db"]);
+    assert!(back.iter().all(|p| !p.starts_with("db-")), "{back:?}");
+    assert!(back.iter().any(|p| p.starts_with("reader-")), "{back:?}");
+    let back = back_after_the_loss(&[]);
+    assert!(back.iter().any(|p| p.starts_with("db-")), "{back:?}");
+    assert!(back.iter().any(|p| p.starts_with("reader-")), "{back:?}");
+}
+
 #[test]
 fn a_backup_slower_than_the_bound_breaches_the_rpo() {
     // Writes keep being acknowledged for the whole 30 min backup; a 15 min

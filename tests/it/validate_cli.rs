@@ -14,7 +14,7 @@ use common::{bench, root};
 const CORPUS: &[(&str, &str, &str)] = &[
     (
         "duplicate-object",
-        "manifests/duplicate-object.yaml:23:1",
+        "manifests/duplicate-object.yaml:25:18",
         "duplicate Deployment `default/web`; expected each object once",
     ),
     ("alias-bomb", "18:14", "alias bomb"),
@@ -105,6 +105,21 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "missing-workload-file",
         "11:5",
         "`manifests/does-not-exist.yaml` does not exist",
+    ),
+    (
+        "pool-names-collide-with-control-planes",
+        "14:20",
+        "can make the same names as the control planes",
+    ),
+    (
+        "pool-names-collide-with-another-pool",
+        "15:20",
+        "can make the same names as pool `workers`",
+    ),
+    (
+        "pin-workload-unknown-node",
+        "32:17",
+        "`pinWorkload` names `worker-9`, which is not a static node of the cluster",
     ),
     (
         "skip-steps-unknown-or-every-fault",
@@ -213,7 +228,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ("wrong-kind", "2:7", "unsupported kind `Scenario`"), // Issue 19: refused by `validate` instead of exit 3 at run time or silence.
     (
         "empty-selector",
-        "manifests/empty-selector.yaml:1:1",
+        "manifests/empty-selector.yaml:7:13",
         "DaemonSet `web` has an empty spec.selector",
     ),
     (
@@ -228,17 +243,17 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     (
         "invalid-label-value",
-        "manifests/invalid-label-value.yaml:1:1",
+        "manifests/invalid-label-value.yaml:11:32",
         "labels.tier = \"front end\", not a valid label value",
     ),
     (
         "negative-replicas",
-        "manifests/negative-replicas.yaml:1:1",
+        "manifests/negative-replicas.yaml:7:13",
         "spec.replicas -1; expected a number greater than or equal to 0",
     ),
     (
         "no-containers",
-        "manifests/no-containers.yaml:1:1",
+        "manifests/no-containers.yaml:13:19",
         "no containers in spec.template.spec.containers",
     ),
     (
@@ -248,12 +263,12 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     (
         "no-selector",
-        "manifests/no-selector.yaml:1:1",
+        "manifests/no-selector.yaml:7:3",
         "Deployment `web` has no spec.selector",
     ),
     (
         "pdb-policy-v1beta1",
-        "manifests/pdb-policy-v1beta1.yaml:6:1",
+        "manifests/pdb-policy-v1beta1.yaml:6:13",
         "apiVersion `policy/v1beta1`, which the API server does not serve",
     ),
     (
@@ -263,18 +278,278 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     (
         "selector-mismatch",
-        "manifests/selector-mismatch.yaml:1:1",
+        "manifests/selector-mismatch.yaml:8:13",
         "Deployment `web`: `selector` does not match template `labels`",
     ),
     (
         "statefulset-apps-v2",
-        "manifests/statefulset-apps-v2.yaml:1:1",
+        "manifests/statefulset-apps-v2.yaml:1:13",
         "StatefulSet `web` has apiVersion `apps/v2`",
     ),
     (
         "statefulset-selector-mismatch",
-        "manifests/statefulset-selector-mismatch.yaml:1:1",
+        "manifests/statefulset-selector-mismatch.yaml:8:13",
         "StatefulSet `web`: `selector` does not match template `labels`",
+    ),
+    (
+        "quantity-double-dot",
+        "manifests/quantity-double-dot.yaml:19:43",
+        "Deployment `web`: spec.template.spec.containers[0].resources.requests.",
+    ),
+    (
+        "quantity-negative-cpu",
+        "manifests/quantity-negative-cpu.yaml:19:29",
+        "Deployment `web`: spec.template.spec.containers[0].resources.requests.",
+    ),
+    (
+        "quantity-unknown-suffix",
+        "manifests/quantity-unknown-suffix.yaml:19:43",
+        "Deployment `web`: spec.template.spec.containers[0].resources.requests.",
+    ),
+    (
+        "quantity-empty",
+        "manifests/quantity-empty.yaml:19:29",
+        "Deployment `web`: spec.template.spec.containers[0].resources.requests.",
+    ),
+    (
+        "quantity-not-a-scalar",
+        "manifests/quantity-not-a-scalar.yaml:19:29",
+        "Deployment `web` is not a valid apps/v1 Deployment: spec.template.spec",
+    ),
+    (
+        "storage-double-dot",
+        "manifests/storage-double-dot.yaml:10:25",
+        "PersistentVolumeClaim `data`: spec.resources.requests.storage: quantit",
+    ),
+    (
+        "storage-negative",
+        "manifests/storage-negative.yaml:10:25",
+        "PersistentVolumeClaim `data`: spec.resources.requests.storage: `-1` mu",
+    ),
+    (
+        "storage-1e100",
+        "manifests/storage-1e100.yaml:10:25",
+        "PersistentVolumeClaim `data`: spec.resources.requests.storage: `1e+100",
+    ),
+    (
+        "storage-zero",
+        "manifests/storage-zero.yaml:10:25",
+        "PersistentVolumeClaim `data`: spec.resources.requests.storage: `0` mus",
+    ),
+    (
+        "storage-missing",
+        "manifests/storage-missing.yaml:7:3",
+        "PersistentVolumeClaim `data`: spec.resources.requests.storage: Require",
+    ),
+    (
+        "storage-class-unknown",
+        "manifests/storage-class-unknown.yaml:8:21",
+        "PersistentVolumeClaim `data`: spec.storageClassName names StorageClass",
+    ),
+    (
+        "claim-template-class-unknown",
+        "manifests/claim-template-class-unknown.yaml:16:27",
+        "StatefulSet `web`: spec.volumeClaimTemplates[0].spec.storageClassName ",
+    ),
+    (
+        "claim-template-bad-storage",
+        "manifests/claim-template-bad-storage.yaml:17:41",
+        "StatefulSet `web`: spec.volumeClaimTemplates[0].spec.resources.request",
+    ),
+    (
+        "pdb-both-forms",
+        "manifests/pdb-both-forms.yaml:8:19",
+        "PodDisruptionBudget `web`: minAvailable and maxUnavailable cannot be b",
+    ),
+    (
+        "pdb-bad-percent",
+        "manifests/pdb-bad-percent.yaml:7:19",
+        "PodDisruptionBudget `web`: maxUnavailable must be an integer or a perc",
+    ),
+    (
+        "pdb-bogus-operator",
+        "manifests/pdb-bogus-operator.yaml:9:5",
+        "PodDisruptionBudget `web`: invalid selector: invalid expression operat",
+    ),
+    (
+        "selector-bogus-operator",
+        "manifests/selector-bogus-operator.yaml:10:45",
+        "Deployment `web`: spec.selector.matchExpressions[0].operator: not a va",
+    ),
+    (
+        "selector-in-without-values",
+        "manifests/selector-in-without-values.yaml:10:5",
+        "Deployment `web`: `selector` does not match template `labels`; expecte",
+    ),
+    (
+        "selector-exists-with-values",
+        "manifests/selector-exists-with-values.yaml:11:61",
+        "Deployment `web`: spec.selector.matchExpressions[0].values: may not be",
+    ),
+    (
+        "node-affinity-bogus-operator",
+        "manifests/node-affinity-bogus-operator.yaml:19:58",
+        "Deployment `web`: spec.template.spec.affinity.nodeAffinity.requiredDur",
+    ),
+    (
+        "node-affinity-gt-two-values",
+        "manifests/node-affinity-gt-two-values.yaml:19:70",
+        "Deployment `web`: spec.template.spec.affinity.nodeAffinity.requiredDur",
+    ),
+    (
+        "preferred-affinity-bogus-operator",
+        "manifests/preferred-affinity-bogus-operator.yaml:20:58",
+        "Deployment `web`: spec.template.spec.affinity.nodeAffinity.preferredDu",
+    ),
+    (
+        "pod-anti-affinity-bogus-operator",
+        "manifests/pod-anti-affinity-bogus-operator.yaml:20:57",
+        "Deployment `web`: spec.template.spec.affinity.podAntiAffinity.required",
+    ),
+    (
+        "spread-bogus-operator",
+        "manifests/spread-bogus-operator.yaml:20:53",
+        "Deployment `web`: spec.template.spec.topologySpreadConstraints[0].labe",
+    ),
+    (
+        "toleration-bogus-operator",
+        "manifests/toleration-bogus-operator.yaml:16:9",
+        "Deployment `web`: tolerations[0]: unknown operator `Bogus`; expected E",
+    ),
+    (
+        "replicas-not-a-number",
+        "manifests/replicas-not-a-number.yaml:8:13",
+        "Deployment `web` is not a valid apps/v1 Deployment: spec.replicas: inv",
+    ),
+    (
+        "containers-not-a-list",
+        "manifests/containers-not-a-list.yaml:15:19",
+        "Deployment `web` has no containers in spec.template.spec.containers; e",
+    ),
+    (
+        "container-without-name",
+        "manifests/container-without-name.yaml:16:11",
+        "Deployment `web`: spec.template.spec.containers[0].name `` is not a va",
+    ),
+    (
+        "labels-not-a-mapping",
+        "manifests/labels-not-a-mapping.yaml:6:11",
+        "Deployment `web` is not a valid apps/v1 Deployment: metadata.labels: i",
+    ),
+    (
+        "port-not-a-number",
+        "manifests/port-not-a-number.yaml:18:35",
+        "Deployment `web` is not a valid apps/v1 Deployment: spec.template.spec",
+    ),
+    (
+        "kind-foo-core",
+        "manifests/kind-foo-core.yaml:2:7",
+        "Foo `web`: the core group has no kind `Foo` in `v1` (a custom resource",
+    ),
+    (
+        "kind-foo-apps",
+        "manifests/kind-foo-apps.yaml:2:7",
+        "Foo `web`: the apps group has no kind `Foo` in `apps/v1` (a custom res",
+    ),
+    (
+        "kind-typo",
+        "manifests/kind-typo.yaml:2:7",
+        "Deploymnet `web`: the apps group has no kind `Deploymnet` in `apps/v1`",
+    ),
+    (
+        "batch-v2",
+        "manifests/batch-v2.yaml:1:13",
+        "Job `web`: the API server does not serve apiVersion `batch/v2` (the ba",
+    ),
+    (
+        "core-v2",
+        "manifests/core-v2.yaml:1:13",
+        "ConfigMap `settings`: the API server does not serve apiVersion `v2` (t",
+    ),
+    (
+        "malformed-api-version",
+        "manifests/malformed-api-version.yaml:1:13",
+        "Deployment `web` has apiVersion `apps/v1/beta`, which the API server d",
+    ),
+    (
+        "name-uppercase",
+        "manifests/name-uppercase.yaml:4:9",
+        "Deployment `Web`: metadata.name `Web` is not a valid name; expected at",
+    ),
+    (
+        "name-underscore",
+        "manifests/name-underscore.yaml:4:9",
+        "Deployment `web_front`: metadata.name `web_front` is not a valid name;",
+    ),
+    (
+        "namespace-name-invalid",
+        "manifests/namespace-name-invalid.yaml:3:18",
+        "Namespace `Apps`: metadata.name `Apps` is not a valid name; expected a",
+    ),
+    (
+        "service-name-digit",
+        "manifests/service-name-digit.yaml:3:18",
+        "Service `1web`: metadata.name `1web` is not a valid name; expected at ",
+    ),
+    (
+        "namespace-field-invalid",
+        "manifests/namespace-field-invalid.yaml:5:14",
+        "Deployment `web`: metadata.namespace `Apps_Prod` is not a valid namesp",
+    ),
+    (
+        "label-key-invalid",
+        "manifests/label-key-invalid.yaml:6:29",
+        "Deployment `web`: metadata.labels key `-tier` is not a qualified name;",
+    ),
+    (
+        "label-key-bad-prefix",
+        "manifests/label-key-bad-prefix.yaml:6:42",
+        "Deployment `web`: metadata.labels key `Example.com/tier` is not a qual",
+    ),
+    (
+        "annotation-key-invalid",
+        "manifests/annotation-key-invalid.yaml:7:26",
+        "Deployment `web`: metadata.annotations key `a/b/c` is not a qualified ",
+    ),
+    (
+        "selector-label-key-invalid",
+        "manifests/selector-label-key-invalid.yaml:10:5",
+        "Deployment `web`: `selector` does not match template `labels`; expecte",
+    ),
+    (
+        "priority-class-unknown",
+        "manifests/priority-class-unknown.yaml:15:26",
+        "Deployment `web`: spec.template.spec.priorityClassName names PriorityC",
+    ),
+    (
+        "budget-replicas-ten-million",
+        "manifests/budget-replicas-ten-million.yaml:8:13",
+        "the workloads ask for 10000000 pods at once by this object, above the ",
+    ),
+    (
+        "budget-pool-million-nodes",
+        "9:14",
+        "the cluster can grow to 1000003 nodes with pool `workers`, above the b",
+    ),
+    (
+        "budget-wait-100000h",
+        "18:5",
+        "the steps let 100000h of drill time pass by this one, above the budget",
+    ),
+    (
+        "budget-scale-million",
+        "18:5",
+        "the step scales to 1000000 replicas, above the budget `budgets.pods` o",
+    ),
+    (
+        "budget-recovery-attempts",
+        "22:20",
+        "the recovery step allows 100000 attempts, above the budget `budgets.re",
+    ),
+    (
+        "budget-lowered-pods",
+        "manifests/budget-lowered-pods.yaml:8:13",
+        "the workloads ask for 5 pods at once by this object, above the budget ",
     ),
 ];
 
@@ -320,7 +595,7 @@ fn the_corpus_table_covers_every_file() {
         .collect();
     let in_table: BTreeSet<String> = CORPUS.iter().map(|c| c.0.to_owned()).collect();
     assert_eq!(on_disk, in_table);
-    assert!(on_disk.len() >= 25);
+    assert!(on_disk.len() >= 108, "{} files", on_disk.len());
 }
 
 #[test]

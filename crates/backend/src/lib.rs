@@ -142,6 +142,30 @@ impl BackendError {
     }
 }
 
+/// The API server's answer to a create sent with `dryRun=All`: its HTTP
+/// status, and for a refusal the `Status` it returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRunAnswer {
+    /// `201` for an admitted create, `4xx`/`5xx` for a refusal.
+    pub code: u16,
+    /// The `Status` reason (`BadRequest`, `Forbidden`, …); empty when
+    /// admitted.
+    pub reason: String,
+    /// The `Status` message: for an admission webhook's refusal,
+    /// `admission webhook "…" denied the request: …`; empty when admitted.
+    pub message: String,
+    /// The request as sent (`POST /apis/apps/v1/namespaces/x/statefulsets?dryRun=All`),
+    /// so the evidence shows it was a dry run.
+    pub request: String,
+}
+
+impl DryRunAnswer {
+    /// Whether the API server admitted the object (a 2xx).
+    pub fn admitted(&self) -> bool {
+        (200..300).contains(&self.code)
+    }
+}
+
 /// A cluster a drill runs on.
 pub trait Backend {
     /// `sim`, `kind`, `talos` or `kubeconfig`.
@@ -269,6 +293,18 @@ pub trait Backend {
     fn ready_nodes(&self, pool: &str) -> u32;
     /// Voting etcd members and learners.
     fn etcd_members(&self) -> (u32, u32);
+
+    /// Submits `object` as a create with server-side dry run
+    /// (`dryRun=All`) through the cluster's own admission chain and returns
+    /// the API server's answer; nothing is created. A backend without a
+    /// real API server (the simulator) has no such chain: `Unsupported`.
+    fn dry_run_create(&mut self, object: &serde_json::Value) -> Result<DryRunAnswer, BackendError> {
+        let _ = object;
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: "submit an object with server-side dry run".to_owned(),
+        })
+    }
 
     /// What was observed so far.
     fn observation(&self) -> &Observation;

@@ -120,6 +120,9 @@ pub struct Engine<'a> {
     pub data: &'a dyn ClusterData,
     /// Variables by dotted name (`request.operation`, a context entry's name).
     pub preset: Map<String, Value>,
+    /// PolicyExceptions in force: a rule one of them exempts the request
+    /// from is reported `skip` and not evaluated.
+    pub exceptions: Vec<crate::exception::PolicyException>,
 }
 
 impl<'a> Engine<'a> {
@@ -127,6 +130,7 @@ impl<'a> Engine<'a> {
         Engine {
             data,
             preset: Map::new(),
+            exceptions: Vec::new(),
         }
     }
 
@@ -137,16 +141,27 @@ impl<'a> Engine<'a> {
         if matches!(req.operation, Operation::Create | Operation::Update) {
             for policy in policies {
                 for rule in &policy.rules {
-                    if let RuleBody::Mutate(body) = &rule.body
-                        && let Some(result) = self.mutate_rule(policy, rule, body, &mut current)
-                    {
-                        results.push(result);
+                    if let RuleBody::Mutate(body) = &rule.body {
+                        if let Some(skip) = self.exempt(policy, rule, RuleKind::Mutation, &current)
+                        {
+                            results.extend(skip);
+                            continue;
+                        }
+                        if let Some(result) = self.mutate_rule(policy, rule, body, &mut current) {
+                            results.push(result);
+                        }
                     }
                 }
             }
         }
         for policy in policies {
             for rule in &policy.rules {
+                if !matches!(rule.body, RuleBody::Mutate(_))
+                    && let Some(skip) = self.exempt(policy, rule, RuleKind::Validation, &current)
+                {
+                    results.extend(skip);
+                    continue;
+                }
                 let result = match &rule.body {
                     RuleBody::Validate(body) => self.validate_rule(policy, rule, body, &current),
                     RuleBody::NotEvaluated(why) => {
@@ -168,6 +183,30 @@ impl<'a> Engine<'a> {
             patched: current.object,
             results,
         }
+    }
+
+    /// `Some(result)` when a PolicyException exempts the request from the
+    /// rule: the rule's `skip` if the rule applies to the request, else no
+    /// result (`Some(None)`); `None` when no exception exempts it.
+    fn exempt(
+        &self,
+        policy: &Policy,
+        rule: &Rule,
+        kind: RuleKind,
+        req: &AdmissionRequest,
+    ) -> Option<Option<RuleResult>> {
+        let exception = self
+            .exceptions
+            .iter()
+            .find(|e| e.exempts(&policy.display_name(), &rule.name, req))?;
+        Some(self.applies(policy, rule, req).map(|()| RuleResult {
+            policy: policy.display_name(),
+            rule: rule.name.clone(),
+            kind,
+            status: RuleStatus::Skip,
+            message: exception.message(),
+            failure_action: None,
+        }))
     }
 
     /// `Some(())` when the rule's match selects the request and its exclude does not.

@@ -26,10 +26,13 @@
 //! ```
 
 pub mod anchor;
+pub mod autogen;
 pub mod conditions;
 pub mod context;
 pub mod engine;
+pub mod exception;
 pub mod jmes;
+pub mod live;
 pub mod matching;
 pub mod merge;
 pub mod operator;

@@ -5,6 +5,14 @@
 //! condition drops the patch up to the nearest list element, a failed global
 //! condition drops the whole patch. Lists of maps merge by the Kubernetes
 //! merge key of their field (`name` for containers, volumes, env, …).
+//!
+//! Strategic merge's `$patch` directives (Kubernetes' "strategic merge
+//! patch" design, which Kyverno's `pkg/engine/mutate/patch/
+//! strategicMergePatch.go` applies through kustomize's merge): in a map,
+//! `$patch: replace` replaces the map with the patch's and `$patch: delete`
+//! removes it; in a merge-keyed list, an element `{KEY: v, $patch: delete}`
+//! removes the element with that key, and an element `{$patch: replace}`
+//! replaces the whole list with the patch's other elements.
 
 use serde_json::{Map, Value};
 
@@ -51,6 +59,7 @@ pub fn strip(value: &Value) -> Value {
             for (k, v) in map {
                 match anchor::parse(k) {
                     (Some(Anchor::Condition | Anchor::Global), _) => {}
+                    _ if k == DIRECTIVE => {}
                     (_, name) => {
                         out.insert(name.to_owned(), strip(v));
                     }
@@ -92,7 +101,21 @@ fn merge_value(target: &mut Value, patch: &Value, field: &str) -> Result<(), Unm
     }
 }
 
+/// The `$patch` directive of a patch map, if it has one.
+fn directive(value: &Value) -> Option<&str> {
+    value.get(DIRECTIVE).and_then(Value::as_str)
+}
+
+const DIRECTIVE: &str = "$patch";
+
 fn merge_map(tmap: &mut Map<String, Value>, pmap: &Map<String, Value>) -> Result<(), Unmet> {
+    if pmap.get(DIRECTIVE).and_then(Value::as_str) == Some("replace") {
+        let Value::Object(replaced) = strip(&Value::Object(pmap.clone())) else {
+            unreachable!("a map stripped is a map")
+        };
+        *tmap = replaced;
+        return Ok(());
+    }
     // Conditions first, against the resource as it is.
     for (key, pvalue) in pmap {
         let (a, name) = anchor::parse(key);
@@ -121,7 +144,7 @@ fn merge_map(tmap: &mut Map<String, Value>, pmap: &Map<String, Value>) -> Result
                 }
             }
             (_, name) => {
-                if pvalue.is_null() {
+                if pvalue.is_null() || directive(pvalue) == Some("delete") {
                     tmap.remove(name);
                     continue;
                 }
@@ -170,11 +193,23 @@ fn merge_list(tarr: &mut Vec<Value>, parr: &[Value], field: &str) -> Result<(), 
         }
         return Ok(());
     }
+    if parr.iter().any(|p| directive(p) == Some("replace")) {
+        *tarr = parr
+            .iter()
+            .filter(|p| directive(p) != Some("replace"))
+            .map(strip)
+            .collect();
+        return Ok(());
+    }
     if let Some(key) = merge_key(field)
         && parr.iter().all(|p| p.get(key).is_some())
     {
         for pe in parr {
             let id = pe.get(key);
+            if directive(pe) == Some("delete") {
+                tarr.retain(|te| te.get(key) != id);
+                continue;
+            }
             match tarr.iter_mut().find(|te| te.get(key) == id) {
                 Some(te) => merge_value(te, pe, field)?,
                 None => tarr.push(strip(pe)),

@@ -116,6 +116,9 @@ pub fn from_value(value: &Value) -> Result<Policy, String> {
     if !is_policy(value) {
         return Err("expected a kyverno.io ClusterPolicy or Policy".into());
     }
+    // Kyverno reads a policy with its Pod-controller rules generated.
+    let expanded = crate::autogen::expand(value);
+    let value = &expanded;
     let namespaced = value.get("kind").and_then(Value::as_str) == Some("Policy");
     let name = value
         .pointer("/metadata/name")

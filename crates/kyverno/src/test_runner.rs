@@ -87,6 +87,8 @@ struct TestFile {
     #[serde(default)]
     cluster_resources: Vec<Spanned<String>>,
     #[serde(default)]
+    exceptions: Vec<Spanned<String>>,
+    #[serde(default)]
     variables: Option<Spanned<String>>,
     #[serde(default)]
     userinfo: Option<Spanned<String>>,
@@ -430,6 +432,17 @@ pub fn run_suite(file: &Path) -> Result<SuiteOutcome, SuiteError> {
                 .map(|d| d.value),
         );
     }
+    let mut exceptions = Vec::new();
+    for reference in &test.exceptions {
+        for doc in load_reference(base, file, reference)? {
+            if crate::exception::is_exception(&doc.value) {
+                exceptions.push(
+                    crate::exception::from_value(&doc.value)
+                        .map_err(|e| SuiteError::at(&doc.location(), e))?,
+                );
+            }
+        }
+    }
     let mut values = Values::default();
     if let Some(reference) = &test.variables {
         for doc in load_reference(base, file, reference)? {
@@ -505,6 +518,7 @@ pub fn run_suite(file: &Path) -> Result<SuiteOutcome, SuiteError> {
             };
             let mut engine = Engine::new(&cluster);
             engine.preset = preset;
+            engine.exceptions = exceptions.clone();
             let outcome = engine.admit(std::slice::from_ref(policy), &req);
             for r in outcome.results {
                 responses.push(Response {

@@ -135,6 +135,16 @@ fn run_policy(case: &Value, shared: &BTreeMap<String, Value>) -> (String, String
     if let Some(Value::Object(vars)) = case.get("variables") {
         engine.preset = vars.clone();
     }
+    for exception in case
+        .get("exceptions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        engine.exceptions.push(
+            drillbench_kyverno::exception::from_value(exception).expect("a readable exception"),
+        );
+    }
     let outcome = engine.admit(std::slice::from_ref(&policy), &request(case));
     let mut got: Vec<String> = Vec::new();
     let mut want: Vec<String> = Vec::new();

@@ -123,3 +123,51 @@ results:
     let err = run_all(&[empty.path().to_path_buf()], &mut Vec::new()).unwrap_err();
     assert!(err.expected.contains("kyverno-test.yaml"), "{err}");
 }
+
+#[test]
+fn a_suites_exceptions_exempt_the_resources_they_match() {
+    // The docs' shape (kyverno.io/docs/exceptions/): the exception names
+    // the policy and rule, and matches the Pod by name.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "policy.yaml", POLICY);
+    write(dir.path(), "pods.yaml", PODS);
+    write(
+        dir.path(),
+        "exception.yaml",
+        "apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: bad-is-fine, namespace: a}
+spec:
+  exceptions: [{policyName: require-team, ruleNames: [team-label]}]
+  match: {any: [{resources: {kinds: [Pod], names: [bad]}}]}
+",
+    );
+    let suite = |exceptions: &str| {
+        format!(
+            "apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {{name: t}}
+policies: [policy.yaml]
+resources: [pods.yaml]
+{exceptions}results:
+  - {{policy: require-team, rule: team-label, kind: Pod, resources: [bad], result: skip}}
+"
+        )
+    };
+    write(
+        dir.path(),
+        "kyverno-test.yaml",
+        &suite("exceptions: [exception.yaml]\n"),
+    );
+    let mut out = Vec::new();
+    assert!(
+        run_all(&[dir.path().to_path_buf()], &mut out).unwrap(),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    // Control: without the exception the same row fails.
+    write(dir.path(), "kyverno-test.yaml", &suite(""));
+    let mut out = Vec::new();
+    assert!(!run_all(&[dir.path().to_path_buf()], &mut out).unwrap());
+    assert!(String::from_utf8_lossy(&out).contains("Want skip, got fail"));
+}

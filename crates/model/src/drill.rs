@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::embedded;
+use crate::flux_values::{self, ValuesError, ValuesFile};
 use crate::manifest::{self, Document, ManifestError};
+use crate::manifest_rules::{self, FieldProblem};
 use crate::object_rules::{self, object_rule_problems};
 use crate::policy_guard;
 use crate::scenario::assertion::Assertion;
@@ -33,7 +35,8 @@ pub struct Drill {
     pub source: SourceFile,
     /// The cluster it builds.
     pub topology: Topology,
-    /// The manifest files it deploys, resolved against the drill's folder.
+    /// The manifest files it deploys and the files of their substitution
+    /// values, resolved against the drill's folder.
     pub workload_files: Vec<PathBuf>,
     /// Every object it deploys, in order: the files' documents and the
     /// inline objects, each with where it was written.
@@ -72,7 +75,7 @@ impl Drill {
                 None
             }
         };
-        let (mut workload_files, workloads) =
+        let (mut workload_files, workloads, mut sources) =
             load_workloads(&spec, &source, &drill_dir, &mut checker);
         let (policy_files, policies, policy_guards) =
             load_policies(&spec, &drill_dir, &workloads, &mut checker);
@@ -80,6 +83,8 @@ impl Drill {
         if let Some(topology) = &topology {
             check_references(&spec, topology, &workloads, &policy_guards, &mut checker);
             check_policy_controls(&spec, &policies, &policy_guards, &mut checker);
+            check_object_references(topology, &workloads, &mut sources, &mut checker);
+            check_budgets(&spec, topology, &workloads, &mut sources, &mut checker);
         }
         let diagnostics = checker.diagnostics;
         match topology {
@@ -152,20 +157,89 @@ fn builtin_hashes() -> &'static BTreeMap<String, String> {
     })
 }
 
+/// Where each loaded document's text is, so a problem found in a field of
+/// it points at that field: the parsed text of every manifest file, and the
+/// position of every inline object in the drill file.
+#[derive(Default)]
+struct Sources {
+    texts: BTreeMap<String, String>,
+    maps: BTreeMap<String, crate::field_locate::FieldMap>,
+    /// Inline objects, by their index among all documents.
+    inline: BTreeMap<usize, Position>,
+}
+
+impl Sources {
+    /// The diagnostic of `problem` in `documents[index]`.
+    fn diagnostic(
+        &mut self,
+        documents: &[Document],
+        index: usize,
+        problem: &FieldProblem,
+        checker: &mut Checker<'_>,
+    ) {
+        let document = &documents[index];
+        if let Some(at) = self.inline.get(&index) {
+            checker.error(*at, format!("inline workload: {}", problem.message));
+            return;
+        }
+        let (mut line, mut column) = (document.line, document.column);
+        if !problem.pointer.is_empty()
+            && let Some(text) = self.texts.get(&document.source)
+        {
+            let map = self
+                .maps
+                .entry(document.source.clone())
+                .or_insert_with(|| crate::field_locate::FieldMap::parse(text));
+            if let Some(at) = map.locate(document.index, &problem.pointer) {
+                (line, column) = at;
+            }
+        }
+        checker.diagnostics.push(manifest_diagnostic(
+            Path::new(&document.source),
+            line,
+            column,
+            problem.message.clone(),
+        ));
+    }
+}
+
+/// The rules one object breaks on its own: what every object needs, the
+/// API server's rules for its kind, and its fields decoded into their type.
+fn own_problems(object: &serde_json::Value) -> Vec<FieldProblem> {
+    if let Some(problem) = object_rules::object_problem(object) {
+        return vec![FieldProblem {
+            pointer: String::new(),
+            message: problem,
+        }];
+    }
+    let mut problems = object_rule_problems(object);
+    // An apiVersion the kind is not served at leaves nothing to decode.
+    if !problems.iter().any(|p| p.pointer == "/apiVersion") {
+        problems.extend(manifest_rules::object_field_problems(object));
+    }
+    problems
+}
+
 /// Reads every workload file and inline object. A file that is missing or
 /// malformed is a diagnostic at the place the problem is: the `path:` line
-/// for a missing file, the file's own line and column for bad YAML.
+/// for a missing file, the file's own line and column for bad YAML, and the
+/// offending field for an object the API server would refuse.
 fn load_workloads(
     spec: &DrillSpec,
     source: &SourceFile,
     drill_dir: &Path,
     checker: &mut Checker<'_>,
-) -> (Vec<PathBuf>, Vec<Document>) {
+) -> (Vec<PathBuf>, Vec<Document>, Sources) {
     let mut files = Vec::new();
     let mut documents = Vec::new();
+    let mut sources = Sources::default();
     for workload in &spec.workloads {
         match &workload.value {
-            WorkloadSource::Path { path, substitute } => {
+            WorkloadSource::Path {
+                path,
+                substitute,
+                substitute_from,
+            } => {
                 let resolved = embedded::join(drill_dir, path);
                 if !embedded::is_file(&resolved) {
                     let what = if embedded::exists(&resolved) {
@@ -182,23 +256,50 @@ fn load_workloads(
                     );
                     continue;
                 }
-                match manifest::load_substituted(&resolved, substitute) {
-                    Ok(loaded) => {
-                        for document in &loaded {
-                            let problems = match object_rules::object_problem(&document.value) {
-                                Some(problem) => vec![problem],
-                                None => object_rule_problems(&document.value),
-                            };
-                            for problem in problems {
-                                checker.diagnostics.push(manifest_diagnostic(
-                                    &resolved,
-                                    document.line,
-                                    document.column,
-                                    problem,
-                                ));
+                let value_files: Vec<ValuesFile> = substitute_from
+                    .iter()
+                    .map(|entry| ValuesFile {
+                        path: embedded::join(drill_dir, &entry.path),
+                        optional: entry.optional,
+                    })
+                    .collect();
+                let values = match flux_values::gather(substitute, &value_files) {
+                    Ok(values) => values,
+                    Err(ValuesError::Shape { location, expected }) => {
+                        checker.diagnostics.push(manifest_diagnostic(
+                            Path::new(&location.source),
+                            location.line,
+                            location.column,
+                            expected,
+                        ));
+                        continue;
+                    }
+                    Err(ValuesError::Manifest(ManifestError::Malformed { location, expected })) => {
+                        checker.diagnostics.push(manifest_diagnostic(
+                            Path::new(&location.source),
+                            location.line,
+                            location.column,
+                            expected,
+                        ));
+                        continue;
+                    }
+                    Err(error) => {
+                        checker.error(workload.at, error.to_string());
+                        continue;
+                    }
+                };
+                match manifest::load_substituted_text(&resolved, &values) {
+                    Ok((loaded, text)) => {
+                        if let Some(first) = loaded.first() {
+                            sources.texts.insert(first.source.clone(), text);
+                        }
+                        let start = documents.len();
+                        documents.extend(loaded);
+                        for index in start..documents.len() {
+                            for problem in own_problems(&documents[index].value) {
+                                sources.diagnostic(&documents, index, &problem, checker);
                             }
                         }
-                        documents.extend(loaded);
                     }
                     Err(ManifestError::Malformed { location, expected }) => {
                         checker.diagnostics.push(manifest_diagnostic(
@@ -221,15 +322,10 @@ fn load_workloads(
                     Err(error) => checker.error(workload.at, error.to_string()),
                 }
                 files.push(resolved);
+                files.extend(value_files.into_iter().map(|file| file.path));
             }
             WorkloadSource::Inline(object) => {
-                let problems = match object_rules::object_problem(object) {
-                    Some(problem) => vec![problem],
-                    None => object_rule_problems(object),
-                };
-                for problem in problems {
-                    checker.error(workload.at, format!("inline workload: {problem}"));
-                }
+                sources.inline.insert(documents.len(), workload.at);
                 documents.push(Document {
                     source: source.path.display().to_string(),
                     index: documents.len(),
@@ -237,19 +333,186 @@ fn load_workloads(
                     column: u64::from(workload.at.column),
                     value: object.clone(),
                 });
+                let index = documents.len() - 1;
+                for problem in own_problems(object) {
+                    sources.diagnostic(&documents, index, &problem, checker);
+                }
             }
         }
     }
     for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
-        let (this, first) = (&documents[index], &documents[earlier]);
+        let first = &documents[earlier];
+        let problem = FieldProblem {
+            pointer: "/metadata/name".to_owned(),
+            message: format!("{problem}; the first is at {}:{}", first.source, first.line),
+        };
+        sources.diagnostic(&documents, index, &problem, checker);
+    }
+    (files, documents, sources)
+}
+
+/// The references between objects, and to the cluster's storage classes,
+/// that do not resolve: a StorageClass, namespace or PriorityClass that
+/// neither the cluster nor the manifests have.
+fn check_object_references(
+    topology: &Topology,
+    documents: &[Document],
+    sources: &mut Sources,
+    checker: &mut Checker<'_>,
+) {
+    let classes: Vec<String> = topology
+        .storage_classes
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let values: Vec<&serde_json::Value> = documents.iter().map(|d| &d.value).collect();
+    let declared = manifest_rules::Declared::new(&values, &classes);
+    for (index, document) in documents.iter().enumerate() {
+        for problem in declared.unresolved(&document.value) {
+            sources.diagnostic(documents, index, &problem, checker);
+        }
+    }
+}
+
+/// Refuses a drill larger than its budgets (see [`crate::budget`]), at the
+/// place that makes it so large.
+fn check_budgets(
+    spec: &DrillSpec,
+    topology: &Topology,
+    documents: &[Document],
+    sources: &mut Sources,
+    checker: &mut Checker<'_>,
+) {
+    use crate::budget::{Budgets, exceeded};
+    let budgets = Budgets::of(spec.budgets.as_ref());
+    let mut nodes = topology.control_planes.names().len() as u64;
+    for pool in &topology.pools {
+        let written = spec.cluster.pools.iter().find(|p| *p.name == pool.name);
+        let (largest, at) = match pool.size {
+            topology::PoolSize::Static(n) => {
+                (n, written.and_then(|w| w.count.as_ref()).map(|c| c.at))
+            }
+            topology::PoolSize::Autoscaled { max, .. } => (
+                max,
+                written
+                    .and_then(|w| w.autoscaled.as_ref())
+                    .map(|a| a.value.max.at),
+            ),
+        };
+        nodes += u64::from(largest);
+        if nodes > budgets.nodes {
+            checker.error(
+                at.or(written.map(|w| w.at)).unwrap_or(Position::UNKNOWN),
+                exceeded(
+                    &format!(
+                        "the cluster can grow to {nodes} nodes with pool `{}`",
+                        pool.name
+                    ),
+                    "nodes",
+                    budgets.nodes,
+                ),
+            );
+            break;
+        }
+    }
+    if documents.len() as u64 > budgets.objects {
+        let document = &documents[budgets.objects as usize];
         checker.diagnostics.push(manifest_diagnostic(
-            Path::new(&this.source),
-            this.line,
-            this.column,
-            format!("{problem}; the first is at {}:{}", first.source, first.line),
+            Path::new(&document.source),
+            document.line,
+            document.column,
+            exceeded(
+                &format!("the drill deploys {} objects", documents.len()),
+                "objects",
+                budgets.objects,
+            ),
         ));
     }
-    (files, documents)
+    let mut pods: u64 = 0;
+    for (index, document) in documents.iter().enumerate() {
+        let number = |pointer: &str| document.value.pointer(pointer).and_then(|v| v.as_u64());
+        let (asked, pointer) = match document.kind() {
+            Some("Deployment" | "StatefulSet" | "ReplicaSet") => {
+                (number("/spec/replicas").unwrap_or(1), "/spec/replicas")
+            }
+            Some("Job") => (
+                number("/spec/parallelism").unwrap_or(1),
+                "/spec/parallelism",
+            ),
+            // A DaemonSet runs a pod on every node the cluster can have.
+            Some("DaemonSet") => (nodes, "/kind"),
+            Some("Pod" | "CronJob") => (1, "/kind"),
+            _ => continue,
+        };
+        pods = pods.saturating_add(asked);
+        if pods > budgets.pods {
+            let problem = FieldProblem {
+                pointer: pointer.to_owned(),
+                message: exceeded(
+                    &format!("the workloads ask for {pods} pods at once by this object"),
+                    "pods",
+                    budgets.pods,
+                ),
+            };
+            sources.diagnostic(documents, index, &problem, checker);
+            break;
+        }
+    }
+    if spec.steps.len() as u64 > budgets.steps {
+        checker.error(
+            spec.steps[budgets.steps as usize].at,
+            exceeded(
+                &format!("the drill has {} steps", spec.steps.len()),
+                "steps",
+                budgets.steps,
+            ),
+        );
+    }
+    let mut time = crate::duration::Duration::ZERO;
+    for step in &spec.steps {
+        if let Some(scale) = &step.scale
+            && u64::from(scale.replicas) > budgets.pods
+        {
+            checker.error(
+                step.at,
+                exceeded(
+                    &format!("the step scales to {} replicas", scale.replicas),
+                    "pods",
+                    budgets.pods,
+                ),
+            );
+        }
+        if let Some(wait) = &step.wait {
+            for waited in [wait.duration, wait.timeout].into_iter().flatten() {
+                time = time.saturating_add(waited);
+            }
+            if time > budgets.simulated_time {
+                checker.error(
+                    step.at,
+                    exceeded(
+                        &format!("the steps let {time} of drill time pass by this one"),
+                        "simulatedTime",
+                        budgets.simulated_time,
+                    ),
+                );
+                break;
+            }
+        }
+    }
+    for step in spec.recovery.iter().flat_map(|r| &r.steps) {
+        if let Some(attempts) = &step.max_attempts
+            && u64::from(attempts.value) > budgets.recovery_attempts
+        {
+            checker.error(
+                attempts.at,
+                exceeded(
+                    &format!("the recovery step allows {} attempts", attempts.value),
+                    "recoveryAttempts",
+                    budgets.recovery_attempts,
+                ),
+            );
+        }
+    }
 }
 
 /// The Kyverno policies of the drill: those among the workloads, and those
@@ -764,6 +1027,38 @@ impl<'t> References<'t> {
                         "every backup already takes {d} or longer, so `backupTakes: {d}` takes nothing away; expected a longer duration"
                     ),
                 )
+            }
+            DrillChange::ExcludedFromBackup(workloads) => {
+                if self.topology.backups.is_empty() {
+                    checker.error(
+                        at,
+                        "this weakening changes the cluster's backups, but it has none; \
+                         expected `cluster.backups`",
+                    );
+                }
+                if workloads.is_empty() {
+                    checker.error(
+                        at,
+                        "`excludedFromBackup` names no workload; expected the workloads left out",
+                    );
+                }
+                for workload in workloads {
+                    self.workload(&Located::at(workload.clone(), at), checker);
+                }
+            }
+            DrillChange::PinWorkload(pin) => {
+                self.workload(&Located::at(pin.workload.clone(), at), checker);
+                if !self.nodes.contains(&pin.node) {
+                    checker.error(
+                        at,
+                        format!(
+                            "`pinWorkload` names `{}`, which is not a static node of the cluster{}; expected one of: {}",
+                            pin.node,
+                            did_you_mean(&pin.node, self.nodes.iter().map(String::as_str)),
+                            self.nodes.join(", ")
+                        ),
+                    );
+                }
             }
             DrillChange::StartWithControlPlanes(n)
                 if *n as usize >= self.topology.control_planes.ordinals.len() =>

@@ -21,6 +21,9 @@ pub enum Exit {
     /// it has no teeth, or its weakened run took another path
     /// (inconclusive). The drill needs fixing; the platform did not regress.
     ControlUnproven = 4,
+    /// Stopped by Ctrl-C or SIGTERM (the shell's code for an interrupt):
+    /// what ran is reported and marked interrupted.
+    Interrupted = 130,
 }
 
 impl Exit {

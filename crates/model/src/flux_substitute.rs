@@ -24,6 +24,10 @@
 //!
 //! Every refusal carries the 1-based line and column of its `${`, so the
 //! caller can point at the place in the file.
+//!
+//! An object labelled or annotated `kustomize.toolkit.fluxcd.io/substitute:
+//! disabled` is left exactly as written, placeholders and escapes included,
+//! as kustomize-controller leaves it ([`substitute_manifest`]).
 
 use std::collections::BTreeMap;
 
@@ -101,6 +105,86 @@ pub fn substitute(
     } else {
         Err(problems)
     }
+}
+
+/// The label or annotation with which an object opts out of substitution
+/// (its value `disabled`).
+pub const OPT_OUT_KEY: &str = "kustomize.toolkit.fluxcd.io/substitute";
+
+/// Fills in the placeholders of a multi-document manifest, document by
+/// document, leaving alone every document whose object opts out with
+/// [`OPT_OUT_KEY`]. Problems carry their line in the whole text.
+pub fn substitute_manifest(
+    text: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<String, Vec<SubstitutionProblem>> {
+    let mut out = String::with_capacity(text.len());
+    let mut problems = Vec::new();
+    for (first_line, document) in documents(text) {
+        if !has_placeholders(document) || opts_out(document) {
+            out.push_str(document);
+            continue;
+        }
+        match substitute(document, values) {
+            Ok(done) => out.push_str(&done),
+            Err(found) => problems.extend(found.into_iter().map(|problem| SubstitutionProblem {
+                line: problem.line + first_line - 1,
+                ..problem
+            })),
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Splits YAML text at its document markers (a line starting `---` then a
+/// space or the line's end; YAML allows no such line inside a document, not
+/// even in a block scalar), giving each piece with its 1-based first line.
+/// The pieces put back together are the text.
+fn documents(text: &str) -> Vec<(u64, &str)> {
+    let mut pieces = Vec::new();
+    let (mut start, mut start_line, mut line) = (0, 1u64, 1u64);
+    let mut offset = 0;
+    for text_line in text.split_inclusive('\n') {
+        let is_marker = text_line
+            .strip_prefix("---")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']));
+        if is_marker && offset > start {
+            pieces.push((start_line, &text[start..offset]));
+            (start, start_line) = (offset, line);
+        }
+        offset += text_line.len();
+        line += 1;
+    }
+    if offset > start || pieces.is_empty() {
+        pieces.push((start_line, &text[start..]));
+    }
+    pieces
+}
+
+/// Whether one document's object carries [`OPT_OUT_KEY`]` : disabled` as a
+/// label or an annotation. A document that does not parse as written
+/// (placeholders can make YAML invalid until filled in) has not opted out.
+fn opts_out(document: &str) -> bool {
+    if !document.contains(OPT_OUT_KEY) {
+        return false;
+    }
+    let Ok(object) = serde_saphyr::from_str_with_options::<serde_json::Value>(
+        document,
+        crate::manifest::options(),
+    ) else {
+        return false;
+    };
+    ["labels", "annotations"].iter().any(|field| {
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(|map| map.get(OPT_OUT_KEY))
+            .and_then(serde_json::Value::as_str)
+            == Some("disabled")
+    })
 }
 
 fn advance(text: &str, line: &mut u64, column: &mut u64) {
@@ -280,6 +364,51 @@ mod tests {
             "{problems:?}"
         );
         assert!(substitute("a: ${n:-x/y}", &values(&[("n", "x")])).is_ok());
+    }
+
+    #[test]
+    fn an_object_labelled_or_annotated_disabled_is_left_as_written() {
+        // Flux: "You can disable the variable substitution for certain
+        // resources by either labelling or annotating them with
+        // kustomize.toolkit.fluxcd.io/substitute: disabled".
+        let doc = |meta: &str| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: script\n{meta}data:\n  \
+                 run.sh: echo ${{HOME}} $${{x}}\n"
+            )
+        };
+        for meta in [
+            "  labels:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n",
+            "  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n",
+        ] {
+            let text = format!("{}---\n{}", doc(meta), "kind: Pod\nx: ${n:=2}\n");
+            let done = substitute_manifest(&text, &BTreeMap::new()).unwrap();
+            assert!(done.starts_with(&doc(meta)), "{done}");
+            // The other document is still substituted.
+            assert!(done.ends_with("---\nkind: Pod\nx: 2\n"), "{done}");
+        }
+        // Controls: another value, or the key somewhere else, substitutes.
+        for meta in [
+            "  labels:\n    kustomize.toolkit.fluxcd.io/substitute: enabled\n",
+            "  labels:\n    other: kustomize.toolkit.fluxcd.io/substitute\n",
+        ] {
+            let problems = substitute_manifest(&doc(meta), &BTreeMap::new()).unwrap_err();
+            assert_eq!((problems[0].line, problems[0].column), (8, 16), "{meta}");
+        }
+    }
+
+    #[test]
+    fn problems_in_later_documents_keep_their_line_in_the_file() {
+        let text = "a: 1\n---\nb: ${x}\n--- # c\nd: 2\n\ne: ${y}\n";
+        let problems = substitute_manifest(text, &BTreeMap::new()).unwrap_err();
+        let at: Vec<_> = problems.iter().map(|p| (p.line, p.column)).collect();
+        assert_eq!(at, [(3, 4), (7, 4)]);
+        assert_eq!(
+            substitute_manifest(text, &values(&[("x", "1"), ("y", "2")])).unwrap(),
+            "a: 1\n---\nb: 1\n--- # c\nd: 2\n\ne: 2\n"
+        );
+        // `----` and `---x` are not markers.
+        assert_eq!(documents("a\n----\n---x\n").len(), 1);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! on the normal path; a second one exits at once for a user who would
 //! rather clean up with `bench clean` than wait.
 //!
-//! The simulator never looks at this: a simulated drill is over in
+//! A sweep looks between chunks of seeds and reports the seeds that ran,
+//! marked interrupted. A simulated drill itself never looks: it is over in
 //! milliseconds and its result must not depend on when a signal came.
 
 use std::sync::Arc;

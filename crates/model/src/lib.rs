@@ -9,17 +9,21 @@
 //! Nothing here runs a cluster.
 
 pub mod bench_protocol;
+pub mod budget;
 pub mod drill;
 pub mod duration;
 pub mod embedded;
 pub mod error_text;
 pub mod exit;
 mod fault_targets;
+mod field_locate;
 pub mod flux_substitute;
+pub mod flux_values;
 pub mod interrupt;
 pub mod k8s;
 pub mod labels;
 pub mod manifest;
+mod manifest_rules;
 pub mod name_pattern;
 mod object_rules;
 pub mod policy_guard;

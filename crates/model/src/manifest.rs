@@ -209,7 +209,7 @@ pub fn budget() -> Budget {
     budget
 }
 
-fn options() -> Options {
+pub(crate) fn options() -> Options {
     let mut options = Options::default();
     options.budget = Some(budget());
     // Rendered manifests almost never use aliases; expanding a few
@@ -238,17 +238,26 @@ pub fn load_substituted(
     path: &Path,
     values: &std::collections::BTreeMap<String, String>,
 ) -> Result<Vec<Document>, ManifestError> {
+    load_substituted_text(path, values).map(|(documents, _)| documents)
+}
+
+/// [`load_substituted`], also returning the text the documents were parsed
+/// from (after substitution), so a field of them can be located later.
+pub fn load_substituted_text(
+    path: &Path,
+    values: &std::collections::BTreeMap<String, String>,
+) -> Result<(Vec<Document>, String), ManifestError> {
     let (name, text) = read_source(path)?;
     if !flux_substitute::has_placeholders(&text) {
-        return parse_documents(&name, &text);
+        return parse_documents(&name, &text).map(|documents| (documents, text));
     }
-    let text = flux_substitute::substitute(&text, values).map_err(|problems| {
+    let text = flux_substitute::substitute_manifest(&text, values).map_err(|problems| {
         ManifestError::Substitution {
             source_name: name.clone(),
             problems,
         }
     })?;
-    parse_documents(&name, &text)
+    parse_documents(&name, &text).map(|documents| (documents, text))
 }
 
 /// Reads `path` (or standard input for `-`) as UTF-8 text, refusing anything

@@ -162,6 +162,110 @@ impl NamePattern {
         }
         rest.is_empty()
     }
+
+    /// Whether some name could come from both patterns: `{n}` as an ordinal
+    /// prints (decimal, no leading zero), `{hex12}` as twelve hex digits.
+    /// Two pools that can make the same name would create two Nodes of one
+    /// name, which the API server refuses and a fault would hit at random.
+    pub fn can_collide(&self, other: &NamePattern) -> bool {
+        let (a, b) = (Automaton::of(&self.parts), Automaton::of(&other.parts));
+        let mut alphabet: Vec<char> = ('0'..='9').chain('a'..='f').collect();
+        for part in self.parts.iter().chain(&other.parts) {
+            if let Part::Literal(text) = part {
+                alphabet.extend(text.chars());
+            }
+        }
+        alphabet.sort_unstable();
+        alphabet.dedup();
+        let mut seen = std::collections::BTreeSet::from([(0, 0)]);
+        let mut queue = vec![(0, 0)];
+        while let Some((x, y)) = queue.pop() {
+            if a.accepting.contains(&x) && b.accepting.contains(&y) {
+                return true;
+            }
+            for &symbol in &alphabet {
+                for &(class_x, to_x) in &a.edges[x] {
+                    if !class_x.accepts(symbol) {
+                        continue;
+                    }
+                    for &(class_y, to_y) in &b.edges[y] {
+                        if class_y.accepts(symbol) && seen.insert((to_x, to_y)) {
+                            queue.push((to_x, to_y));
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+/// What one step of a name can be.
+#[derive(Debug, Clone, Copy)]
+enum Class {
+    Char(char),
+    Zero,
+    NonZero,
+    Digit,
+    Hex,
+}
+
+impl Class {
+    fn accepts(self, c: char) -> bool {
+        match self {
+            Class::Char(want) => c == want,
+            Class::Zero => c == '0',
+            Class::NonZero => ('1'..='9').contains(&c),
+            Class::Digit => c.is_ascii_digit(),
+            Class::Hex => c.is_ascii_digit() || ('a'..='f').contains(&c),
+        }
+    }
+}
+
+/// The names a pattern makes, as a nondeterministic automaton: state 0
+/// starts, `edges[s]` leave state `s`.
+struct Automaton {
+    edges: Vec<Vec<(Class, usize)>>,
+    accepting: Vec<usize>,
+}
+
+impl Automaton {
+    fn of(parts: &[Part]) -> Automaton {
+        let mut edges: Vec<Vec<(Class, usize)>> = vec![Vec::new()];
+        let mut frontier = vec![0];
+        let step = |edges: &mut Vec<Vec<(Class, usize)>>, from: &[usize], class| {
+            edges.push(Vec::new());
+            let to = edges.len() - 1;
+            for &f in from {
+                edges[f].push((class, to));
+            }
+            to
+        };
+        for part in parts {
+            match part {
+                Part::Literal(text) => {
+                    for c in text.chars() {
+                        frontier = vec![step(&mut edges, &frontier, Class::Char(c))];
+                    }
+                }
+                Part::Ordinal => {
+                    let zero = step(&mut edges, &frontier, Class::Zero);
+                    let digits = step(&mut edges, &frontier, Class::NonZero);
+                    edges[digits].push((Class::Digit, digits));
+                    frontier = vec![zero, digits];
+                }
+                Part::Hex12 => {
+                    for _ in 0..12 {
+                        frontier = vec![step(&mut edges, &frontier, Class::Hex)];
+                    }
+                }
+            }
+        }
+        Automaton {
+            edges,
+            accepting: frontier,
+        }
+    }
 }
 
 fn push_literal(parts: &mut Vec<Part>, text: &str) {
@@ -281,5 +385,28 @@ mod tests {
         assert_eq!(json, "\"cp-{n}\"");
         assert_eq!(serde_json::from_str::<NamePattern>(&json).unwrap(), p);
         assert!(serde_json::from_str::<NamePattern>("\"cp-{x}\"").is_err());
+    }
+
+    #[test]
+    fn patterns_collide_when_one_name_can_come_from_both() {
+        let p = |text| NamePattern::parse(text).unwrap();
+        let cases = [
+            // (a, b, collide): each colliding pair next to a control.
+            ("prod-control-plane-{n}", "prod-control-plane-{n}", true),
+            ("prod-control-plane-{n}", "prod-worker-{n}", false),
+            ("prod-{n}", "prod-1{n}", true),  // prod-12 from both
+            ("prod-{n}", "prod-0{n}", false), // an ordinal never starts with 0
+            ("w-{n}-a", "w-1{n}-a", true),
+            ("w-{n}-a", "w-{n}-b", false),
+            ("as-{hex12}", "as-{n}", true), // twelve digits are an ordinal too
+            ("as-{hex12}", "as-{n}x", false),
+            ("as-{hex12}", "as-1234567890a{n}", true),
+            ("as-{hex12}", "as-1234567890ab{n}", false), // thirteen characters at least
+        ];
+        for (a, b, collide) in cases {
+            let (a, b) = (p(a), p(b));
+            assert_eq!(a.can_collide(&b), collide, "{a:?} / {b:?}");
+            assert_eq!(b.can_collide(&a), collide, "symmetric");
+        }
     }
 }

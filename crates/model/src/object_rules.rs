@@ -20,6 +20,8 @@
 
 use serde_json::Value;
 
+use crate::manifest_rules::FieldProblem;
+
 /// The kinds whose pods come from `spec.template` and are chosen by
 /// `spec.selector`, with the one apiVersion each is served as.
 const TEMPLATED: [(&str, &str); 4] = [
@@ -32,8 +34,9 @@ const TEMPLATED: [(&str, &str); 4] = [
 /// Other kinds the bench reads, with the one apiVersion each is served as.
 const SERVED: [(&str, &str); 1] = [("PodDisruptionBudget", "policy/v1")];
 
-/// Every rule `object` breaks, one sentence each saying what was expected.
-pub(crate) fn object_rule_problems(object: &Value) -> Vec<String> {
+/// Every rule `object` breaks, one sentence each saying what was expected,
+/// with the JSON pointer of the field that breaks it.
+pub(crate) fn object_rule_problems(object: &Value) -> Vec<FieldProblem> {
     let mut problems = Vec::new();
     let (Some(kind), Some(api_version)) = (
         object.get("kind").and_then(Value::as_str),
@@ -52,15 +55,18 @@ pub(crate) fn object_rule_problems(object: &Value) -> Vec<String> {
         .find(|(k, _)| *k == kind)
         && api_version != *served
     {
-        problems.push(format!(
-            "{what} has apiVersion `{api_version}`, which the API server does not serve for {kind}; expected `{served}`"
-        ));
+        problems.push(FieldProblem {
+            pointer: "/apiVersion".to_owned(),
+            message: format!(
+                "{what} has apiVersion `{api_version}`, which the API server does not serve for {kind}; expected `{served}`"
+            ),
+        });
         // The rest of the object is read against a schema it did not ask for.
         return problems;
     }
     label_values(
         &what,
-        "metadata.labels",
+        "/metadata/labels",
         object.pointer("/metadata/labels"),
         &mut problems,
     );
@@ -70,14 +76,17 @@ pub(crate) fn object_rule_problems(object: &Value) -> Vec<String> {
     if let Some(replicas) = object.pointer("/spec/replicas")
         && replicas.as_i64().is_some_and(|r| r < 0)
     {
-        problems.push(format!(
-            "{what} has spec.replicas {replicas}; expected a number greater than or equal to 0"
-        ));
+        problems.push(FieldProblem {
+            pointer: "/spec/replicas".to_owned(),
+            message: format!(
+                "{what} has spec.replicas {replicas}; expected a number greater than or equal to 0"
+            ),
+        });
     }
     let template_labels = object.pointer("/spec/template/metadata/labels");
     label_values(
         &what,
-        "spec.template.metadata.labels",
+        "/spec/template/metadata/labels",
         template_labels,
         &mut problems,
     );
@@ -86,14 +95,20 @@ pub(crate) fn object_rule_problems(object: &Value) -> Vec<String> {
         .and_then(Value::as_array)
         .is_none_or(|list| list.is_empty())
     {
-        problems.push(format!(
-            "{what} has no containers in spec.template.spec.containers; expected at least one"
-        ));
+        problems.push(FieldProblem {
+            pointer: "/spec/template/spec/containers".to_owned(),
+            message: format!(
+                "{what} has no containers in spec.template.spec.containers; expected at least one"
+            ),
+        });
     }
     match object.pointer("/spec/selector") {
-        None | Some(Value::Null) => problems.push(format!(
-            "{what} has no spec.selector; expected one that matches spec.template.metadata.labels"
-        )),
+        None | Some(Value::Null) => problems.push(FieldProblem {
+            pointer: "/spec".to_owned(),
+            message: format!(
+                "{what} has no spec.selector; expected one that matches spec.template.metadata.labels"
+            ),
+        }),
         Some(selector) => {
             let empty = |key: &str| {
                 selector.get(key).is_none_or(|v| {
@@ -103,13 +118,19 @@ pub(crate) fn object_rule_problems(object: &Value) -> Vec<String> {
                 })
             };
             if empty("matchLabels") && empty("matchExpressions") {
-                problems.push(format!(
-                    "{what} has an empty spec.selector, which would select every pod; expected matchLabels or matchExpressions"
-                ));
+                problems.push(FieldProblem {
+                    pointer: "/spec/selector".to_owned(),
+                    message: format!(
+                        "{what} has an empty spec.selector, which would select every pod; expected matchLabels or matchExpressions"
+                    ),
+                });
             } else if !selector_matches(selector, template_labels) {
-                problems.push(format!(
-                    "{what}: `selector` does not match template `labels`; expected spec.template.metadata.labels to satisfy spec.selector"
-                ));
+                problems.push(FieldProblem {
+                    pointer: "/spec/selector".to_owned(),
+                    message: format!(
+                        "{what}: `selector` does not match template `labels`; expected spec.template.metadata.labels to satisfy spec.selector"
+                    ),
+                });
             }
         }
     }
@@ -147,25 +168,36 @@ fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
                     Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
                     Some("Exists") => label(key).is_some(),
                     Some("DoesNotExist") => label(key).is_none(),
-                    // An unknown operator is refused by the API server; no pod matches it.
-                    _ => false,
+                    // An unknown operator is refused as such by
+                    // `manifest_rules`; saying the selector does not match
+                    // as well would only mislead.
+                    _ => true,
                 }
             })
         });
     pairs_hold && expressions_hold
 }
 
-fn label_values(what: &str, field: &str, labels: Option<&Value>, problems: &mut Vec<String>) {
+fn label_values(
+    what: &str,
+    pointer: &str,
+    labels: Option<&Value>,
+    problems: &mut Vec<FieldProblem>,
+) {
     let Some(labels) = labels.and_then(Value::as_object) else {
         return;
     };
     for (key, value) in labels {
         let valid = value.as_str().is_some_and(is_label_value);
         if !valid {
-            problems.push(format!(
-                "{what} has {field}.{key} = {value}, not a valid label value; expected at most 63 \
-                 characters, empty or starting and ending with a letter or digit, with `-`, `_`, `.` between"
-            ));
+            let field = pointer.trim_start_matches('/').replace('/', ".");
+            problems.push(FieldProblem {
+                pointer: format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1")),
+                message: format!(
+                    "{what} has {field}.{key} = {value}, not a valid label value; expected at most 63 \
+                     characters, empty or starting and ending with a letter or digit, with `-`, `_`, `.` between"
+                ),
+            });
         }
     }
 }
@@ -274,14 +306,14 @@ mod tests {
     fn refused(object: &Value, fragment: &str) {
         let problems = object_rule_problems(object);
         assert!(
-            problems.iter().any(|p| p.contains(fragment)),
+            problems.iter().any(|p| p.message.contains(fragment)),
             "expected `{fragment}` in {problems:?}"
         );
     }
 
     #[test]
     fn the_control_deployment_is_admitted() {
-        assert_eq!(object_rule_problems(&admitted()), Vec::<String>::new());
+        assert_eq!(object_rule_problems(&admitted()), Vec::new());
     }
 
     /// apps validation: `ValidateNonnegativeField(spec.replicas)`.

@@ -104,24 +104,38 @@ pub fn render(report: &DrillReport) -> String {
     figures(&mut h, report);
     workloads(&mut h, report);
     if !report.not_simulated.is_empty() {
+        let groups = super::not_simulated::by_kind(&report.not_simulated);
         let _ = write!(
             h,
-            "<section id=\"not-simulated\"><h2>Not simulated ({})</h2><p>",
-            report.not_simulated.len()
+            "<section id=\"not-simulated\"><h2>{}</h2><ul>",
+            super::not_simulated::heading(report.not_simulated.len(), groups.len())
         );
-        let mut names: Vec<String> = report
-            .not_simulated
-            .iter()
-            .take(budget::HTML_ROWS)
-            .map(|o| format!("<code>{}</code>", text(&o.to_string())))
-            .collect();
-        if report.not_simulated.len() > budget::HTML_ROWS {
-            names.push(budget::more(
-                report.not_simulated.len() - budget::HTML_ROWS,
-                "objects",
-            ));
+        let kinds = groups.len();
+        for group in groups.into_iter().take(budget::HTML_ROWS) {
+            let (names, more) = group.names();
+            let mut names: Vec<String> = names
+                .iter()
+                .map(|n| format!("<code>{}</code>", text(n)))
+                .collect();
+            if more > 0 {
+                names.push(format!("+{more} more"));
+            }
+            let _ = write!(
+                h,
+                "<li>{} ({}): {}</li>",
+                text(group.kind),
+                group.objects.len(),
+                names.join(", ")
+            );
         }
-        let _ = writeln!(h, "{}</p></section>", names.join(", "));
+        if kinds > budget::HTML_ROWS {
+            let _ = write!(
+                h,
+                "<li>{}</li>",
+                text(&budget::more(kinds - budget::HTML_ROWS, "kinds"))
+            );
+        }
+        let _ = writeln!(h, "</ul></section>");
     }
     let _ = writeln!(
         h,

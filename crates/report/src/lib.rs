@@ -15,8 +15,10 @@ pub mod github;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod not_simulated;
 pub mod out_dir;
 pub mod sweep;
+pub mod sweep_tally;
 pub mod terminal;
 
 use std::collections::BTreeMap;

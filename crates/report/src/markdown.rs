@@ -9,6 +9,7 @@
 use std::fmt::Write;
 
 use super::budget::{self, ELSEWHERE};
+use super::not_simulated;
 use super::{ControlConclusion, DrillReport, Outcome, Verdict, format_ms};
 
 /// Said where the report was cut to fit.
@@ -131,24 +132,34 @@ fn render_whole(report: &DrillReport) -> String {
     }
     workloads(&mut md, report);
     if !report.not_simulated.is_empty() {
-        let mut names: Vec<String> = report
-            .not_simulated
-            .iter()
-            .take(budget::MARKDOWN_FACTS)
-            .map(|o| format!("`{}`", cell(&o.to_string())))
-            .collect();
-        if report.not_simulated.len() > budget::MARKDOWN_FACTS {
-            names.push(budget::more(
-                report.not_simulated.len() - budget::MARKDOWN_FACTS,
-                "objects",
-            ));
-        }
+        let groups = not_simulated::by_kind(&report.not_simulated);
         let _ = writeln!(
             md,
-            "\nNot simulated ({}): {}",
-            report.not_simulated.len(),
-            names.join(", ")
+            "\n{}:\n",
+            not_simulated::heading(report.not_simulated.len(), groups.len())
         );
+        let kinds = groups.len();
+        for group in groups.into_iter().take(budget::MARKDOWN_FACTS) {
+            let (names, more) = group.names();
+            let mut names: Vec<String> = names.iter().map(|n| format!("`{}`", cell(n))).collect();
+            if more > 0 {
+                names.push(format!("+{more} more"));
+            }
+            let _ = writeln!(
+                md,
+                "- {} ({}): {}",
+                cell(group.kind),
+                group.objects.len(),
+                names.join(", ")
+            );
+        }
+        if kinds > budget::MARKDOWN_FACTS {
+            let _ = writeln!(
+                md,
+                "- {}",
+                budget::more(kinds - budget::MARKDOWN_FACTS, "kinds")
+            );
+        }
     }
     md
 }

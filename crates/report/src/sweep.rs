@@ -17,7 +17,8 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 use serde::{Deserialize, Serialize};
 
 use super::html::{CSS, esc};
-use super::{DrillIdentity, DrillReport, Outcome, Verdict};
+use super::sweep_tally::SweepTally;
+use super::{DrillIdentity, DrillReport, Outcome};
 
 /// The version of the sweep format; bump it on any incompatible change.
 pub const SWEEP_FORMAT: &str = "drillbench.dev/sweep/v1";
@@ -50,6 +51,10 @@ pub struct SweepReport {
     pub assertions: Vec<AssertionTally>,
     /// The distribution of each figure, by name.
     pub figures: BTreeMap<String, Distribution>,
+    /// Whether the sweep was stopped (Ctrl-C, SIGTERM) before every seed
+    /// ran: the figures are then those of the seeds that did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,6 +138,15 @@ pub enum SweepError {
         #[source]
         source: std::io::Error,
     },
+    /// Shards that ran some of the same seeds.
+    #[error("seeds {first}..={last} are in two shards; expected shards of disjoint seeds")]
+    Overlap { first: u64, last: u64 },
+    /// A shard tally of another format version.
+    #[error(
+        "{path}: tally format `{found}` is not supported; expected `{}`",
+        super::sweep_tally::TALLY_FORMAT
+    )]
+    TallyVersion { path: PathBuf, found: String },
     /// A sweep of another format version.
     #[error("{path}: sweep format `{found}` is not supported; expected `{SWEEP_FORMAT}`")]
     Version { path: PathBuf, found: String },
@@ -211,90 +225,13 @@ impl SweepReport {
     /// in any order.
     pub fn from_runs(runs: &[DrillReport]) -> Result<SweepReport, SweepError> {
         let first = runs.first().ok_or(SweepError::NoRuns)?;
-        let identity = |r: &DrillReport| {
-            format!(
-                "drill `{}` ({}) on `{}`",
-                r.drill.name, r.drill.content_hash, r.backend
-            )
-        };
-        let expected = identity(first);
         let mut by_seed: Vec<&DrillReport> = runs.iter().collect();
         by_seed.sort_by_key(|r| r.seed);
-        let mut assertions: Vec<AssertionTally> = Vec::new();
-        let mut values: BTreeMap<String, (String, Vec<f64>)> = BTreeMap::new();
-        let mut failing_seeds = Vec::new();
-        for run in &by_seed {
-            let found = identity(run);
-            if found != expected {
-                return Err(SweepError::Mixed {
-                    seed: run.seed,
-                    expected,
-                    found,
-                });
-            }
-            for a in &run.assertions {
-                let i = match assertions.iter().position(|t| t.name == a.name) {
-                    Some(i) => i,
-                    None => {
-                        assertions.push(AssertionTally {
-                            name: a.name.clone(),
-                            kind: a.kind.clone(),
-                            passed: 0,
-                            failed: 0,
-                            bound: a.bound.clone(),
-                        });
-                        assertions.len() - 1
-                    }
-                };
-                match a.verdict {
-                    Verdict::Pass => assertions[i].passed += 1,
-                    Verdict::Fail => assertions[i].failed += 1,
-                    Verdict::Skipped => {}
-                }
-            }
-            for (name, figure) in &run.figures {
-                let entry = values
-                    .entry(name.clone())
-                    .or_insert_with(|| (figure.unit.clone(), Vec::new()));
-                if entry.0 != figure.unit {
-                    return Err(SweepError::Unit {
-                        figure: name.clone(),
-                        expected: entry.0.clone(),
-                        found: figure.unit.clone(),
-                        seed: run.seed,
-                    });
-                }
-                entry.1.push(figure.value);
-            }
-            if run.outcome != Outcome::Passed {
-                failing_seeds.push(FailingSeed {
-                    seed: run.seed,
-                    outcome: run.outcome,
-                    assertions: run
-                        .assertions
-                        .iter()
-                        .filter(|a| a.verdict == Verdict::Fail)
-                        .map(|a| a.name.clone())
-                        .collect(),
-                });
-            }
+        let mut tally = SweepTally::like(first);
+        for run in by_seed {
+            tally.add(run)?;
         }
-        let figures = values
-            .into_iter()
-            .filter_map(|(name, (unit, v))| Distribution::of(&unit, &v).map(|d| (name, d)))
-            .collect();
-        Ok(SweepReport {
-            format: SWEEP_FORMAT.to_owned(),
-            bench_version: first.bench_version.clone(),
-            drill: first.drill.clone(),
-            backend: first.backend.clone(),
-            first_seed: by_seed.first().map_or(first.seed, |r| r.seed),
-            runs: runs.len() as u64,
-            failures: failing_seeds.len() as u64,
-            failing_seeds,
-            assertions,
-            figures,
-        })
+        tally.finish()
     }
 
     /// The sweep as pretty JSON with a trailing newline.
@@ -339,13 +276,18 @@ impl SweepReport {
     }
 
     fn headline(&self) -> String {
-        if self.failures == 0 {
+        let headline = if self.failures == 0 {
             format!("`{}` held in all {} runs", self.drill.name, self.runs)
         } else {
             format!(
                 "`{}` failed in {} of {} runs",
                 self.drill.name, self.failures, self.runs
             )
+        };
+        if self.interrupted {
+            format!("{headline} (Interrupted: only these seeds ran)")
+        } else {
+            headline
         }
     }
 }

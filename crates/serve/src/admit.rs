@@ -1,5 +1,15 @@
 //! The guards' mutation replayed over a server-side apply, so that applying
-//! a manifest as written does not read as removing what admission added.
+//! a manifest as written does not read as removing what admission added;
+//! and the refusal a create gets when the guards refuse it.
+//!
+//! A create the simulator's admission refuses (an `Enforce` guard) is
+//! answered as the API server answers a webhook's denial, so a client
+//! (and an admission negative control sent with `dryRun=All`) sees a
+//! refusal where a real cluster with the platform's policies would give
+//! one: k8s.io/apiserver `webhook/errors/statuserror.go` `ToStatusErr`
+//! words it `admission webhook "NAME" denied the request: MESSAGE` and
+//! raises a code below 400 to 400 (`BadRequest`), which is what Kyverno's
+//! denials, carrying no code, come out as.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +18,18 @@ use serde_json::Value;
 use drillbench_model::scenario::spec::GuardSpec;
 use drillbench_policy::admission::{add_unlabelled_term, guard_matches, inject_requirement};
 use drillbench_sim::Simulation;
+
+/// The name the served simulator's guards answer under, as a webhook's.
+pub(super) const WEBHOOK: &str = "guards.sim.drillbench.dev";
+
+/// A create refused by the guards, as a webhook's denial.
+pub(super) fn denied(refusal: &str) -> super::api::ApiError {
+    super::api::ApiError::new(
+        400,
+        "BadRequest",
+        format!("admission webhook \"{WEBHOOK}\" denied the request: {refusal}"),
+    )
+}
 
 /// Runs the mutating guards over an applied workload's pod template, as
 /// admission does on every write.
@@ -172,6 +194,54 @@ mod tests {
             object.pointer("/spec/template/spec/containers/0/resources/requests/cpu"),
             Some(&json!("1"))
         );
+    }
+
+    /// A StatefulSet mounting an `hcloud` claim, without the baseline
+    /// requirement, in `namespace`.
+    fn unguarded_consumer(namespace: &str) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "planted", "namespace": namespace},
+            "spec": {
+                "replicas": 1, "serviceName": "planted",
+                "selector": {"matchLabels": {"app": "planted"}},
+                "template": {"metadata": {"labels": {"app": "planted"}},
+                             "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                          "spec": {"storageClassName": "hcloud",
+                                                   "resources": {"requests": {"storage": "1Gi"}}}}]
+            }
+        })
+    }
+
+    #[test]
+    fn a_create_an_enforcing_guard_refuses_is_a_webhooks_denial_and_leaves_nothing() {
+        // namespace-restore's only guard: `openbao-requires-baseline`,
+        // Enforce, hcloud consumers in `openbao`, no mutation.
+        let drill = drill_at("scenarios/namespace-restore.yaml");
+        let sim = drillbench_sim::Simulation::new(&drill, 1).expect("provisions");
+        let cluster = crate::cluster::Cluster::new(&drill, sim, 100, 0);
+        let workloads = cluster.sim.observation().admissions.len();
+        let refusal = cluster
+            .admission_refusal(&unguarded_consumer("openbao"))
+            .expect("refused");
+        assert!(
+            refusal.starts_with(
+                "guard openbao-requires-baseline refused openbao/StatefulSet/planted: "
+            ),
+            "{refusal}"
+        );
+        // Judged on a copy: the served cluster recorded nothing.
+        assert_eq!(cluster.sim.observation().admissions.len(), workloads);
+        let (code, status) = crate::testing::json(denied(&refusal).reply());
+        assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")));
+        let body = status["message"].as_str().unwrap_or_default();
+        assert!(
+            body.starts_with("admission webhook \"guards.sim.drillbench.dev\" denied the request: guard openbao-requires-baseline"),
+            "{body}"
+        );
+        // Control: outside `openbao` the guard does not match, nothing refuses.
+        assert_eq!(cluster.admission_refusal(&unguarded_consumer("apps")), None);
     }
 
     #[test]

@@ -146,6 +146,21 @@ impl Cluster {
         self.sim.apply_manifest(object, &self.guards)
     }
 
+    /// The first refusal the simulator's admission records for `object`,
+    /// as `guard: reason`: found by applying it to a copy, so the admission
+    /// is exactly the one the simulator's loader runs (whatever it holds)
+    /// and a refused object leaves nothing behind. A manifest the
+    /// simulator itself refuses is not admission's to answer: `None`.
+    pub(super) fn admission_refusal(&self, object: &Value) -> Option<String> {
+        let mut trial = self.scratch();
+        let before = trial.sim.observation().admissions.len();
+        trial.apply_manifest(object.clone()).ok()?;
+        trial.sim.observation().admissions[before..]
+            .iter()
+            .find(|d| d.refused)
+            .map(|d| format!("guard {} refused {}: {}", d.guard, d.object, d.reason))
+    }
+
     pub(super) fn add_watcher(&mut self, watcher: Watcher) {
         self.watchers.add(watcher);
     }

@@ -151,6 +151,9 @@ pub(super) fn create(
             ));
         }
         _ => {
+            if let Some(refusal) = cluster.admission_refusal(&object) {
+                return Err(admit::denied(&refusal));
+            }
             cluster.apply_manifest(object.clone())?;
         }
     }

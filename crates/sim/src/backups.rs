@@ -153,6 +153,7 @@ mod tests {
             failure_probability: 0.0,
             last_started_ago: ago,
             last_phase,
+            excluded: Vec::new(),
         }
     }
 

@@ -414,6 +414,7 @@ impl Simulation {
         );
         self.advance_to(after(self.now(), duration));
         let lost_at = self.now();
+        self.leave_out_of_restore(namespace, schedule, &name);
         let lost: Vec<_> = (0..self.world.pods().len())
             .filter(|&p| {
                 self.world.pod(p).namespace == namespace
@@ -441,6 +442,35 @@ impl Simulation {
             ),
         );
         self.settle();
+    }
+
+    /// Velero leaves out of a backup every object labelled
+    /// `velero.io/exclude-from-backup: "true"`, whatever its filters
+    /// include (velero.io/docs/main/resource-filtering/, "Excludes"), so a
+    /// restore from it brings the namespace back without them: their
+    /// controller is gone with the namespace and nothing recreates their
+    /// pods. The simulator keeps such a workload as it keeps one admission
+    /// refused: never reconciled, absent from the API, and short of every
+    /// replica it declared.
+    fn leave_out_of_restore(&mut self, namespace: &str, schedule: &str, backup: &str) {
+        let prefix = format!("{namespace}/");
+        let excluded: Vec<String> = self
+            .topology
+            .backups
+            .iter()
+            .filter(|b| b.schedule == schedule)
+            .flat_map(|b| b.excluded.iter())
+            .filter(|w| w.starts_with(&prefix))
+            .cloned()
+            .collect();
+        for key in excluded {
+            if let Some(w) = self.world.workload_id(&key) {
+                let old = &self.world.workload(w).template;
+                let mut left_out = old.with_spec(old.spec.clone());
+                left_out.refused_by = Some(format!("left out of backup {backup}"));
+                self.world.workload_mut(w).template = std::rc::Rc::new(left_out);
+            }
+        }
     }
 
     /// Runs a recovery graph: a step starts when every step it comes after

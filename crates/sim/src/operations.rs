@@ -336,11 +336,10 @@ impl Simulation {
                 name: Some(p.name.clone()),
                 namespace: Some(p.namespace.clone()),
                 labels: Some(p.template.labels.clone()),
-                deletion_timestamp: (p.phase == PodPhase::Terminating).then_some(
-                    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                        jiff::Timestamp::UNIX_EPOCH,
-                    ),
-                ),
+                deletion_timestamp: p
+                    .deleted_at
+                    .filter(|_| p.phase == PodPhase::Terminating)
+                    .map(super::view::timestamp),
                 ..Default::default()
             },
             spec: Some(p.template.spec.clone()),

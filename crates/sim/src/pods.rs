@@ -99,6 +99,7 @@ impl Simulation {
             phase: PodPhase::Pending,
             created_at: self.now(),
             unschedulable_reported: false,
+            deleted_at: None,
             holds_resources: false,
         });
         let r = self.world.pod_ref(id);
@@ -233,6 +234,7 @@ impl Simulation {
             None => self.pod_gone(pod),
             Some(node) => {
                 self.world.pod_mut(pod).phase = PodPhase::Terminating;
+                self.world.pod_mut(pod).deleted_at = Some(self.now());
                 let r = self.world.pod_ref(pod);
                 self.record(EventKind::PodTerminating, r, Some(node), "pod terminating");
                 self.mark_owner_dirty(pod);

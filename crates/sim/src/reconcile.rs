@@ -18,9 +18,16 @@ use drillbench_model::scenario::spec::BackupPhase;
 use drillbench_observe::{DataLoss, EventKind};
 
 impl Simulation {
-    /// Records what each workload has ready (a Job is whole once it
-    /// completed) and the spans during which each writer acknowledges
-    /// writes.
+    /// Records what each workload has ready and the spans during which
+    /// each writer acknowledges writes.
+    ///
+    /// A Job (a CronJob's run too) has no replicas to keep ready: it runs
+    /// pods until enough succeed ("Jobs",
+    /// <https://kubernetes.io/docs/concepts/workloads/controllers/job/>).
+    /// It counts as whole once it completed, and while it runs as long as
+    /// none of its pods is stuck: one the scheduler could not place, or one
+    /// whose volume is attached elsewhere. A CronJob between runs is whole;
+    /// a run that cannot start is the missed run that matters.
     pub(super) fn record_workloads(&mut self) {
         let now = self.now();
         for id in 0..self.world.workloads().len() {
@@ -28,7 +35,12 @@ impl Simulation {
             let w = self.world.workload(id);
             let ready = self.world.ready_pods(id);
             let ready = if matches!(w.kind, WorkloadKind::Job { .. }) {
-                if w.succeeded >= desired {
+                let stuck = w.pods.iter().any(|&p| {
+                    let pod = self.world.pod(p);
+                    pod.phase == PodPhase::Blocked
+                        || (pod.phase == PodPhase::Pending && pod.unschedulable_reported)
+                });
+                if w.succeeded >= desired || !stuck {
                     desired
                 } else {
                     ready.min(desired)

@@ -615,3 +615,30 @@ spec:
         assert!(events(&sim, EventKind::AdmissionAudited).is_empty());
     }
 }
+
+#[test]
+fn a_terminating_pod_carries_the_time_it_was_deleted() {
+    // `metadata.deletionTimestamp` is set when the API server accepts the
+    // delete ("Termination of Pods", Pod Lifecycle); a pod not deleted has
+    // none.
+    let pools = "    - {name: a, count: 1, serverType: cx43, namePattern: 'a-{n}'}\n";
+    let mut sim = simulation(pools, &deployment("web", 2, "1Gi", ""), 1);
+    sim.advance_to(60_000);
+    sim.scale_workload("apps/Deployment/web", 1)
+        .expect("scales");
+    sim.advance_to(60_001);
+    let stamps: Vec<Option<String>> = (0..sim.pods().len())
+        .filter(|&p| sim.pods()[p].phase != PodPhase::Gone)
+        .map(|p| {
+            sim.pod_object(p)
+                .metadata
+                .deletion_timestamp
+                .map(|t| t.0.to_string())
+        })
+        .collect();
+    assert_eq!(
+        stamps,
+        [None, Some("2026-01-01T00:01:00Z".to_owned())],
+        "the drill starts at 2026-01-01T00:00Z"
+    );
+}

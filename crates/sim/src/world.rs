@@ -312,6 +312,8 @@ pub struct SimPod {
     pub unschedulable_reported: bool,
     /// Whether its resources still count on its node.
     pub holds_resources: bool,
+    /// When it was deleted (its `deletionTimestamp`), once it was.
+    pub deleted_at: Option<Time>,
 }
 
 impl SimPod {

@@ -8,8 +8,8 @@ use super::autoscaler::EmulatedAutoscaler;
 use super::drain::{self, DrainOutcome};
 use super::probe::etcd_ref;
 use super::sync::Drainer;
-use super::{KubeBackend, KubeError, requests};
-use crate::{Backend, BackendError, Capabilities};
+use super::{FIELD_MANAGER, KubeBackend, KubeError, dry_run, requests};
+use crate::{Backend, BackendError, Capabilities, DryRunAnswer};
 use drillbench_model::duration::Duration;
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::{Event, EventKind, ObjectRef, Observation, Time};
@@ -365,6 +365,20 @@ impl Backend for KubeBackend {
 
     fn etcd_members(&self) -> (u32, u32) {
         self.etcd.members().unwrap_or((0, 0))
+    }
+
+    // Allowed on a read-only cluster too: a dry run persists nothing.
+    fn dry_run_create(&mut self, object: &serde_json::Value) -> Result<DryRunAnswer, BackendError> {
+        let client = self.client.clone();
+        self.runtime
+            .block_on(dry_run::create(&client, object, FIELD_MANAGER))
+            .map_err(|source| {
+                KubeError::Api {
+                    what: "submit the planted object with dryRun=All".to_owned(),
+                    source,
+                }
+                .into()
+            })
     }
 
     fn observation(&self) -> &Observation {

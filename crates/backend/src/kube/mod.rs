@@ -12,8 +12,12 @@
 //! - server-side apply of the drill's workloads (field manager
 //!   `drillbench`, run label `drillbench.dev/run`) and the other changes
 //!   the bench asks for (`requests`);
+//! - `dry_run`: a create sent with `dryRun=All` through the cluster's
+//!   admission chain, for admission negative controls;
 //! - `probe`: `/readyz` through the stable endpoint and etcd through the
 //!   machines;
+//! - `live_objects`: the running Pods and the Nodes a live policy check
+//!   (`bench policy scan`) reads;
 //! - [`access`]: whether the bench may change the cluster at all;
 //! - `clock`: drill time on a stepped or a wall-clock cluster, and `sync`,
 //!   which moves it and takes in what changed.
@@ -39,7 +43,9 @@ mod backend;
 mod clock;
 mod connect;
 mod drain;
+mod dry_run;
 mod kubeconfig;
+mod live_objects;
 mod observer;
 mod probe;
 mod requests;
@@ -51,6 +57,7 @@ use self::autoscaler::EmulatedAutoscaler;
 use self::clock::Clock;
 use self::connect::TeardownGuard;
 pub use self::kubeconfig::{context_name, read_run_label, server_and_token_of, server_of};
+pub use self::live_objects::read_live_objects;
 use self::observer::Observer;
 use self::probe::EtcdProbe;
 use self::watch::Watches;

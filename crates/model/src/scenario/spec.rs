@@ -22,8 +22,8 @@ mod workloads;
 
 pub use assertions::{
     AblationControl, AdmissionControl, AssertionSpec, AvailabilityAssertion, BurstAssertion,
-    DrillChange, Empty, GuardChange, NegativeControl, PlacementAssertion, PreflightGuard,
-    QuorumAssertion, RpoAssertion, RtoAssertion, Subject, WeakenControl,
+    DrillChange, Empty, GuardChange, NegativeControl, PinWorkload, PlacementAssertion,
+    PreflightGuard, QuorumAssertion, RpoAssertion, RtoAssertion, Subject, WeakenControl,
 };
 pub use cluster::{
     AttachModel, AutoscaledRange, AutoscalerSpec, BackupPhase, BackupSpec, BindingMode,
@@ -81,6 +81,10 @@ pub struct DrillSpec {
     /// A recovery runbook, as a graph of steps with duration distributions.
     #[serde(default)]
     pub recovery: Option<RecoverySpec>,
+    /// Limits on the drill's size (nodes, pods, objects, drill time, steps,
+    /// recovery attempts), each raising or lowering its default.
+    #[serde(default)]
+    pub budgets: Option<crate::budget::BudgetSpec>,
 }
 
 /// Identity of a drill.

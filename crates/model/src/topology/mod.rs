@@ -281,6 +281,11 @@ pub struct BackupSchedule {
     pub last_started_ago: Duration,
     /// Its phase at the start.
     pub last_phase: BackupPhase,
+    /// Workloads (`namespace/Kind/name`) its backups leave out, as Velero
+    /// does for objects labelled `velero.io/exclude-from-backup: "true"`.
+    /// Only a negative control sets it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<String>,
 }
 
 impl Topology {
@@ -354,6 +359,8 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
             }
         }
     }
+
+    check_names_apart(cluster, &control_planes, &pools, checker);
 
     let mut autoscaler = base.autoscaler;
     if let Some(spec) = &cluster.autoscaler {
@@ -445,6 +452,7 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
             failure_probability: b.failure_probability.as_ref().map_or(0.0, |p| p.value),
             last_started_ago: b.last_started_ago.unwrap_or(Duration::from_mins(6 * 60)),
             last_phase: b.last_phase.unwrap_or(BackupPhase::Completed),
+            excluded: Vec::new(),
         })
         .collect();
 
@@ -547,6 +555,53 @@ fn taints_from(specs: &[TaintSpec]) -> Vec<Taint> {
             effect: t.effect,
         })
         .collect()
+}
+
+/// Refuses two pools, or a pool and the control planes, whose name
+/// patterns can make the same node name: the second Node of that name would
+/// be refused by the API server, and in the simulator a fault aimed at one
+/// would hit the other. Reported at the drill's pattern (or pool) that
+/// collides with one declared before it.
+fn check_names_apart(
+    cluster: &ClusterSpec,
+    control_planes: &ControlPlanes,
+    pools: &[Pool],
+    checker: &mut Checker<'_>,
+) {
+    let at = |pool: &str| {
+        cluster
+            .pools
+            .iter()
+            .find(|spec| spec.name.value == pool)
+            .map(|spec| spec.name_pattern.as_ref().map_or(spec.at, |p| p.at))
+            .or(cluster.import.as_ref().map(|import| import.at))
+    };
+    for (index, pool) in pools.iter().enumerate() {
+        let earlier = pools[..index]
+            .iter()
+            .map(|other| (format!("pool `{}`", other.name), &other.name_pattern));
+        let named = std::iter::once((
+            "the control planes".to_owned(),
+            &control_planes.name_pattern,
+        ))
+        .chain(earlier);
+        for (what, pattern) in named {
+            if pool.name_pattern.can_collide(pattern)
+                && let Some(at) = at(&pool.name)
+            {
+                checker.error(
+                    at,
+                    format!(
+                        "pool `{}` names its nodes `{}`, which can make the same names as {what} \
+                         (`{}`); expected patterns that cannot overlap",
+                        pool.name,
+                        pool.name_pattern.as_str(),
+                        pattern.as_str()
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn new_pool(spec: &Located<PoolSpec>, checker: &mut Checker<'_>) -> Option<Pool> {

@@ -205,6 +205,25 @@ pub enum DrillChange {
     /// (`kubectl drain --disable-eviction`): no PodDisruptionBudget is
     /// asked.
     DrainWithoutEviction,
+    /// Every replica of one workload pinned to one node by a `nodeSelector`
+    /// on `kubernetes.io/hostname`: the replicas no longer spread, so a
+    /// fault on that node takes the whole workload, and its replacements
+    /// cannot run anywhere else until the node is back.
+    PinWorkload(PinWorkload),
+    /// These workloads (`namespace/Kind/name`) carry Velero's
+    /// `velero.io/exclude-from-backup: "true"` label: every backup leaves
+    /// them out, so a restore brings their namespace back without them.
+    ExcludedFromBackup(Vec<String>),
+}
+
+/// The workload a [`DrillChange::PinWorkload`] pins, and where.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PinWorkload {
+    /// `namespace/Kind/name`, a workload the drill deploys.
+    pub workload: String,
+    /// A static node of the cluster.
+    pub node: String,
 }
 
 /// A guard of the control-plane preflight, as its `reason=` lines name it.

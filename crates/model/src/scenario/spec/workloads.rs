@@ -23,9 +23,26 @@ pub enum WorkloadSource {
         /// Values for `${var}` placeholders, as a Flux Kustomization's
         /// `spec.postBuild.substitute` gives them.
         substitute: BTreeMap<String, String>,
+        /// Files of ConfigMaps and Secrets whose data are more values, as
+        /// `spec.postBuild.substituteFrom` names them.
+        substitute_from: Vec<SubstituteFrom>,
     },
     /// One Kubernetes object written in the drill file.
     Inline(serde_json::Value),
+}
+
+/// One `substituteFrom:` entry: a ConfigMap or Secret in a file, relative to
+/// the drill file, as Flux reads one from the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SubstituteFrom {
+    /// A YAML file holding one ConfigMap or Secret (`data`, or for a Secret
+    /// also `stringData`); its keys are variable names.
+    pub path: PathBuf,
+    /// A missing file counts as one with no data, as Flux treats an absent
+    /// optional ConfigMap or Secret; otherwise a missing file is an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// One entry of `workloads:` as written: `path:` (with an optional
@@ -42,6 +59,11 @@ pub struct WorkloadEntry {
     /// `spec.postBuild.substitute` gives them. Only with `path:`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub substitute: BTreeMap<String, String>,
+    /// ConfigMap and Secret files with more values, as
+    /// `spec.postBuild.substituteFrom` names them; `substitute:` wins over
+    /// them, and a later file over an earlier one. Only with `path:`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub substitute_from: Vec<SubstituteFrom>,
     /// One Kubernetes object written in the drill file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inline: Option<serde_json::Value>,
@@ -63,6 +85,11 @@ enum WorkloadEntrySchema {
         /// `spec.postBuild.substitute` gives them.
         #[serde(default)]
         substitute: BTreeMap<String, String>,
+        /// ConfigMap and Secret files with more values, as
+        /// `spec.postBuild.substituteFrom` names them; `substitute:` wins
+        /// over them, and a later file over an earlier one.
+        #[serde(default)]
+        substitute_from: Vec<SubstituteFrom>,
     },
     /// One Kubernetes object written in the drill file.
     Inline {
@@ -89,13 +116,16 @@ impl TryFrom<WorkloadEntry> for WorkloadSource {
             (Some(path), None) => Ok(WorkloadSource::Path {
                 path,
                 substitute: entry.substitute,
+                substitute_from: entry.substitute_from,
             }),
-            (None, Some(object)) if entry.substitute.is_empty() => {
+            (None, Some(object))
+                if entry.substitute.is_empty() && entry.substitute_from.is_empty() =>
+            {
                 Ok(WorkloadSource::Inline(object))
             }
             (None, Some(_)) => Err(
-                "`substitute:` applies to a `path:` file; an `inline:` object is written \
-                 with its values already"
+                "`substitute:` and `substituteFrom:` apply to a `path:` file; an `inline:` \
+                 object is written with its values already"
                     .to_owned(),
             ),
             (Some(_), Some(_)) => Err("a workload is `path:` or `inline:`, not both".to_owned()),
@@ -107,9 +137,14 @@ impl TryFrom<WorkloadEntry> for WorkloadSource {
 impl From<WorkloadSource> for WorkloadEntry {
     fn from(source: WorkloadSource) -> Self {
         match source {
-            WorkloadSource::Path { path, substitute } => WorkloadEntry {
+            WorkloadSource::Path {
+                path,
+                substitute,
+                substitute_from,
+            } => WorkloadEntry {
                 path: Some(path),
                 substitute,
+                substitute_from,
                 inline: None,
             },
             WorkloadSource::Inline(object) => WorkloadEntry {
@@ -406,15 +441,24 @@ mod tests {
     fn a_workload_is_a_path_or_an_inline_object() {
         let path: WorkloadSource = from_yaml("path: manifests/app.yaml").unwrap();
         assert!(
-            matches!(path, WorkloadSource::Path { path, substitute } if path.ends_with("app.yaml") && substitute.is_empty())
+            matches!(path, WorkloadSource::Path { path, substitute, substitute_from } if path.ends_with("app.yaml") && substitute.is_empty() && substitute_from.is_empty())
         );
         let with_values: WorkloadSource =
             from_yaml("path: app.yaml\nsubstitute: {replicas: \"3\", cluster_region: eu}").unwrap();
         assert!(
             matches!(with_values, WorkloadSource::Path { substitute, .. } if substitute["replicas"] == "3" && substitute.len() == 2)
         );
+        let with_files: WorkloadSource = from_yaml(
+            "path: app.yaml\nsubstituteFrom: [{path: vars.yaml}, {path: s.yaml, optional: true}]",
+        )
+        .unwrap();
+        assert!(
+            matches!(&with_files, WorkloadSource::Path { substitute_from, .. } if substitute_from.len() == 2 && !substitute_from[0].optional && substitute_from[1].optional)
+        );
         for bad in [
             "inline: {kind: Pod}\nsubstitute: {a: b}",
+            "inline: {kind: Pod}\nsubstituteFrom: [{path: v.yaml}]",
+            "path: a.yaml\nsubstituteFrom: [{kind: ConfigMap, name: v}]",
             "path: a.yaml\ninline: {kind: Pod}",
             "path: a.yaml\nsubstitute: {a-b: c}",
             "{}",
