@@ -8,7 +8,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Folders embedded whole, relative to the repository root.
-const FOLDERS: [&str; 3] = ["scenarios", "harness/ksail", "harness/manifests"];
+const FOLDERS: [&str; 4] = [
+    "scenarios",
+    "harness/ksail",
+    "harness/manifests",
+    "harness/kyverno/policies",
+];
 /// Single files embedded beside them: the schema the drills name in their
 /// `yaml-language-server` line, so an exported drill is checked in editors.
 const FILES: [&str; 1] = ["harness/schema/drill.schema.json"];

@@ -22,6 +22,7 @@ use super::{Provision, RunError, run_steps, trace};
 use drillbench_assert::{self as assert, Judged, pods_match};
 use drillbench_backend::BackendError;
 use drillbench_model::drill::Drill;
+use drillbench_model::policy_guard;
 use drillbench_model::scenario::assertion::{Assertion, AssertionKind, Control};
 use drillbench_model::scenario::located::Located;
 use drillbench_model::scenario::spec::{
@@ -29,6 +30,7 @@ use drillbench_model::scenario::spec::{
 };
 use drillbench_observe::{BYPASSED_EVICTION, EventKind, Observation};
 use drillbench_policy::admission::{Candidate, admit, claim_classes};
+use drillbench_policy::kyverno_admission;
 use drillbench_report::{
     AssertionResult, ControlConclusion, ControlProof, Evidence, NEGATIVE_CONTROL, TraceStep,
     Verdict,
@@ -46,6 +48,9 @@ enum Expect<'a> {
 enum Subjects<'a> {
     /// The pods a guard governs.
     Guard(&'a GuardSpec),
+    /// The pods a Kyverno policy guard's rules apply to, in the real or the
+    /// weakened drill, by their workloads (`namespace/Kind/name`).
+    Policy(&'a str, BTreeSet<String>),
     /// The control plane, from the first fault on.
     ControlPlane,
     /// The pods on the nodes the real run's faults hit.
@@ -113,6 +118,26 @@ fn judge_with(
     let real = run.observation;
     let (mut weakened, how, expect, subjects, declared) = match control {
         Control::Admission(admission) => return Ok(admission_control(drill, spec, admission)),
+        Control::Ablation(ablation)
+            if drill
+                .policy_guards
+                .iter()
+                .any(|g| g.as_str() == ablation.guard.as_str()) =>
+        {
+            let weakened = ablate(drill, ablation);
+            let governed = policy_governed(drill, &weakened, ablation.guard.as_str());
+            (
+                weakened,
+                format!(
+                    "policy `{}` {}",
+                    ablation.guard.value,
+                    describe_change(&ablation.change.value)
+                ),
+                Expect::MustFail(&ablation.must_fail),
+                Subjects::Policy(ablation.guard.as_str(), governed),
+                trace::Declared::default(),
+            )
+        }
         Control::Ablation(ablation) => {
             let Some(guard) = drill
                 .spec
@@ -313,6 +338,7 @@ fn must_fail_verdict(
         .join(", ");
     let whose = match subjects {
         Subjects::Guard(g) => format!("the pods guard `{}` governs", g.name.value),
+        Subjects::Policy(name, _) => format!("the pods policy `{name}` governs"),
         Subjects::ControlPlane => "the control plane after the fault".to_owned(),
         Subjects::FaultedNodes => "the nodes the faults hit and their pods".to_owned(),
         Subjects::Restores => "the restore from the weakened backups".to_owned(),
@@ -385,12 +411,16 @@ fn involves<'e>(
 ) -> Vec<&'e Evidence> {
     match subjects {
         Subjects::Guard(_)
+        | Subjects::Policy(..)
         | Subjects::FaultedNodes
         | Subjects::Pinned(_)
         | Subjects::LeftOut(_) => {
             let hit = trace::fault_nodes(real);
             let governs = |p: &&drillbench_observe::Placement| match subjects {
                 Subjects::Guard(guard) => pods_match(&guard.matches, p),
+                Subjects::Policy(_, governed) => {
+                    p.workload.as_deref().is_some_and(|w| governed.contains(w))
+                }
                 Subjects::Pinned(w) => p.workload.as_deref() == Some(*w),
                 Subjects::LeftOut(w) => p.workload.as_ref().is_some_and(|p| w.contains(p)),
                 _ => hit.contains(p.node.as_str()),
@@ -628,8 +658,138 @@ pub(super) fn unproven(
     }
 }
 
+/// The workloads whose pods a policy guard's rules apply to, in the real
+/// drill or once weakened (a patched policy may select other pods).
+fn policy_governed(drill: &Drill, weakened: &Drill, name: &str) -> BTreeSet<String> {
+    let cluster = policy_cluster(drill, None);
+    let objects: Vec<serde_json::Value> = drill.workloads.iter().map(|d| d.value.clone()).collect();
+    let mut governed = BTreeSet::new();
+    for policies in [&drill.policies, &weakened.policies] {
+        for doc in policies {
+            if policy_guard::policy_name(&doc.value).as_deref() != Some(name) {
+                continue;
+            }
+            if let Ok(policy) = drillbench_kyverno::policy::from_value(&doc.value) {
+                governed.extend(kyverno_admission::governed(&policy, &cluster, &objects));
+            }
+        }
+    }
+    governed
+}
+
+/// The drill's objects (and a planted one) as a policy's `apiCall` reads them.
+fn policy_cluster(
+    drill: &Drill,
+    planted: Option<&serde_json::Value>,
+) -> kyverno_admission::ManifestCluster {
+    let default_class = drill
+        .topology
+        .storage_classes
+        .iter()
+        .find(|c| c.default)
+        .map(|c| c.name.as_str());
+    let mut documents = drill.workloads.clone();
+    if let Some(object) = planted {
+        documents.push(drillbench_model::manifest::Document {
+            source: drill.source.path.display().to_string(),
+            index: documents.len(),
+            line: 0,
+            column: 0,
+            value: object.clone(),
+        });
+    }
+    kyverno_admission::ManifestCluster::new(&documents, default_class)
+}
+
+/// An admission control naming a policy guard: the planted object's Pod,
+/// as its controller submits it, goes through the policy (mutations first,
+/// as Kyverno's webhooks take it), or through the named rule alone; the
+/// control bites when that policy (rule) refuses it.
+fn policy_admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
+    let name = control.guard.as_str();
+    let rule = control.rule.as_ref().map(|r| r.as_str());
+    let mut policy = drill
+        .policies
+        .iter()
+        .find(|d| policy_guard::policy_name(&d.value).as_deref() == Some(name))
+        .and_then(|d| drillbench_kyverno::policy::from_value(&d.value).ok());
+    if let (Some(policy), Some(rule)) = (&mut policy, rule) {
+        policy.rules.retain(|r| r.name == rule);
+    }
+    let cluster = policy_cluster(drill, Some(&control.object.value));
+    let judged = policy.as_ref().and_then(|policy| {
+        let (key, kind, pod) = kyverno_admission::submitted_pod(&control.object.value)?;
+        let judged =
+            kyverno_admission::admit_pod(std::slice::from_ref(policy), &cluster, &kind, pod);
+        Some((key, judged))
+    });
+    let what = match rule {
+        Some(rule) => format!("rule `{rule}` of policy `{name}`"),
+        None => format!("policy `{name}`"),
+    };
+    let how = format!("an object planted that breaks {what}");
+    let (conclusion, failed, why, evidence) = match judged {
+        Some((object, judged)) if judged.refusal.is_some() => (
+            ControlConclusion::Bites,
+            format!("{what} refused {object}"),
+            "admission refused the object the policy exists to keep out: the guard bites"
+                .to_owned(),
+            vec![Evidence {
+                at_ms: 0,
+                pod: None,
+                node: None,
+                rule: format!("policy {name}"),
+                detail: judged.refusal.unwrap_or_default().trim().to_owned(),
+                labels: BTreeMap::new(),
+            }],
+        ),
+        Some((object, judged)) => {
+            let said: Vec<String> = judged
+                .results
+                .iter()
+                .map(|r| format!("{}: {}", r.rule, r.status))
+                .collect();
+            (
+                ControlConclusion::NoTeeth,
+                format!("{what} admitted {object} ({})", said.join(", ")),
+                "the policy keeps nothing out".to_owned(),
+                Vec::new(),
+            )
+        }
+        None => (
+            ControlConclusion::NoTeeth,
+            format!("{what} admitted the planted object"),
+            "the policy keeps nothing out".to_owned(),
+            Vec::new(),
+        ),
+    };
+    let mut judged = unproven(
+        spec,
+        conclusion,
+        how,
+        failed,
+        why,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    judged.result.bound = format!("{what} refuses the planted object");
+    if conclusion == ControlConclusion::Bites {
+        judged.result.measured = "refused".to_owned();
+    }
+    judged.result.evidence = evidence;
+    judged
+}
+
 /// An admission control: the planted object must be refused by the guard.
 fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
+    if drill
+        .policy_guards
+        .iter()
+        .any(|g| g.as_str() == control.guard.as_str())
+    {
+        return policy_admission_control(drill, spec, control);
+    }
     let guard = drill
         .spec
         .guards

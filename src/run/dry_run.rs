@@ -171,6 +171,7 @@ mod tests {
     fn control() -> (Assertion, AdmissionControl) {
         let control = AdmissionControl {
             guard: Located::new("openbao-requires-baseline".to_owned()),
+            rule: None,
             object: Located::new(json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
                                          "metadata": {"name": "planted", "namespace": "openbao"}})),
         };

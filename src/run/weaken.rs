@@ -4,6 +4,7 @@
 
 use drillbench_assert as assert;
 use drillbench_model::drill::Drill;
+use drillbench_model::policy_guard;
 use drillbench_model::scenario::located::Located;
 use drillbench_model::scenario::spec::{
     AblationControl, BackupPhase, DrillChange, Fault, GuardChange, NodeFault, Target, WeakenControl,
@@ -18,7 +19,22 @@ pub(super) fn describe_change(change: &GuardChange) -> String {
         GuardChange::ReplaceRequirement(r) => format!("replaced by `{}`", assert::describe(r)),
         GuardChange::SetValues(v) => format!("set to values [{}]", v.join(",")),
         GuardChange::AddUnlabelledTerm => "given an extra unlabelled OR term".to_owned(),
+        GuardChange::RemovePolicy => "removed (the Kyverno policy deleted)".to_owned(),
+        GuardChange::RemoveRule(rule) => format!("without its rule `{rule}`"),
+        GuardChange::Patch(ops) => format!("patched ({})", describe_patch(ops)),
     }
+}
+
+/// A JSON patch as `op path` pairs, the values left out: enough to say
+/// which part of the policy changed.
+fn describe_patch(ops: &[serde_json::Value]) -> String {
+    ops.iter()
+        .map(|op| {
+            let field = |k: &str| op.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+            format!("{} {}", field("op"), field("path"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(super) fn describe_weakening(change: &DrillChange) -> String {
@@ -91,6 +107,18 @@ fn is_replacement(step: &Step) -> bool {
 /// The drill with one guard weakened.
 pub(super) fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
     let mut weakened = drill.clone();
+    if drill
+        .policy_guards
+        .iter()
+        .any(|g| g.as_str() == ablation.guard.as_str())
+    {
+        ablate_policy(
+            &mut weakened,
+            ablation.guard.as_str(),
+            &ablation.change.value,
+        );
+        return weakened;
+    }
     let guards = &mut weakened.spec.guards;
     if let Some(index) = guards
         .iter()
@@ -107,9 +135,33 @@ pub(super) fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
                 guards[index].value.require.node_affinity.value.values = Some(v.clone())
             }
             GuardChange::AddUnlabelledTerm => guards[index].value.unlabelled_term = true,
+            // Validation refuses a policy change on a shorthand guard.
+            GuardChange::RemovePolicy | GuardChange::RemoveRule(_) | GuardChange::Patch(_) => {}
         }
     }
     weakened
+}
+
+/// A policy guard weakened: the policy document changed (or removed) both
+/// where admission reads it and among the workloads a real cluster is given.
+/// Validation applied the same change, so it cannot fail here; if it did,
+/// the policy is left as it was and the control shows no teeth.
+fn ablate_policy(weakened: &mut Drill, name: &str, change: &GuardChange) {
+    for documents in [&mut weakened.policies, &mut weakened.workloads] {
+        documents.retain_mut(|doc| {
+            if policy_guard::policy_name(&doc.value).as_deref() != Some(name) {
+                return true;
+            }
+            match policy_guard::apply_change(&doc.value, change) {
+                Ok(Some(changed)) => {
+                    doc.value = changed;
+                    true
+                }
+                Ok(None) => false,
+                Err(_) => true,
+            }
+        });
+    }
 }
 
 /// The drill with one safeguard of its procedure taken away.

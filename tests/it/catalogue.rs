@@ -72,7 +72,11 @@ fn variant(
                 .display()
                 .to_string(),
         )
-        .replace("../harness/schema/drill.schema.json", "drill.schema.json");
+        .replace("../harness/schema/drill.schema.json", "drill.schema.json")
+        .replace(
+            "../harness/kyverno/policies/",
+            &format!("{}/", root().join("harness/kyverno/policies").display()),
+        );
     let path = dir.path().join(format!("{name}.yaml"));
     std::fs::write(&path, drill_text).expect("write");
     Variant { _dir: dir, path }
@@ -192,11 +196,17 @@ fn autoscaler_scale_down_without_the_guard_strands_a_coroot_volume() {
     let v = variant(
         "autoscaler-scale-down",
         |t| {
-            // The guard goes, and with it the control that weakens it.
-            let start = t.find("  - name: hcloud-on-baseline").expect("guard");
-            let end = t.find("  # OpenBao's own check").expect("next guard");
-            let control = t.find("  - name: guard-removed-bites").expect("control");
-            format!("{}{}", &t[..start], &t[end..control])
+            // The guard policy goes, and with it the controls that name it.
+            let policy =
+                "  - path: ../harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml\n";
+            assert!(t.contains(policy));
+            let t = t.replace(policy, "");
+            let guards = t.find("guards:\n").expect("guards");
+            let steps = t.find("steps:\n").expect("steps");
+            let controls = t
+                .find("  - name: guard-refuses-an-unguarded-consumer")
+                .expect("control");
+            format!("{}{}", &t[..guards], &t[steps..controls])
         },
         same,
     );
@@ -245,13 +255,41 @@ fn autoscaler_scale_down_without_the_guard_strands_a_coroot_volume() {
 
 #[test]
 fn unlabelled_autoscaler_nodes_admit_a_does_not_exist_guard() {
+    // The guard policy as first written (#3286): its mutation adds, and its
+    // check demands, `ksail.io/autoscaled DoesNotExist`. Written beside the
+    // drill, as a platform would ship that version.
+    let policy = std::fs::read_to_string(
+        root().join("harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml"),
+    )
+    .expect("the guard policy");
+    let fail_open = policy
+        .replace(
+            "element.matchExpressions[?key=='platform.devantler.tech/baseline-worker']",
+            "element.matchExpressions[?key=='ksail.io/autoscaled']",
+        )
+        .replace(
+            "value: {key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}",
+            "value: {key: ksail.io/autoscaled, operator: DoesNotExist}",
+        )
+        .replace(
+            "matchExpressions[?key=='platform.devantler.tech/baseline-worker' && operator=='In' && contains(values || `[]`, 'true')]",
+            "matchExpressions[?key=='ksail.io/autoscaled' && operator=='DoesNotExist']",
+        );
+    assert_eq!(
+        fail_open.matches("ksail.io/autoscaled").count(),
+        policy.matches("ksail.io/autoscaled").count() + 3,
+        "the three places that name the label"
+    );
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let written = scratch.path().join("fail-open.yaml");
+    std::fs::write(&written, fail_open).expect("write");
     let v = variant(
         "unlabelled-autoscaler-node",
         |t| {
-            t.replacen(
-                "  - name: hcloud-on-baseline\n    action: Enforce\n    match: {mountsClaimOfClass: hcloud}\n    require:\n      nodeAffinity: {key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}",
-                "  - name: hcloud-on-baseline\n    action: Enforce\n    match: {mountsClaimOfClass: hcloud}\n    require:\n      nodeAffinity: {key: ksail.io/autoscaled, operator: DoesNotExist}",
-                1,
+            let start = t.find("  # The guard as first written").expect("controls");
+            t[..start].replace(
+                "../harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml",
+                &written.display().to_string(),
             )
         },
         same,

@@ -303,11 +303,20 @@ fn a_platform_without_its_guard_fails_the_same_assertion_on_both() {
     // autoscaler nodes, and their volumes strand when the nodes go.
     let dir = tempfile::tempdir().expect("temp dir");
     let drill = variant(dir.path(), "autoscaler-scale-down", |text| {
-        let guard = "  - name: hcloud-on-baseline\n    action: Enforce\n    match: {mountsClaimOfClass: hcloud}\n    require:\n      nodeAffinity: {key: platform.devantler.tech/baseline-worker, operator: In, values: [\"true\"]}\n    mutate: true\n";
-        assert!(text.contains(guard), "the guard is in the drill");
-        let control = "  - name: guard-removed-bites\n";
+        let guard = "  - policy: {name: hcloud-consumers-on-baseline-workers}\n";
+        let policy =
+            "  - path: ../harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml\n";
+        assert!(
+            text.contains(guard) && text.contains(policy),
+            "the guard is in the drill"
+        );
+        // The controls name the guard: they go with it.
+        let control = "  - name: guard-refuses-an-unguarded-consumer\n";
         let at = text.find(control).expect("the control is in the drill");
-        text[..at].replace(guard, "")
+        text[..at]
+            .replace(guard, "")
+            .replace(policy, "")
+            .replace("guards:\n", "guards: []\n")
     });
     let (sim, kube) = both(&drill);
     let failed = |r: &DrillReport| {

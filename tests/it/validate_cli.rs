@@ -19,6 +19,21 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     ("alias-bomb", "17:14", "alias bomb"),
     (
+        "unknown-policy-guard",
+        "21:13",
+        "`hcloud-on-baselin` is not a Kyverno policy among the workloads (did you mean `hcloud-on-baseline`?)",
+    ),
+    (
+        "unknown-policy-rule",
+        "29:17",
+        "`chek` is not a rule of policy `hcloud-on-baseline` (did you mean `check`?)",
+    ),
+    (
+        "policy-patch-does-not-apply",
+        "30:11",
+        "the JSON patch does not apply to the policy",
+    ),
+    (
         "assertion-without-kind",
         "11:11",
         "sets 0 kinds; expected exactly one of rto",

@@ -107,6 +107,8 @@ impl ServedSimMachines {
             guards: Some(serde_json::to_string(&guards).unwrap_or_else(|_| "[]".to_owned())),
             unlabelled_terms,
             workloads: None,
+            policies: (!drill.policy_guards.is_empty())
+                .then(|| drill.policies.iter().map(|d| d.value.clone()).collect()),
         };
         self.api.reset(seed, &reset).map_err(to_backend)?;
         Ok(())

@@ -175,6 +175,10 @@ pub struct Reset {
     /// create one, for the bench to apply the workloads to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workloads: Option<bool>,
+    /// The drill's Kyverno policies as admission is to run them (a policy
+    /// guard's ablation removes or patches one); absent: the drill's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policies: Option<Vec<serde_json::Value>>,
 }
 
 /// The answer of `POST /bench/v1/reset`.

@@ -10,13 +10,14 @@ use crate::flux_values::{self, ValuesError, ValuesFile};
 use crate::manifest::{self, Document, ManifestError};
 use crate::manifest_rules::{self, FieldProblem};
 use crate::object_rules::{self, object_rule_problems};
+use crate::policy_guard;
 use crate::scenario::assertion::Assertion;
 use crate::scenario::catalog;
 use crate::scenario::check::{Checker, check, check_requirement};
 use crate::scenario::parse::{MAX_DRILL_BYTES, parse, read_source};
 use crate::scenario::spec::{
-    AssertionSpec, Condition, DrillSpec, Fault, GuardChange, NodeOperator, PodMatch, Subject,
-    Target, WorkloadSource,
+    AssertionSpec, Condition, DrillSpec, Fault, GuardChange, NodeOperator, PodMatch, PolicyRef,
+    Subject, Target, WorkloadSource,
 };
 use crate::scenario::step::Step;
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
@@ -40,6 +41,13 @@ pub struct Drill {
     /// Every object it deploys, in order: the files' documents and the
     /// inline objects, each with where it was written.
     pub workloads: Vec<Document>,
+    /// Every Kyverno policy the cluster's admission runs: the ClusterPolicy
+    /// and Policy objects among the workloads, then those of `policy:` guard
+    /// files not already there, each once.
+    pub policies: Vec<Document>,
+    /// The policies `guards:` names, by policy name (`namespace/name` for a
+    /// Policy), each with where the guard was written.
+    pub policy_guards: Vec<Located<String>>,
 }
 
 impl Drill {
@@ -67,10 +75,14 @@ impl Drill {
                 None
             }
         };
-        let (workload_files, workloads, mut sources) =
+        let (mut workload_files, workloads, mut sources) =
             load_workloads(&spec, &source, &drill_dir, &mut checker);
+        let (policy_files, policies, policy_guards) =
+            load_policies(&spec, &drill_dir, &workloads, &mut checker);
+        workload_files.extend(policy_files);
         if let Some(topology) = &topology {
-            check_references(&spec, topology, &workloads, &mut checker);
+            check_references(&spec, topology, &workloads, &policy_guards, &mut checker);
+            check_policy_controls(&spec, &policies, &policy_guards, &mut checker);
             check_object_references(topology, &workloads, &mut sources, &mut checker);
             check_budgets(&spec, topology, &workloads, &mut sources, &mut checker);
         }
@@ -84,6 +96,8 @@ impl Drill {
                 topology,
                 workload_files,
                 workloads,
+                policies,
+                policy_guards,
             }),
             _ => Err(diagnostics),
         }
@@ -501,6 +515,229 @@ fn check_budgets(
     }
 }
 
+/// The Kyverno policies of the drill: those among the workloads, and those
+/// `policy:` guards name, a file (read like a workload file; every document
+/// in it must be a policy) or a workload by name. Unknown names and files
+/// without a policy are diagnostics at the `policy:` entry.
+fn load_policies(
+    spec: &DrillSpec,
+    drill_dir: &Path,
+    workloads: &[Document],
+    checker: &mut Checker<'_>,
+) -> (Vec<PathBuf>, Vec<Document>, Vec<Located<String>>) {
+    let mut policies: Vec<Document> = workloads
+        .iter()
+        .filter(|d| policy_guard::is_policy(&d.value))
+        .cloned()
+        .collect();
+    let mut files = Vec::new();
+    let mut guards: Vec<Located<String>> = Vec::new();
+    for entry in &spec.guard_entries {
+        let Some(policy) = &entry.policy else {
+            continue;
+        };
+        match &policy.value {
+            PolicyRef::Named(name) => {
+                if policies
+                    .iter()
+                    .any(|d| policy_guard::policy_name(&d.value).as_deref() == Some(name))
+                {
+                    guards.push(Located::at(name.clone(), policy.at));
+                } else {
+                    let known: Vec<String> = policies
+                        .iter()
+                        .filter_map(|d| policy_guard::policy_name(&d.value))
+                        .collect();
+                    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+                    checker.error(
+                        policy.at,
+                        format!(
+                            "`{name}` is not a Kyverno policy among the workloads{}; {}",
+                            did_you_mean(name, known.iter().copied()),
+                            one_of(&known, "workloads")
+                        ),
+                    );
+                }
+            }
+            PolicyRef::File(path) => {
+                let resolved = embedded::join(drill_dir, path);
+                if !embedded::is_file(&resolved) {
+                    checker.error(
+                        policy.at,
+                        format!(
+                            "policy file `{}` does not exist (resolved against the drill's folder)",
+                            path.display()
+                        ),
+                    );
+                    continue;
+                }
+                let documents = match manifest::load_documents(&resolved) {
+                    Ok(documents) => documents,
+                    Err(ManifestError::Malformed { location, expected }) => {
+                        checker.diagnostics.push(manifest_diagnostic(
+                            &resolved,
+                            location.line,
+                            location.column,
+                            expected,
+                        ));
+                        continue;
+                    }
+                    Err(error) => {
+                        checker.error(policy.at, error.to_string());
+                        continue;
+                    }
+                };
+                if documents.is_empty() {
+                    checker.error(
+                        policy.at,
+                        format!("policy file `{}` holds no document", path.display()),
+                    );
+                }
+                for document in documents {
+                    let Some(name) = policy_guard::policy_name(&document.value) else {
+                        checker.diagnostics.push(manifest_diagnostic(
+                            &resolved,
+                            document.line,
+                            document.column,
+                            "expected a Kyverno ClusterPolicy or Policy (apiVersion kyverno.io/v1)",
+                        ));
+                        continue;
+                    };
+                    guards.push(Located::at(name.clone(), policy.at));
+                    let present = policies
+                        .iter()
+                        .any(|d| policy_guard::policy_name(&d.value).as_deref() == Some(&name));
+                    if !present {
+                        policies.push(document);
+                    }
+                }
+                files.push(resolved);
+            }
+        }
+    }
+    let mut seen: BTreeMap<String, Position> = BTreeMap::new();
+    for guard in &guards {
+        if let Some(first) = seen.get(guard.as_str()) {
+            checker.error(
+                guard.at,
+                format!(
+                    "duplicate guard `{}`; the first is at line {}",
+                    guard.value, first.line
+                ),
+            );
+        } else {
+            seen.insert(guard.value.clone(), guard.at);
+        }
+    }
+    for shorthand in &spec.guards {
+        if let Some(first) = seen.get(shorthand.name.as_str()) {
+            checker.error(
+                shorthand.name.at,
+                format!(
+                    "guard `{}` has the name of the policy guard at line {}",
+                    shorthand.name.value, first.line
+                ),
+            );
+        }
+    }
+    (files, policies, guards)
+}
+
+/// The negative controls that name a policy guard: the change fits a
+/// policy, a named rule exists, and the patch applies.
+fn check_policy_controls(
+    spec: &DrillSpec,
+    policies: &[Document],
+    policy_guards: &[Located<String>],
+    checker: &mut Checker<'_>,
+) {
+    let policy_of = |name: &str| {
+        policy_guards
+            .iter()
+            .any(|g| g.as_str() == name)
+            .then(|| {
+                policies
+                    .iter()
+                    .find(|d| policy_guard::policy_name(&d.value).as_deref() == Some(name))
+            })
+            .flatten()
+    };
+    let rule_known = |policy: &Document, rule: &Located<String>, checker: &mut Checker<'_>| {
+        let rules = policy_guard::rule_names(&policy.value);
+        if !rules.iter().any(|r| r == rule.as_str()) {
+            let known: Vec<&str> = rules.iter().map(String::as_str).collect();
+            checker.error(
+                rule.at,
+                format!(
+                    "`{}` is not a rule of policy `{}`{}; {}",
+                    rule.value,
+                    policy_guard::policy_name(&policy.value).unwrap_or_default(),
+                    did_you_mean(&rule.value, known.iter().copied()),
+                    one_of(&known, "spec.rules")
+                ),
+            );
+        }
+    };
+    for assertion in &spec.assertions {
+        let Some(control) = &assertion.negative_control else {
+            continue;
+        };
+        if let Some(admission) = &control.admission
+            && let Some(rule) = &admission.rule
+        {
+            match policy_of(&admission.guard) {
+                Some(policy) => rule_known(policy, rule, checker),
+                None => checker.error(
+                    rule.at,
+                    format!(
+                        "`rule:` names a rule of a policy guard; `{}` is a shorthand guard",
+                        admission.guard.value
+                    ),
+                ),
+            }
+        }
+        let Some(ablation) = &control.ablation else {
+            continue;
+        };
+        let change = &ablation.change;
+        match policy_of(&ablation.guard) {
+            Some(policy) => {
+                if !change.is_policy_change() {
+                    checker.error(
+                        change.at,
+                        format!(
+                            "guard `{}` is a Kyverno policy; expected `removePolicy`, `removeRule: NAME` or `patch: [...]`",
+                            ablation.guard.value
+                        ),
+                    );
+                    continue;
+                }
+                if let GuardChange::RemoveRule(rule) = &change.value {
+                    rule_known(policy, &Located::at(rule.clone(), change.at), checker);
+                } else if let Err(problem) = policy_guard::apply_change(&policy.value, change) {
+                    checker.error(change.at, problem);
+                }
+            }
+            None if change.is_policy_change() => {
+                let known = spec
+                    .guards
+                    .iter()
+                    .any(|g| g.name.as_str() == ablation.guard.as_str());
+                if known {
+                    checker.error(
+                        change.at,
+                        format!(
+                            "guard `{}` is a shorthand guard; `removePolicy`, `removeRule` and `patch` change Kyverno policy guards",
+                            ablation.guard.value
+                        ),
+                    );
+                }
+            }
+            None => {}
+        }
+    }
+}
+
 /// A diagnostic inside a manifest file, with the file's text for context.
 fn manifest_diagnostic(
     path: &Path,
@@ -535,9 +772,11 @@ fn check_references(
     spec: &DrillSpec,
     topology: &Topology,
     workloads: &[Document],
+    policy_guards: &[Located<String>],
     checker: &mut Checker<'_>,
 ) {
-    let refs = References::new(topology, workloads);
+    let mut refs = References::new(topology, workloads);
+    refs.policy_guards = policy_guards.iter().map(|g| g.value.clone()).collect();
     for guard in &spec.guards {
         refs.pod_match(&guard.matches, checker);
     }
@@ -633,6 +872,8 @@ struct References<'t> {
     workloads: BTreeSet<String>,
     /// Namespaces the drill's documents live in or create.
     namespaces: BTreeSet<String>,
+    /// The names of the drill's policy guards.
+    policy_guards: Vec<String>,
 }
 
 impl<'t> References<'t> {
@@ -657,6 +898,7 @@ impl<'t> References<'t> {
                 })
                 .map(str::to_owned)
                 .collect(),
+            policy_guards: Vec::new(),
         }
     }
 
@@ -1094,13 +1336,12 @@ impl<'t> References<'t> {
                 .as_ref()
                 .map(|a| &a.guard)
                 .or(control.ablation.as_ref().map(|a| &a.guard));
+            let mut known: Vec<String> = spec.guards.iter().map(|g| g.name.value.clone()).collect();
+            known.extend(self.policy_guards.iter().cloned());
             if let Some(guard) = guard
-                && !spec
-                    .guards
-                    .iter()
-                    .any(|g| g.name.as_str() == guard.as_str())
+                && !known.iter().any(|g| g == guard.as_str())
             {
-                let known: Vec<&str> = spec.guards.iter().map(|g| g.name.as_str()).collect();
+                let known: Vec<&str> = known.iter().map(String::as_str).collect();
                 checker.error(
                     guard.at,
                     format!(

@@ -26,6 +26,7 @@ pub mod manifest;
 pub mod manifest_rules;
 pub mod name_pattern;
 pub mod object_rules;
+pub mod policy_guard;
 pub mod rng;
 pub mod scenario;
 pub mod suggest;

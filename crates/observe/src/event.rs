@@ -80,6 +80,10 @@ pub enum EventKind {
     AdmissionRefused,
     /// A guard in `Audit` mode recorded a violation.
     AdmissionAudited,
+    /// A Kyverno rule that applied to an object is of a kind the bench
+    /// does not evaluate (`message` names the policy, the rule and why):
+    /// listed, never counted as passed.
+    PolicyNotEvaluated,
     /// An eviction was refused (HTTP 429) by a PodDisruptionBudget.
     EvictionRefused,
     // Workloads.

@@ -328,16 +328,42 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use drillbench_model::drill::Drill;
 
     const BASELINE: &str = "platform.devantler.tech/baseline-worker";
 
+    /// The shorthand guards the incident drills used before they named
+    /// the platform's Kyverno policy: a mutating cluster-wide one, and
+    /// OpenBao's check.
     fn guards() -> Vec<GuardSpec> {
-        let drill = Drill::load(&drillbench_model::test_support::repo_file(
-            "scenarios/autoscaler-scale-down.yaml",
-        ))
-        .expect("a built-in drill");
-        drill.spec.guards.iter().map(|g| g.value.clone()).collect()
+        use drillbench_model::scenario::Located;
+        use drillbench_model::scenario::spec::Requirement;
+        let requirement = NodeRequirement {
+            key: BASELINE.to_owned(),
+            operator: NodeOperator::In,
+            values: Some(vec!["true".to_owned()]),
+        };
+        let guard = |name: &str, namespaces: Option<Vec<String>>, mutate: bool| GuardSpec {
+            name: Located::new(name.to_owned()),
+            action: GuardAction::Enforce,
+            matches: PodMatch {
+                mounts_claim_of_class: Some(Located::new("hcloud".to_owned())),
+                namespaces,
+                ..PodMatch::default()
+            },
+            require: Requirement {
+                node_affinity: Located::new(requirement.clone()),
+            },
+            mutate,
+            unlabelled_term: false,
+        };
+        vec![
+            guard("hcloud-on-baseline", None, true),
+            guard(
+                "openbao-requires-baseline",
+                Some(vec!["openbao".to_owned()]),
+                false,
+            ),
+        ]
     }
 
     fn hcloud_consumer(namespace: &str) -> Value {

@@ -18,6 +18,7 @@ pub mod expander;
 #[cfg(test)]
 mod fake;
 pub mod interpod;
+pub mod kyverno_admission;
 pub mod scale_down;
 pub mod scale_up;
 pub mod spread;

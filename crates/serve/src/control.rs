@@ -201,6 +201,33 @@ pub(super) fn reset_drill(drill: &Drill, request: &Request) -> Result<(Drill, u6
             })
             .collect();
     }
+    // The policies admission runs, as the bench's weakened drill has them:
+    // a removed policy is gone from the workloads too, a patched one
+    // replaced there.
+    if let Some(policies) = body.policies {
+        let name = |v: &Value| drillbench_model::policy_guard::policy_name(v);
+        drill.workloads.retain_mut(|doc| match name(&doc.value) {
+            None => true,
+            Some(n) => match policies.iter().find(|p| name(p).as_deref() == Some(&n)) {
+                Some(p) => {
+                    doc.value = p.clone();
+                    true
+                }
+                None => false,
+            },
+        });
+        drill.policies = policies
+            .into_iter()
+            .enumerate()
+            .map(|(index, value)| drillbench_model::manifest::Document {
+                source: "<reset>".to_owned(),
+                index,
+                line: 0,
+                column: 0,
+                value,
+            })
+            .collect();
+    }
     // `"workloads": false`: an empty cluster, as kind and Talos create
     // one, for the bench to apply the workloads to.
     if body.workloads == Some(false) {

@@ -236,9 +236,14 @@ impl Simulation {
                 "{kind}: metadata.name: Required value"
             )));
         }
-        let loaded = load::load(
+        let policies = self.policies.clone();
+        let loaded = load::load_admitted(
             std::slice::from_ref(&document),
             guards,
+            Some(&load::Policies {
+                policies: &policies.0,
+                cluster: &policies.1,
+            }),
             self.volumes.default_class(),
         )
         .map_err(|e| ApiOpError::Invalid(e.to_string()))?;

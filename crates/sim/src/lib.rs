@@ -33,6 +33,9 @@ mod volumes;
 pub mod world;
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use drillbench_policy::kyverno_admission::{ManifestCluster, read_policies};
 
 use k8s_openapi::api::core::v1::Taint;
 
@@ -64,6 +67,9 @@ pub enum SimError {
     /// A manifest could not be taken.
     #[error(transparent)]
     Load(#[from] load::LoadError),
+    /// A Kyverno policy of the drill does not read as one.
+    #[error(transparent)]
+    Policy(#[from] drillbench_kyverno::policy::PolicyError),
     /// A capacity quantity does not parse.
     #[error("pool `{pool}`: invalid capacity `{value}`: {message}")]
     Capacity {
@@ -132,6 +138,9 @@ pub struct Simulation {
     backups: Backups,
     /// What happened.
     obs: Observation,
+    /// The drill's Kyverno policies and the objects their context entries
+    /// read: admission for the objects applied later through the API.
+    policies: Rc<(Vec<drillbench_kyverno::Policy>, ManifestCluster)>,
 }
 
 impl Simulation {
@@ -159,7 +168,19 @@ impl Simulation {
         let topology = drill.topology.clone();
         let volumes = Volumes::new(topology.storage_classes.clone());
         let guards: Vec<_> = drill.spec.guards.iter().map(|g| g.value.clone()).collect();
-        let loaded = load::load(&drill.workloads, &guards, volumes.default_class())?;
+        let policies = Rc::new((
+            read_policies(&drill.policies)?,
+            ManifestCluster::new(&drill.workloads, volumes.default_class()),
+        ));
+        let loaded = load::load_admitted(
+            &drill.workloads,
+            &guards,
+            Some(&load::Policies {
+                policies: &policies.0,
+                cluster: &policies.1,
+            }),
+            volumes.default_class(),
+        )?;
         let next_cp_ordinal = topology
             .control_planes
             .ordinals
@@ -178,6 +199,7 @@ impl Simulation {
             cp: ControlPlane::new(next_cp_ordinal),
             backups: Backups::default(),
             obs: Observation::default(),
+            policies,
         };
         sim.provision()?;
         match standby {
@@ -185,6 +207,7 @@ impl Simulation {
             None => sim.start_autoscaler(),
         }
         sim.apply(loaded);
+        sim.background_scan_nodes();
         sim.start_backups();
         sim.settle();
         Ok(sim)
@@ -381,19 +404,69 @@ impl Simulation {
         id
     }
 
+    /// Kyverno's background scan (kyverno.io/docs/policy-reports/
+    /// background/: policies with `background: true` re-run their validate
+    /// rules over existing resources and report, never refuse) over the
+    /// nodes as provisioned. Failures, errors and rules not evaluated are
+    /// recorded like admission's audited results, against the node; pods
+    /// need no scan here, their admission results say the same.
+    fn background_scan_nodes(&mut self) {
+        let policies = self.policies.clone();
+        if !policies.0.iter().any(|p| p.background) {
+            return;
+        }
+        let engine = drillbench_kyverno::Engine::new(&policies.1);
+        for id in 0..self.world.nodes().len() {
+            if !self.node_exists(id) {
+                continue;
+            }
+            let Ok(node) = serde_json::to_value(self.node_view(id)) else {
+                continue;
+            };
+            let name = self.world.node(id).name.clone();
+            for result in drillbench_kyverno::engine::background_scan(&engine, &policies.0, &node)
+                .iter()
+                .filter(|r| drillbench_policy::kyverno_admission::reportable(r))
+            {
+                let kind = if result.status == drillbench_kyverno::RuleStatus::NotEvaluated {
+                    EventKind::PolicyNotEvaluated
+                } else {
+                    EventKind::AdmissionAudited
+                };
+                let message = format!(
+                    "background scan: policy `{}` rule `{}` {}: {}",
+                    result.policy,
+                    result.rule,
+                    result.status,
+                    result.message.trim()
+                );
+                self.record(kind, node_ref(&name), Some(id), &message);
+            }
+        }
+    }
+
     fn apply(&mut self, loaded: load::Loaded) {
-        for (guard, object, refused, reason) in loaded.admissions {
-            self.obs.admissions.push(AdmissionDecision {
-                at: self.now(),
-                guard: guard.clone(),
-                object: object.clone(),
-                refused,
-                reason: reason.clone(),
-            });
-            let kind = if refused {
-                EventKind::AdmissionRefused
-            } else {
-                EventKind::AdmissionAudited
+        for load::LoadedAdmission {
+            guard,
+            object,
+            outcome,
+            reason,
+        } in loaded.admissions
+        {
+            let refused = outcome == load::AdmissionOutcome::Refused;
+            if outcome != load::AdmissionOutcome::NotEvaluated {
+                self.obs.admissions.push(AdmissionDecision {
+                    at: self.now(),
+                    guard: guard.clone(),
+                    object: object.clone(),
+                    refused,
+                    reason: reason.clone(),
+                });
+            }
+            let kind = match outcome {
+                load::AdmissionOutcome::Refused => EventKind::AdmissionRefused,
+                load::AdmissionOutcome::Audited => EventKind::AdmissionAudited,
+                load::AdmissionOutcome::NotEvaluated => EventKind::PolicyNotEvaluated,
             };
             // Admission names what it judged by WorkloadRef::of_object.
             let judged = WorkloadRef::parse(&object).unwrap_or_default();

@@ -12,6 +12,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
+use drillbench_kyverno::{FailureAction, Policy, RuleStatus};
 use drillbench_model::k8s::cron::Schedule;
 use drillbench_model::k8s::disruption::{Budget, PdbSelector};
 use drillbench_model::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
@@ -24,6 +25,9 @@ use drillbench_model::scenario::spec::GuardSpec;
 use drillbench_observe::ObjectRef;
 use drillbench_policy::admission::{admit, claim_classes};
 use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::kyverno_admission::{
+    ManifestCluster, admit_pod, controller_pod, reportable,
+};
 use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
 
@@ -101,8 +105,37 @@ pub struct Loaded {
     pub storage_classes: Vec<(String, bool)>,
     /// Objects of kinds not modelled.
     pub not_simulated: Vec<ObjectRef>,
-    /// Guard decisions made while loading: (guard, object, refused, reason).
-    pub admissions: Vec<(String, String, bool, String)>,
+    /// Guard and policy decisions made while loading.
+    pub admissions: Vec<LoadedAdmission>,
+}
+
+/// What admission said of one object, worth a line in the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedAdmission {
+    /// The guard, or `policy/rule` of a Kyverno rule.
+    pub guard: String,
+    /// `namespace/Kind/name` of the object judged.
+    pub object: String,
+    pub outcome: AdmissionOutcome,
+    pub reason: String,
+}
+
+/// How a guard or rule treated an object it applied to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmissionOutcome {
+    /// Refused: the owning controller's pods are not created.
+    Refused,
+    /// Admitted, and the failure recorded (`Audit`), or a rule error.
+    Audited,
+    /// A Kyverno rule the engine cannot evaluate: listed, never passed.
+    NotEvaluated,
+}
+
+/// The Kyverno side of admission: the drill's policies and the objects their
+/// context entries read.
+pub struct Policies<'a> {
+    pub policies: &'a [Policy],
+    pub cluster: &'a ManifestCluster,
 }
 
 /// Kinds that are read but need no model of their own.
@@ -120,9 +153,10 @@ fn decode<T: serde::de::DeserializeOwned>(doc: &Document) -> Result<T, LoadError
 /// What compiling a template needs besides the template.
 struct Context<'a> {
     guards: &'a [GuardSpec],
+    policies: Option<&'a Policies<'a>>,
     class_of: &'a dyn Fn(&str, &str) -> Option<Option<String>>,
     default_class: Option<&'a str>,
-    admissions: Vec<(String, String, bool, String)>,
+    admissions: Vec<LoadedAdmission>,
 }
 
 /// Loads every document; guards are applied to every pod template.
@@ -130,6 +164,16 @@ struct Context<'a> {
 pub fn load(
     documents: &[Document],
     guards: &[GuardSpec],
+    default_class: Option<&str>,
+) -> Result<Loaded, LoadError> {
+    load_admitted(documents, guards, None, default_class)
+}
+
+/// [`load`], with the drill's Kyverno policies applied at admission too.
+pub fn load_admitted(
+    documents: &[Document],
+    guards: &[GuardSpec],
+    policies: Option<&Policies<'_>>,
     default_class: Option<&str>,
 ) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
@@ -157,6 +201,7 @@ pub fn load(
     };
     let mut ctx = Context {
         guards,
+        policies,
         class_of: &class_of,
         default_class,
         admissions: Vec::new(),
@@ -371,6 +416,8 @@ pub fn load(
             }
             "PersistentVolumeClaim" => {}
             k if PASSIVE_KINDS.contains(&k) => {}
+            // Applied at admission (`Policies`), not objects of their own.
+            _ if drillbench_model::policy_guard::is_policy(&doc.value) => {}
             _ => loaded.not_simulated.push(ObjectRef {
                 kind: kind.to_owned(),
                 namespace: doc.namespace().unwrap_or_default().to_owned(),
@@ -430,12 +477,82 @@ fn workload(
         if decision.refused && refused_by.is_none() {
             refused_by = Some(decision.guard.clone());
         }
-        ctx.admissions.push((
-            decision.guard,
-            key.clone(),
-            decision.refused,
-            decision.reason,
-        ));
+        ctx.admissions.push(LoadedAdmission {
+            guard: decision.guard,
+            object: key.clone(),
+            outcome: if decision.refused {
+                AdmissionOutcome::Refused
+            } else {
+                AdmissionOutcome::Audited
+            },
+            reason: decision.reason,
+        });
+    }
+    let (mut labels, mut annotations) = (labels, annotations);
+    if let Some(policies) = ctx.policies
+        && !policies.policies.is_empty()
+    {
+        // Admitted once per template, as the guards are: every pod of the
+        // template (replacements after a node loss included, which reuse
+        // the admitted template) is the same object but for its name and
+        // its claims' names, and each ordinal's claims come from the same
+        // claim templates with the same class. So the result equals
+        // per-pod admission unless a policy reads a pod's name or ordinal,
+        // or a cluster object that changes during the drill (nodes): those
+        // are judged as they are at load time.
+        let templates: Vec<String> = claim_templates.iter().map(|(n, _)| n.clone()).collect();
+        let mut template_meta = template.metadata.clone().unwrap_or_default();
+        template_meta.labels = Some(labels.clone());
+        template_meta.annotations = Some(annotations.clone());
+        let submitted = PodTemplateSpec {
+            metadata: Some(template_meta),
+            spec: Some(spec.clone()),
+        };
+        let pod = controller_pod(&namespace, kind_name, &name, &submitted, &templates);
+        let judged = admit_pod(policies.policies, policies.cluster, kind_name, pod);
+        for result in judged.results.iter().filter(|r| reportable(r)) {
+            let outcome = match result.status {
+                RuleStatus::NotEvaluated => AdmissionOutcome::NotEvaluated,
+                RuleStatus::Fail if result.failure_action == Some(FailureAction::Enforce) => {
+                    AdmissionOutcome::Refused
+                }
+                _ => AdmissionOutcome::Audited,
+            };
+            let reason = match result.status {
+                RuleStatus::Error => format!("rule error: {}", result.message),
+                RuleStatus::NotEvaluated => format!("not evaluated: {}", result.message),
+                _ => result.message.trim().to_owned(),
+            };
+            ctx.admissions.push(LoadedAdmission {
+                guard: format!("{}/{}", result.policy, result.rule),
+                object: key.clone(),
+                outcome,
+                reason,
+            });
+        }
+        if refused_by.is_none() {
+            refused_by = judged.refused_by();
+        }
+        let mut patched = judged
+            .spec()
+            .ok_or("the pod spec no longer decodes after the policies' mutations")?;
+        // The claim volumes the controller adds are the simulator's
+        // `claim_templates`, not volumes of the template.
+        let original: Vec<String> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.clone())
+            .collect();
+        if let Some(volumes) = &mut patched.volumes {
+            volumes.retain(|v| original.contains(&v.name) || !templates.contains(&v.name));
+            if volumes.is_empty() && spec.volumes.is_none() {
+                patched.volumes = None;
+            }
+        }
+        spec = patched;
+        labels = judged.metadata_map("labels");
+        annotations = judged.metadata_map("annotations");
     }
 
     let requests = pod_requests(&spec).map_err(|e| e.to_string())?;
@@ -599,9 +716,16 @@ mod tests {
                     column: 1,
                     value: object.clone(),
                 };
-                let loaded = load(&[doc], &guards, default_class)
-                    .unwrap_or_else(|e| panic!("{}: {e}", entry.name))
-                    .admissions;
+                let loaded: Vec<(String, String, bool, String)> =
+                    load(&[doc], &guards, default_class)
+                        .unwrap_or_else(|e| panic!("{}: {e}", entry.name))
+                        .admissions
+                        .into_iter()
+                        .map(|a| {
+                            let refused = a.outcome == AdmissionOutcome::Refused;
+                            (a.guard, a.object, refused, a.reason)
+                        })
+                        .collect();
                 let read: Vec<(String, String, bool, String)> = Candidate::read(&object)
                     .map(|mut c| {
                         let classes =

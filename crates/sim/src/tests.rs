@@ -394,6 +394,228 @@ fn an_unknown_pod_management_policy_is_refused_at_load() {
     );
 }
 
+/// The drill's Kyverno policies at the simulator's admission: found among
+/// the workloads, applied to the Pod each controller creates (mutations,
+/// then validations: kubernetes.io/docs/reference/access-authn-authz/
+/// extensible-admission-controllers/#admission-webhook-phases), Enforce
+/// refusing and Audit recording (kyverno.io/docs/policy-types/
+/// cluster-policy/validate/#validation-failure-action), rules it cannot
+/// evaluate listed (kyverno.io/docs/policy-types/cluster-policy/generate/
+/// is not simulated).
+mod policies {
+    use drillbench_observe::EventKind;
+
+    use super::*;
+
+    const POOLS: &str = "    - {name: a, count: 2, serverType: cx43, namePattern: 'a-{n}', labels: {tier: gold}}\n    - {name: b, count: 2, serverType: cx43, namePattern: 'b-{n}'}\n";
+
+    /// A policy pinning `apps` pods to `tier: gold` by mutation (the
+    /// `+()` anchor adds the nodeSelector when absent), with a check that
+    /// refuses (or audits) pods labelled `forbidden: "yes"`, and a generate
+    /// rule the bench does not evaluate.
+    fn policy(action: &str) -> String {
+        format!(
+            "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {{name: gold-only}}
+spec:
+  validationFailureAction: {action}
+  rules:
+    - name: pin-to-gold
+      match: {{any: [{{resources: {{kinds: [Pod], namespaces: [apps]}}}}]}}
+      mutate:
+        patchStrategicMerge:
+          spec:
+            +(nodeSelector): {{tier: gold}}
+    - name: no-forbidden
+      match: {{any: [{{resources: {{kinds: [Pod]}}}}]}}
+      validate:
+        message: forbidden pods are refused
+        pattern:
+          metadata:
+            =(labels):
+              X(forbidden): \"null\"
+    - name: a-config-map
+      match: {{any: [{{resources: {{kinds: [Pod]}}}}]}}
+      generate:
+        apiVersion: v1
+        kind: ConfigMap
+        name: generated
+        namespace: apps
+        data: {{data: {{a: b}}}}
+---
+"
+        )
+    }
+
+    fn forbidden(name: &str) -> String {
+        format!(
+            "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: apps}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}, forbidden: \"yes\"}}}}
+    spec:
+      containers: [{{name: c, image: pause}}]
+---
+"
+        )
+    }
+
+    fn pods_of<'s>(sim: &'s Simulation, prefix: &str) -> Vec<&'s super::super::world::SimPod> {
+        sim.pods()
+            .iter()
+            .filter(|p| p.name.starts_with(prefix) && p.phase != PodPhase::Gone)
+            .collect()
+    }
+
+    fn events(sim: &Simulation, kind: EventKind) -> Vec<String> {
+        sim.observation()
+            .events
+            .iter()
+            .filter(|e| e.kind == kind)
+            .map(|e| format!("{}/{}: {}", e.object.namespace, e.object.name, e.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_policy_among_the_workloads_mutates_every_pod_its_controller_creates() {
+        let manifests = policy("Enforce") + &deployment("web", 4, "1Gi", "");
+        let mut sim = simulation(POOLS, &manifests, 1);
+        sim.advance_to(60_000);
+        let web = pods_of(&sim, "web-");
+        assert_eq!(web.len(), 4);
+        for pod in &web {
+            let node = pod.node.expect("placed");
+            assert!(sim.nodes()[node].name.starts_with("a-"), "{}", pod.name);
+        }
+        // Control: without the policy the same pods spread over both pools.
+        let mut plain = simulation(POOLS, &deployment("web", 4, "1Gi", ""), 1);
+        plain.advance_to(60_000);
+        assert!(
+            pods_of(&plain, "web-")
+                .iter()
+                .any(|p| plain.nodes()[p.node.expect("placed")]
+                    .name
+                    .starts_with("b-")),
+            "without the mutation some pod lands on pool b"
+        );
+    }
+
+    #[test]
+    fn enforce_refuses_the_controllers_pods_and_audit_admits_them_with_a_record() {
+        let manifests = policy("Enforce") + &forbidden("bad");
+        let mut sim = simulation(POOLS, &manifests, 1);
+        sim.advance_to(60_000);
+        assert!(pods_of(&sim, "bad-").is_empty(), "refused: no pod created");
+        let refused = events(&sim, EventKind::AdmissionRefused);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].contains("gold-only/no-forbidden") && refused[0].contains("forbidden"),
+            "{refused:?}"
+        );
+        let manifests = policy("Audit") + &forbidden("bad");
+        let mut sim = simulation(POOLS, &manifests, 1);
+        sim.advance_to(60_000);
+        assert_eq!(pods_of(&sim, "bad-").len(), 2, "audited: admitted");
+        assert!(events(&sim, EventKind::AdmissionRefused).is_empty());
+        let audited = events(&sim, EventKind::AdmissionAudited);
+        assert_eq!(audited.len(), 1, "{audited:?}");
+        assert!(audited[0].contains("gold-only/no-forbidden"), "{audited:?}");
+    }
+
+    #[test]
+    fn a_rule_the_engine_cannot_evaluate_is_listed_per_policy_and_rule() {
+        let manifests = policy("Enforce") + &deployment("web", 1, "1Gi", "");
+        let sim = simulation(POOLS, &manifests, 1);
+        let listed = events(&sim, EventKind::PolicyNotEvaluated);
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert!(
+            listed[0].contains("gold-only/a-config-map") && listed[0].contains("not evaluated"),
+            "{listed:?}"
+        );
+        // The ClusterPolicy is simulated now, so no longer "not simulated".
+        assert!(sim.observation().not_simulated.is_empty());
+    }
+
+    #[test]
+    fn a_replacement_pod_after_its_node_is_lost_is_admitted_again() {
+        let manifests = policy("Enforce") + &deployment("web", 2, "1Gi", "");
+        let mut sim = simulation(POOLS, &manifests, 1);
+        sim.advance_to(60_000);
+        let first: Vec<String> = pods_of(&sim, "web-")
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        let node = pods_of(&sim, "web-")[0].node.expect("placed");
+        sim.delete_node(
+            node,
+            false,
+            drillbench_model::duration::Duration::from_mins(1),
+        );
+        sim.advance_to(sim.now() + 600_000);
+        let now = pods_of(&sim, "web-");
+        let replacement = now
+            .iter()
+            .find(|p| !first.contains(&p.name))
+            .expect("a replacement pod");
+        let placed = replacement.node.expect("the replacement is placed");
+        assert!(
+            sim.nodes()[placed].name.starts_with("a-"),
+            "the replacement carries the mutation: {}",
+            sim.nodes()[placed].name
+        );
+        assert_eq!(
+            replacement
+                .template
+                .spec
+                .node_selector
+                .as_ref()
+                .and_then(|s| s.get("tier")),
+            Some(&"gold".to_owned())
+        );
+    }
+
+    /// The harness's node policy over the provisioned nodes: its positive
+    /// rule fails every node without the baseline label (an Audit policy
+    /// with `background: true` reports, kyverno.io/docs/policy-reports/
+    /// background/); the same policy with `background: false` reports
+    /// nothing.
+    #[test]
+    fn a_background_policy_reports_each_node_that_breaks_it() {
+        let text = std::fs::read_to_string(drillbench_model::test_support::repo_file(
+            "harness/kyverno/policies/hcloud-eligible-nodes.yaml",
+        ))
+        .expect("the node policy");
+        let pools = "    - {name: a, count: 2, serverType: cx43, namePattern: 'a-{n}', labels: {platform.devantler.tech/baseline-worker: 'true'}}\n    - {name: b, count: 1, serverType: cx43, namePattern: 'b-{n}'}\n";
+        let manifests = format!("{text}\n---\n") + &deployment("web", 1, "1Gi", "");
+        let sim = simulation(pools, &manifests, 1);
+        let audited: Vec<String> = events(&sim, EventKind::AdmissionAudited)
+            .iter()
+            .map(|e| e.split(": ").next().unwrap_or_default().to_owned())
+            .collect();
+        // The control planes and the unlabelled pool; never the labelled pool.
+        assert_eq!(
+            audited,
+            [
+                "/control-plane-1",
+                "/control-plane-2",
+                "/control-plane-3",
+                "/b-1"
+            ]
+        );
+        assert!(events(&sim, EventKind::AdmissionAudited)[3].contains(
+            "background scan: policy `hcloud-eligible-nodes` rule `labelled-baseline-worker` fail"
+        ));
+        let quiet = manifests.replace("background: true", "background: false");
+        let sim = simulation(pools, &quiet, 1);
+        assert!(events(&sim, EventKind::AdmissionAudited).is_empty());
+    }
+}
+
 #[test]
 fn a_terminating_pod_carries_the_time_it_was_deleted() {
     // `metadata.deletionTimestamp` is set when the API server accepts the

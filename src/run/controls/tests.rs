@@ -194,3 +194,62 @@ fn a_simulator_only_weakening_on_kind_provisions_nothing_and_proves_nothing() {
     });
     assert!(seen >= 3, "{seen} simulator-only controls");
 }
+
+/// A policy guard's admission control bites while its rule enforces, and
+/// the same control on the policy patched to `Audit` (an ablation's JSON
+/// patch, RFC 6902) has no teeth: Kyverno admits an audited failure
+/// (kyverno.io/docs/policy-types/cluster-policy/validate/#validation-failure-action).
+#[test]
+fn a_patch_to_a_policy_guard_flips_its_admission_control() {
+    let drill = built_in("unlabelled-autoscaler-node");
+    let (spec, control) = drill
+        .assertions
+        .iter()
+        .find_map(|a| match &a.kind {
+            AssertionKind::NegativeControl(Control::Admission(c)) => Some((a, c)),
+            _ => None,
+        })
+        .expect("an admission control");
+    assert_eq!(
+        conclusion(&admission_control(&drill, spec, control)),
+        ControlConclusion::Bites
+    );
+    let ablation = drillbench_model::scenario::spec::AblationControl {
+        guard: control.guard.clone(),
+        change: Located::new(drillbench_model::scenario::spec::GuardChange::Patch(vec![
+            serde_json::json!({"op": "replace", "path": "/spec/validationFailureAction", "value": "Audit"}),
+        ])),
+        must_fail: Vec::new(),
+    };
+    let audited = ablate(&drill, &ablation);
+    let judged = admission_control(&audited, spec, control);
+    assert_eq!(conclusion(&judged), ControlConclusion::NoTeeth);
+    assert!(
+        judged
+            .result
+            .summary
+            .contains("require-baseline-worker-affinity: fail"),
+        "{}",
+        judged.result.summary
+    );
+    // The policy a real cluster is given changes too, and `removePolicy`
+    // takes it out of both.
+    let in_workloads = |d: &Drill| {
+        d.workloads
+            .iter()
+            .find(|w| {
+                policy_guard::policy_name(&w.value).as_deref() == Some(control.guard.as_str())
+            })
+            .map(|w| w.value["spec"]["validationFailureAction"].clone())
+    };
+    assert_eq!(in_workloads(&audited), Some(serde_json::json!("Audit")));
+    let removed = ablate(
+        &drill,
+        &drillbench_model::scenario::spec::AblationControl {
+            change: Located::new(drillbench_model::scenario::spec::GuardChange::RemovePolicy),
+            ..ablation
+        },
+    );
+    assert_eq!(in_workloads(&removed), None);
+    assert_eq!(removed.policies.len() + 1, drill.policies.len());
+}

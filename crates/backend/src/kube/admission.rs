@@ -14,8 +14,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodSpec;
 use serde_json::Value;
 
+use drillbench_kyverno::RuleStatus;
 use drillbench_model::drill::Drill;
 use drillbench_policy::admission::{GuardDecision, admit, claim_classes};
+use drillbench_policy::kyverno_admission::{ManifestCluster, admit_template, reportable};
 
 /// Where a kind keeps its pod template, as a JSON pointer.
 fn template_pointer(kind: &str) -> Option<&'static str> {
@@ -82,11 +84,47 @@ pub fn admit_object(drill: &Drill, object: &mut Value) -> Vec<GuardDecision> {
         default_class,
     );
     let guards: Vec<_> = drill.spec.guards.iter().map(|g| g.value.clone()).collect();
-    let decisions = admit(&guards, &namespace, &labels, &classes, &mut spec);
+    let mut decisions = admit(&guards, &namespace, &labels, &classes, &mut spec);
     if let Ok(admitted) = serde_json::to_value(&spec) {
         *spec_value = admitted;
     }
+    decisions.extend(admit_policies(drill, default_class, object));
     decisions
+}
+
+/// The drill's Kyverno policies, emulated like the guards (the same
+/// engine and the same Pod the simulator submits): the template takes
+/// their mutations, and their failures, errors and rules not evaluated are
+/// the verdicts. A policy that does not read was refused when the drill
+/// was loaded on the simulator; here it is skipped.
+fn admit_policies(
+    drill: &Drill,
+    default_class: Option<&str>,
+    object: &mut Value,
+) -> Vec<GuardDecision> {
+    if drill.policies.is_empty() {
+        return Vec::new();
+    }
+    let policies: Vec<_> = drill
+        .policies
+        .iter()
+        .filter_map(|d| drillbench_kyverno::policy::from_document(d).ok())
+        .collect();
+    let cluster = ManifestCluster::new(&drill.workloads, default_class);
+    let Some(judged) = admit_template(&policies, &cluster, object) else {
+        return Vec::new();
+    };
+    judged
+        .results
+        .iter()
+        .filter(|r| reportable(r))
+        .map(|r| GuardDecision {
+            guard: format!("{}/{}", r.policy, r.rule),
+            refused: r.status == RuleStatus::Fail
+                && r.failure_action == Some(drillbench_kyverno::FailureAction::Enforce),
+            reason: r.message.trim().to_owned(),
+        })
+        .collect()
 }
 
 /// The class of a standalone claim the drill deploys, if it names one.
@@ -177,15 +215,22 @@ mod tests {
     #[test]
     fn an_enforcing_guard_refuses_what_it_cannot_mutate() {
         let mut drill = drill();
-        for guard in &mut drill.spec.guards {
-            guard.value.mutate = false;
+        // The guard policy without its two mutations: only the check is left.
+        for doc in &mut drill.policies {
+            if let Some(rules) = doc
+                .value
+                .pointer_mut("/spec/rules")
+                .and_then(Value::as_array_mut)
+            {
+                rules.retain(|r| r["name"] == "require-baseline-worker-affinity");
+            }
         }
         let mut shard = workload(&drill, "observability/StatefulSet/coroot-clickhouse-shard");
         let decisions = admit_object(&drill, &mut shard);
         assert!(
-            decisions
-                .iter()
-                .any(|d| d.refused && d.guard == "hcloud-on-baseline"),
+            decisions.iter().any(|d| d.refused
+                && d.guard
+                    == "hcloud-consumers-on-baseline-workers/require-baseline-worker-affinity"),
             "{decisions:?}"
         );
     }

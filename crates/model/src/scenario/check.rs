@@ -94,6 +94,7 @@ pub fn check(spec: &DrillSpec, checker: &mut Checker<'_>) -> (Vec<Step>, Vec<Ass
     }
     check_name(checker, "drill name", &spec.metadata.name);
     check_cluster(&spec.cluster, checker);
+    check_guard_entries(&spec.guard_entries, checker);
     check_guards(&spec.guards, checker);
     let steps = check_steps(&spec.steps, checker);
     let assertions = check_assertions(&spec.assertions, checker);
@@ -308,6 +309,51 @@ pub(crate) fn check_requirement(
                 requirement.key
             ),
         );
+    }
+}
+
+/// Each `guards:` entry is one form: `policy:` alone, or the shorthand
+/// with all of `name`, `action`, `match` and `require`.
+fn check_guard_entries(entries: &[Located<GuardEntry>], checker: &mut Checker<'_>) {
+    for entry in entries {
+        let shorthand = [
+            ("name", entry.name.is_some()),
+            ("action", entry.action.is_some()),
+            ("match", entry.matches.is_some()),
+            ("require", entry.require.is_some()),
+            ("mutate", entry.mutate),
+        ];
+        if entry.policy.is_some() {
+            let set: Vec<&str> = shorthand
+                .iter()
+                .filter(|(_, s)| *s)
+                .map(|(n, _)| *n)
+                .collect();
+            if !set.is_empty() {
+                checker.error(
+                    entry.at,
+                    format!(
+                        "a `policy:` guard is named and judged by its Kyverno policy; remove `{}`",
+                        set.join("`, `")
+                    ),
+                );
+            }
+            continue;
+        }
+        let missing: Vec<&str> = shorthand[..4]
+            .iter()
+            .filter(|(_, s)| !*s)
+            .map(|(n, _)| *n)
+            .collect();
+        if !missing.is_empty() {
+            checker.error(
+                entry.at,
+                format!(
+                    "a guard is `policy:` (a Kyverno policy) or the shorthand with name, action, match and require; missing `{}`",
+                    missing.join("`, `")
+                ),
+            );
+        }
     }
 }
 

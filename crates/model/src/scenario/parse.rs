@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_saphyr::{Budget, MessageFormatter, Options};
 
 use super::diagnostic::{Diagnostic, Diagnostics, SourceFile};
-use super::located::Position;
+use super::located::{Located, Position};
 use super::spec::DrillSpec;
 
 /// The largest drill file the bench reads. Drills are short; a bigger file
@@ -187,7 +187,14 @@ pub fn parse(source: &SourceFile) -> Result<DrillSpec, Diagnostics> {
     let mut blanked: Vec<(u32, String)> = Vec::new();
     loop {
         let error = match serde_saphyr::from_str_with_options::<DrillSpec>(&text, yaml_options()) {
-            Ok(spec) if found.is_empty() => return Ok(spec),
+            Ok(mut spec) if found.is_empty() => {
+                spec.guards = spec
+                    .guard_entries
+                    .iter()
+                    .filter_map(|e| Some(Located::at(e.shorthand()?, e.at)))
+                    .collect();
+                return Ok(spec);
+            }
             Ok(_) => break,
             Err(error) => error,
         };

@@ -36,7 +36,8 @@ pub use steps::{
     RestoreNamespaceFault, RolloutStep, ScaleStep, StepSpec, Target, UpgradeFault, WaitStep,
 };
 pub use workloads::{
-    GuardAction, GuardSpec, NodeOperator, NodeRequirement, PodMatch, Requirement, WorkloadSource,
+    GuardAction, GuardEntry, GuardSpec, NodeOperator, NodeRequirement, PodMatch, PolicyRef,
+    Requirement, WorkloadSource,
 };
 
 /// The `apiVersion` every drill file declares.
@@ -62,8 +63,14 @@ pub struct DrillSpec {
     /// Kubernetes manifests deployed before the steps run.
     #[serde(default)]
     pub workloads: Vec<Located<WorkloadSource>>,
-    /// Admission rules the cluster enforces on every pod.
-    #[serde(default)]
+    /// Admission rules the cluster enforces on every pod: the bench's
+    /// shorthand guards, or Kyverno policies named by `policy:`.
+    #[serde(default, rename = "guards")]
+    pub guard_entries: Vec<Located<GuardEntry>>,
+    /// The shorthand guards of `guards:`, complete ones only, filled in
+    /// when the file is parsed (validation reports the others).
+    #[serde(skip)]
+    #[schemars(skip)]
     pub guards: Vec<Located<GuardSpec>>,
     /// What happens, in order: preflight checks, faults, load changes, waits.
     #[serde(default)]

@@ -239,8 +239,14 @@ pub enum PreflightGuard {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AdmissionControl {
-    /// The guard that must refuse the object.
+    /// The guard that must refuse the object (a policy guard is named by
+    /// its policy's `metadata.name`).
     pub guard: Located<String>,
+    /// For a policy guard: the rule that must refuse it, judged alone
+    /// (without the policy's mutations). Without it the object goes through
+    /// the whole policy, mutations first, as Kyverno's webhooks take it.
+    #[serde(default)]
+    pub rule: Option<Located<String>>,
     /// The object submitted (a Pod or a pod-template workload).
     pub object: Located<serde_json::Value>,
 }
@@ -270,6 +276,24 @@ pub enum GuardChange {
     /// Add a second, unlabelled node-selector term next to the guarded one,
     /// which ORs the requirement away.
     AddUnlabelledTerm,
+    /// For a policy guard: remove the policy.
+    RemovePolicy,
+    /// For a policy guard: remove the named rule from the policy.
+    RemoveRule(String),
+    /// For a policy guard: apply a JSON patch (RFC 6902) to the policy
+    /// document, e.g. to swap `In ["true"]` for `DoesNotExist`.
+    Patch(Vec<serde_json::Value>),
+}
+
+impl GuardChange {
+    /// Whether the change is written for a Kyverno policy guard rather than
+    /// the shorthand.
+    pub fn is_policy_change(&self) -> bool {
+        matches!(
+            self,
+            GuardChange::RemovePolicy | GuardChange::RemoveRule(_) | GuardChange::Patch(_)
+        )
+    }
 }
 
 #[cfg(test)]

@@ -155,6 +155,126 @@ impl From<WorkloadSource> for WorkloadEntry {
     }
 }
 
+/// One `guards:` entry as written: either a guard in the bench's own
+/// shorthand (`name`, `action`, `match`, `require`, `mutate`), or `policy:`
+/// naming a Kyverno ClusterPolicy/Policy (a file, or one of the workloads by
+/// name). Validation demands exactly one form.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GuardEntry {
+    /// A Kyverno policy: a file of YAML relative to the drill file, or
+    /// `{name: NAME}` of a ClusterPolicy/Policy among the workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Located<PolicyRef>>,
+    /// Guard name, as assertions and negative controls refer to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Located<String>>,
+    /// `Enforce` refuses a pod that breaks the rule; `Audit` records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<GuardAction>,
+    /// Which pods the rule applies to.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matches: Option<PodMatch>,
+    /// What every matching pod must require of its node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require: Option<Requirement>,
+    /// Add the requirement to every required node-selector term of a
+    /// matching pod before checking (as a mutating policy does), instead of
+    /// only checking that the pod carries it.
+    #[serde(default)]
+    pub mutate: bool,
+}
+
+impl GuardEntry {
+    /// The shorthand guard this entry spells, when it is one and complete;
+    /// validation reports every other shape.
+    pub fn shorthand(&self) -> Option<GuardSpec> {
+        if self.policy.is_some() {
+            return None;
+        }
+        Some(GuardSpec {
+            name: self.name.clone()?,
+            action: self.action?,
+            matches: self.matches.clone()?,
+            require: self.require.clone()?,
+            mutate: self.mutate,
+            unlabelled_term: false,
+        })
+    }
+}
+
+/// Where a guard's Kyverno policy is: a file, or a workload by name.
+#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
+#[schemars(with = "PolicyRefSchema")]
+pub enum PolicyRef {
+    /// A file of YAML holding the policy, relative to the drill file.
+    File(PathBuf),
+    /// A ClusterPolicy (or `namespace/name` of a Policy) among the workloads.
+    Named(String),
+}
+
+/// The schema of `policy:`: a path, or `{name: NAME}`.
+#[derive(JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
+#[allow(dead_code)] // only its schema is used
+enum PolicyRefSchema {
+    /// A file of YAML holding the policy, relative to the drill file.
+    File(PathBuf),
+    /// A policy among the workloads.
+    Named {
+        /// Its `metadata.name`.
+        name: String,
+    },
+}
+
+impl Serialize for PolicyRef {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            PolicyRef::File(path) => path.serialize(serializer),
+            PolicyRef::Named(name) => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("name", name)?;
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyRef {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = PolicyRef;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a policy file path, or `{name: NAME}` of a policy in the workloads")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PolicyRef, E> {
+                if v.is_empty() {
+                    return Err(E::invalid_value(serde::de::Unexpected::Str(v), &self));
+                }
+                Ok(PolicyRef::File(PathBuf::from(v)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<PolicyRef, A::Error> {
+                let mut name = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" if name.is_none() => name = Some(map.next_value::<String>()?),
+                        "name" => return Err(serde::de::Error::duplicate_field("name")),
+                        other => return Err(serde::de::Error::unknown_field(other, &["name"])),
+                    }
+                }
+                name.map(PolicyRef::Named)
+                    .ok_or_else(|| serde::de::Error::missing_field("name"))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
 /// An admission rule the cluster enforces on every pod it admits.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
