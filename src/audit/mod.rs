@@ -316,6 +316,16 @@ pub fn audit(
     Ok(Report { consumers, summary })
 }
 
+/// Says what was wrong with the input, with its causes; exit 2.
+fn bad_input(err: &mut dyn Write, error: &(dyn std::error::Error + 'static)) -> Exit {
+    let _ = writeln!(
+        err,
+        "error: {}",
+        drillbench_model::error_text::error_chain(error)
+    );
+    Exit::BadInput
+}
+
 /// Runs the audit: loads every file, audits, prints the report to `out` and
 /// any input error to `err`, and returns the exit.
 pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
@@ -329,14 +339,7 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
         .collect();
     let values = match flux_values::gather(&request.substitute, &files) {
         Ok(values) => values,
-        Err(error) => {
-            let _ = writeln!(
-                err,
-                "error: {}",
-                drillbench_model::error_text::error_chain(&error)
-            );
-            return Exit::BadInput;
-        }
+        Err(error) => return bad_input(err, &error),
     };
     let mut documents = Vec::new();
     let mut stdin_read = false;
@@ -355,26 +358,12 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
         // workloads.
         match manifest::load_substituted(file, &values) {
             Ok(mut docs) => documents.append(&mut docs),
-            Err(error) => {
-                let _ = writeln!(
-                    err,
-                    "error: {}",
-                    drillbench_model::error_text::error_chain(&error)
-                );
-                return Exit::BadInput;
-            }
+            Err(error) => return bad_input(err, &error),
         }
     }
     let map = match ConsumerMap::load(&request.consumer_maps) {
         Ok(map) => map,
-        Err(error) => {
-            let _ = writeln!(
-                err,
-                "error: {}",
-                drillbench_model::error_text::error_chain(&error)
-            );
-            return Exit::BadInput;
-        }
+        Err(error) => return bad_input(err, &error),
     };
     let report = match audit(
         &documents,
@@ -383,14 +372,7 @@ pub fn run(request: &Request, out: &mut dyn Write, err: &mut dyn Write) -> Exit 
         &map,
     ) {
         Ok(report) => report,
-        Err(error) => {
-            let _ = writeln!(
-                err,
-                "error: {}",
-                drillbench_model::error_text::error_chain(&error)
-            );
-            return Exit::BadInput;
-        }
+        Err(error) => return bad_input(err, &error),
     };
     let text = match request.format {
         Format::Text => report.to_text(),

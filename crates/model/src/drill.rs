@@ -265,16 +265,10 @@ fn load_workloads(
                     .collect();
                 let values = match flux_values::gather(substitute, &value_files) {
                     Ok(values) => values,
-                    Err(ValuesError::Shape { location, expected }) => {
-                        checker.diagnostics.push(manifest_diagnostic(
-                            Path::new(&location.source),
-                            location.line,
-                            location.column,
-                            expected,
-                        ));
-                        continue;
-                    }
-                    Err(ValuesError::Manifest(ManifestError::Malformed { location, expected })) => {
+                    Err(
+                        ValuesError::Shape { location, expected }
+                        | ValuesError::Manifest(ManifestError::Malformed { location, expected }),
+                    ) => {
                         checker.diagnostics.push(manifest_diagnostic(
                             Path::new(&location.source),
                             location.line,
