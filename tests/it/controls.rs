@@ -194,20 +194,16 @@ fn cp_recreate_reports_tell_controls_apart() {
 /// stays exit 0: a warning, not bad input.
 #[test]
 fn validate_warns_about_an_assertion_no_control_can_make_fail() {
-    let uncovered = crate::common::bench(&["validate", "node-loss"]);
+    let uncovered = crate::common::bench(&["validate", "stranded-pool"]);
     assert_eq!(uncovered.code, 0, "{}", uncovered.stderr);
     assert!(
         uncovered.stderr.contains(
-            "warning: node-loss: assertion `pdbs-respected` has no negative control that can make it fail"
+            "warning: stranded-pool: assertion `pdbs-respected` has no negative control that can make it fail"
         ),
         "{}",
         uncovered.stderr
     );
-    for named in [
-        "`hcloud-consumers-recover`",
-        "`api-keeps-serving`",
-        "`web-keeps-serving`",
-    ] {
+    for named in ["`no-stranded-nodes`", "`no-stranded-volumes`"] {
         assert!(
             !uncovered.stderr.contains(named),
             "a control names {named}: {}",
@@ -229,10 +225,10 @@ fn validate_warns_about_an_assertion_no_control_can_make_fail() {
 /// What no control of a built-in drill can make fail yet, and why; the
 /// list only shrinks. Each entry is an assertion that stays green under
 /// every weakening that keeps the drill's faults:
-/// - `pdbs-respected` where no drain ever meets a budget at its limit (a
-///   crash without a drain in node-loss; one burst pod on the reclaimed
-///   node in the scale-down drills; empty nodes in stranded-pool), so
-///   even `drainWithoutEviction` has no teeth there;
+/// - `pdbs-respected` where no drain ever meets a budget at its limit (one
+///   burst pod on the reclaimed node in the scale-down drills; empty nodes
+///   in stranded-pool), so even `drainWithoutEviction` has no teeth there
+///   (node-loss no longer asserts it: a crash evicts nothing);
 /// - `burst-unchanged`: a guard that keeps burst off the autoscaler pools
 ///   also leaves the autoscaler nothing to add, so the reclaim fault finds
 ///   no node and the control is inconclusive by rule;
@@ -251,7 +247,7 @@ fn the_built_ins_uncovered_assertions_are_exactly_the_known_gaps() {
             "autoscaler-scale-down",
             &["pdbs-respected", "burst-unchanged"],
         ),
-        ("node-loss", &["pdbs-respected"]),
+        ("node-loss", &[]),
         (
             "unlabelled-autoscaler-node",
             &["pdbs-respected", "burst-unchanged"],
