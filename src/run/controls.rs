@@ -608,7 +608,7 @@ fn preflight_refusal(
 
 /// A control's verdict from its conclusion: only `Bites` passes.
 #[expect(clippy::too_many_arguments, reason = "the fields of one proof")]
-pub(super) fn unproven(
+fn unproven(
     spec: &Assertion,
     conclusion: ControlConclusion,
     weakened: String,
@@ -763,22 +763,12 @@ fn policy_admission_control(drill: &Drill, spec: &Assertion, control: &Admission
             Vec::new(),
         ),
     };
-    let mut judged = unproven(
+    admission_judged(
         spec,
-        conclusion,
-        how,
-        failed,
-        why,
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-    );
-    judged.result.bound = format!("{what} refuses the planted object");
-    if conclusion == ControlConclusion::Bites {
-        judged.result.measured = "refused".to_owned();
-    }
-    judged.result.evidence = evidence;
-    judged
+        (conclusion, how, failed, why),
+        format!("{what} refuses the planted object"),
+        evidence,
+    )
 }
 
 /// An admission control: the planted object must be refused by the guard.
@@ -852,6 +842,22 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
             Vec::new(),
         ),
     };
+    admission_judged(
+        spec,
+        (conclusion, how, failed, why),
+        format!("guard `{guard_name}` refuses the planted object"),
+        evidence,
+    )
+}
+
+/// An admission control's result: no weakened run to compare, so no traces;
+/// its bound says who must refuse, its measure is `refused` when it bit.
+pub(super) fn admission_judged(
+    spec: &Assertion,
+    (conclusion, how, failed, why): (ControlConclusion, String, String, String),
+    bound: String,
+    evidence: Vec<Evidence>,
+) -> Judged {
     let mut judged = unproven(
         spec,
         conclusion,
@@ -862,7 +868,7 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
         Vec::new(),
         Vec::new(),
     );
-    judged.result.bound = format!("guard `{guard_name}` refuses the planted object");
+    judged.result.bound = bound;
     if conclusion == ControlConclusion::Bites {
         judged.result.measured = "refused".to_owned();
     }

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::controls::unproven;
+use super::controls::admission_judged;
 use drillbench_assert::Judged;
 use drillbench_backend::{Backend, BackendError, DryRunAnswer};
 use drillbench_model::drill::Drill;
@@ -132,23 +132,12 @@ pub(super) fn judge(
             evidence(answer),
         ),
     };
-    let mut judged = unproven(
+    admission_judged(
         spec,
-        conclusion,
-        how,
-        failed,
-        why,
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-    );
-    judged.result.bound =
-        format!("the cluster's admission refuses the object planted against guard `{guard}`");
-    if conclusion == ControlConclusion::Bites {
-        judged.result.measured = "refused".to_owned();
-    }
-    judged.result.evidence = evidence;
-    judged
+        (conclusion, how, failed, why),
+        format!("the cluster's admission refuses the object planted against guard `{guard}`"),
+        evidence,
+    )
 }
 
 #[cfg(test)]
