@@ -29,6 +29,7 @@ pub mod object_rules;
 pub mod policy_guard;
 pub mod rng;
 pub mod scenario;
+pub mod snapshot;
 pub mod suggest;
 #[doc(hidden)]
 pub mod test_support;
