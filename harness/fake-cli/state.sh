@@ -82,12 +82,12 @@ drillbench_sim() { # crash|delete NODE
 
 # A cluster created anew: the served simulator, when there is one,
 # provisions its drill's nodes again from time zero, with no workloads and
-# no guards, as a new kind or Talos cluster is: empty, with no policy
+# no guards and no policies, as a new kind or Talos cluster is: empty, with no policy
 # engine. The bench admits and applies the workloads itself.
 drillbench_sim_reset() {
     server="${DRILLBENCH_FAKE_SERVER:-}"
     case "$server" in http://*) ;; *) return 0 ;; esac
     drillbench_curl -fsS -X POST -H 'Content-Type: application/json' \
-        --data '{"guards": "[]", "workloads": false}' \
+        --data '{"guards": "[]", "policies": [], "workloads": false}' \
         "$server/bench/v1/reset?seed=${DRILLBENCH_FAKE_SEED:-1}" > /dev/null
 }

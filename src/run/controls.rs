@@ -702,34 +702,42 @@ fn policy_cluster(
 }
 
 /// An admission control naming a policy guard: the planted object's Pod,
-/// as its controller submits it, goes through the policy (mutations first,
-/// as Kyverno's webhooks take it), or through the named rule alone; the
-/// control bites when that policy (rule) refuses it.
+/// as its controller submits it, goes through every policy of the drill as
+/// the API server's admission chain takes it (every mutation first, then
+/// every validation), so the simulator judges what a real cluster's dry
+/// run judges. The control bites when the named policy (its named rule)
+/// is among the refusers; a refusal by another policy alone proves nothing
+/// about this one.
 fn policy_admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
     let name = control.guard.as_str();
     let rule = control.rule.as_ref().map(|r| r.as_str());
-    let mut policy = drill
+    let policies: Vec<_> = drill
         .policies
         .iter()
-        .find(|d| policy_guard::policy_name(&d.value).as_deref() == Some(name))
-        .and_then(|d| drillbench_kyverno::policy::from_value(&d.value).ok());
-    if let (Some(policy), Some(rule)) = (&mut policy, rule) {
-        policy.rules.retain(|r| r.name == rule);
-    }
+        .filter_map(|d| drillbench_kyverno::policy::from_value(&d.value).ok())
+        .collect();
     let cluster = policy_cluster(drill, Some(&control.object.value));
-    let judged = policy.as_ref().and_then(|policy| {
-        let (key, kind, pod) = kyverno_admission::submitted_pod(&control.object.value)?;
-        let judged =
-            kyverno_admission::admit_pod(std::slice::from_ref(policy), &cluster, &kind, pod);
-        Some((key, judged))
+    let judged = kyverno_admission::submitted_pod(&control.object.value).map(|(key, kind, pod)| {
+        (
+            key,
+            kyverno_admission::admit_pod(&policies, &cluster, &kind, pod),
+        )
     });
     let what = match rule {
         Some(rule) => format!("rule `{rule}` of policy `{name}`"),
         None => format!("policy `{name}`"),
     };
-    let how = format!("an object planted that breaks {what}");
+    let how = format!("an object planted that breaks {what}, through the whole admission chain");
+    let refused_here = |judged: &kyverno_admission::PodAdmission| {
+        judged.results.iter().any(|r| {
+            r.policy == name
+                && rule.is_none_or(|rule| r.rule == rule)
+                && r.status == drillbench_kyverno::RuleStatus::Fail
+                && r.failure_action == Some(drillbench_kyverno::FailureAction::Enforce)
+        })
+    };
     let (conclusion, failed, why, evidence) = match judged {
-        Some((object, judged)) if judged.refusal.is_some() => (
+        Some((object, judged)) if refused_here(&judged) => (
             ControlConclusion::Bites,
             format!("{what} refused {object}"),
             "admission refused the object the policy exists to keep out: the guard bites"
@@ -747,11 +755,15 @@ fn policy_admission_control(drill: &Drill, spec: &Assertion, control: &Admission
             let said: Vec<String> = judged
                 .results
                 .iter()
+                .filter(|r| r.policy == name)
                 .map(|r| format!("{}: {}", r.rule, r.status))
                 .collect();
+            let others = judged.refused_by().map_or(String::new(), |by| {
+                format!("; refused by {by} instead, which proves nothing about this policy")
+            });
             (
                 ControlConclusion::NoTeeth,
-                format!("{what} admitted {object} ({})", said.join(", ")),
+                format!("{what} admitted {object} ({}){others}", said.join(", ")),
                 "the policy keeps nothing out".to_owned(),
                 Vec::new(),
             )
@@ -771,7 +783,10 @@ fn policy_admission_control(drill: &Drill, spec: &Assertion, control: &Admission
     )
 }
 
-/// An admission control: the planted object must be refused by the guard.
+/// An admission control: the planted object goes through every guard of
+/// the drill in order (a mutating guard first adds its requirement), as the
+/// platform's admission chain takes it, and must be refused by the named
+/// guard.
 fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl) -> Judged {
     if drill
         .policy_guards
@@ -780,11 +795,7 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
     {
         return policy_admission_control(drill, spec, control);
     }
-    let guard = drill
-        .spec
-        .guards
-        .iter()
-        .find(|g| g.name.as_str() == control.guard.as_str());
+    let guards: Vec<GuardSpec> = drill.spec.guards.iter().map(|g| g.value.clone()).collect();
     let default_class = drill
         .topology
         .storage_classes
@@ -793,28 +804,33 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
         .map(|c| c.name.as_str());
     // The planted object is judged alone: a claim it mounts resolves to no
     // standalone claim, so it gets the default class.
-    let decision = guard.and_then(|g| {
-        let mut planted = Candidate::read(&control.object.value)?;
-        let classes = claim_classes(
-            planted.claim_templates,
-            &planted.spec,
-            |_| None,
-            default_class,
-        );
-        let guards = [g.value.clone()];
-        admit(
-            &guards,
-            &planted.namespace,
-            &planted.labels,
-            &classes,
-            &mut planted.spec,
-        )
-        .into_iter()
-        .find(|d| d.guard == g.name.value)
-        .map(|d| (planted.key, d.refused, d.reason))
-    });
+    let decision = guards
+        .iter()
+        .any(|g| g.name.as_str() == control.guard.as_str())
+        .then(|| Candidate::read(&control.object.value))
+        .flatten()
+        .and_then(|mut planted| {
+            let classes = claim_classes(
+                planted.claim_templates,
+                &planted.spec,
+                |_| None,
+                default_class,
+            );
+            admit(
+                &guards,
+                &planted.namespace,
+                &planted.labels,
+                &classes,
+                &mut planted.spec,
+            )
+            .into_iter()
+            .find(|d| d.guard == control.guard.value)
+            .map(|d| (planted.key, d.refused, d.reason))
+        });
     let guard_name = &control.guard.value;
-    let how = format!("an object planted that breaks guard `{guard_name}`");
+    let how = format!(
+        "an object planted that breaks guard `{guard_name}`, through the whole admission chain"
+    );
     let (conclusion, failed, why, evidence) = match decision {
         Some((object, true, reason)) => (
             ControlConclusion::Bites,

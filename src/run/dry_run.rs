@@ -65,6 +65,18 @@ pub fn refused_at_admission(answer: &DryRunAnswer) -> bool {
             && !answer.message.contains("because it is being terminated"))
 }
 
+/// Whether the refusal names the control's guard (and rule): Kyverno lists
+/// every blocking policy and rule in its denial (`POLICY:\n  RULE: message`),
+/// the served simulator every refusing guard. A refusal that names only
+/// other guards was the chain's, not this guard's.
+fn names_the_guard(answer: &DryRunAnswer, control: &AdmissionControl) -> bool {
+    answer.message.contains(control.guard.as_str())
+        && control
+            .rule
+            .as_ref()
+            .is_none_or(|rule| answer.message.contains(rule.as_str()))
+}
+
 /// The control's verdict from the API server's answer.
 pub(super) fn judge(
     spec: &Assertion,
@@ -74,6 +86,10 @@ pub(super) fn judge(
 ) -> Judged {
     let guard = &control.guard.value;
     let object = WorkloadRef::of_object(&control.object.value).to_string();
+    let named = match &control.rule {
+        Some(rule) => format!("rule `{}` of guard `{guard}`", rule.as_str()),
+        None => format!("guard `{guard}`"),
+    };
     let how = format!(
         "an object planted that breaks guard `{guard}`, submitted to the {backend} cluster's API server with dryRun=All"
     );
@@ -110,13 +126,25 @@ pub(super) fn judge(
             ),
             evidence(answer),
         ),
-        Ok(answer) if refused_at_admission(answer) => (
+        Ok(answer) if refused_at_admission(answer) && names_the_guard(answer, control) => (
             ControlConclusion::Bites,
             format!(
                 "the API server refused {object} at admission ({} {})",
                 answer.code, answer.reason
             ),
             "the cluster's own admission chain refused the object the guard exists to keep out: the guard bites".to_owned(),
+            evidence(answer),
+        ),
+        Ok(answer) if refused_at_admission(answer) => (
+            ControlConclusion::Inconclusive,
+            format!(
+                "the API server refused {object} at admission, but its answer does not name {named} ({} {})",
+                answer.code, answer.reason
+            ),
+            format!(
+                "another part of the admission chain refused it, which proves nothing about guard `{guard}`: {}",
+                answer.message
+            ),
             evidence(answer),
         ),
         Ok(answer) => (
@@ -181,7 +209,7 @@ mod tests {
     // A webhook's refusal, as the API server words it
     // (k8s.io/apiserver webhook/errors/statuserror.go `ToStatusErr`: "admission
     // webhook %q denied the request: %s", code at least 400).
-    const KYVERNO: &str = "admission webhook \"validate.kyverno.svc-fail\" denied the request: \n\nresource StatefulSet/openbao/planted was blocked due to the following policies";
+    const KYVERNO: &str = "admission webhook \"validate.kyverno.svc-fail\" denied the request: \n\nresource StatefulSet/openbao/planted was blocked due to the following policies\n\nopenbao-requires-baseline:\n  autogen-require-baseline: every term must require the baseline label";
 
     #[test]
     fn a_webhook_refusal_bites_with_the_servers_words_as_evidence() {
@@ -238,12 +266,45 @@ mod tests {
             assert_eq!(c, ControlConclusion::Inconclusive, "{code} {message}");
             assert_eq!(judged.result.verdict, Verdict::Fail);
         }
-        // Control: a 403 from an admission plugin (not authorization) bites.
-        let plugin = "pods \"p\" is forbidden: exceeded quota: compute";
+        // Control: a 403 from an admission plugin (not authorization) is
+        // admission's, and bites when it names the guard, as a
+        // ValidatingAdmissionPolicy's denial does.
+        let quota = answer(
+            403,
+            "Forbidden",
+            "pods \"p\" is forbidden: exceeded quota: compute",
+        );
+        assert!(refused_at_admission(&quota));
+        let vap = "statefulsets.apps \"planted\" is forbidden: ValidatingAdmissionPolicy 'openbao-requires-baseline' with binding 'b' denied request: no baseline";
         assert_eq!(
-            conclusion(&Ok(answer(403, "Forbidden", plugin))).0,
+            conclusion(&Ok(answer(403, "Forbidden", vap))).0,
             ControlConclusion::Bites
         );
+    }
+
+    /// A real chain runs every policy: a refusal by another guard (here a
+    /// quota, or another Kyverno policy) says nothing about the named one.
+    /// Paired with [`a_webhook_refusal_bites_with_the_servers_words_as_evidence`],
+    /// whose denial names it.
+    #[test]
+    fn an_admission_refusal_that_names_another_guard_proves_nothing() {
+        let other = KYVERNO.replace("openbao-requires-baseline", "disallow-latest-tag");
+        for (code, reason, message) in [
+            (400, "BadRequest", other.as_str()),
+            (
+                403,
+                "Forbidden",
+                "pods \"p\" is forbidden: exceeded quota: compute",
+            ),
+        ] {
+            let (c, judged) = conclusion(&Ok(answer(code, reason, message)));
+            assert_eq!(c, ControlConclusion::Inconclusive, "{message}");
+            assert!(
+                judged.result.summary.contains("does not name guard"),
+                "{}",
+                judged.result.summary
+            );
+        }
     }
 
     #[test]

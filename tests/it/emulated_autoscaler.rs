@@ -149,12 +149,13 @@ fn the_bench_autoscales_a_kind_cluster_to_the_simulators_verdicts() {
         &["--backend", "kind", "--standby-nodes", "2"],
     );
     assert_eq!(kind.report()["backend"], "kind");
-    // The admission control is judged by the served cluster's own
-    // admission on kind (a dry run), by the guard's emulation on sim.
-    // There the mutating `hcloud-on-baseline` makes the planted consumer
-    // compliant before `openbao-requires-baseline` sees it, so the server
-    // admits it and the control has no teeth (docs/backends.md); every
-    // other verdict is the simulator's.
+    // The admission control is judged by the kind cluster's own admission
+    // (a dry run), by the emulation of the drill's admission chain on sim.
+    // A kind cluster the bench creates runs no policy engine (the stand-in
+    // resets the served simulator with no guards and no policies), so its
+    // API server admits the planted consumer and the control truthfully
+    // has no teeth there (docs/backends.md); every other verdict is the
+    // simulator's.
     const ADMISSION: &str = "guard-refuses-an-unguarded-consumer";
     let mut on_kind = verdicts(kind.report());
     let mut on_sim = verdicts(sim.report());

@@ -94,14 +94,14 @@ fn run(
     }
 }
 
-/// The verdicts both backends must agree on: all but the admission
-/// controls, which a real API server judges on the kubeconfig backend
-/// (see [`judged_by_the_server`]) and the simulator's emulation on sim.
+/// The verdicts of every assertion, the admission controls included: a
+/// real API server judges those on the kubeconfig backend (see
+/// [`judged_by_the_server`]) and the simulator's emulation of the same
+/// admission chain on sim, and both must agree.
 fn verdicts(report: &DrillReport) -> BTreeMap<String, Verdict> {
     report
         .assertions
         .iter()
-        .filter(|a| !is_admission_control(a))
         .map(|a| (a.name.clone(), a.verdict))
         .collect()
 }
@@ -131,17 +131,6 @@ fn judged_by_the_server(report: &DrillReport) -> Vec<(String, Verdict, String)> 
         .collect()
 }
 
-/// Whether a kubeconfig run's only failures are admission controls the
-/// served cluster's admission admitted: then it exits unproven where the
-/// simulator, judging the guard alone, passes.
-fn unproven_only_by_the_servers_admission(report: &DrillReport) -> bool {
-    report
-        .assertions
-        .iter()
-        .filter(|a| a.verdict == Verdict::Fail)
-        .all(is_admission_control)
-}
-
 /// Runs a drill on the simulator and on a served simulator through the
 /// kubeconfig backend; returns both reports.
 fn both(drill: &Path) -> (DrillReport, DrillReport) {
@@ -163,17 +152,9 @@ fn both(drill: &Path) -> (DrillReport, DrillReport) {
         .report
         .unwrap_or_else(|| panic!("the kubeconfig run wrote no report: {}", kube.stderr));
     assert_eq!(kube_report.backend, "kubeconfig");
-    let kube_exit = if kube.exit == Exit::ControlUnproven
-        && sim.exit == Exit::Success
-        && unproven_only_by_the_servers_admission(&kube_report)
-    {
-        Exit::Success
-    } else {
-        kube.exit
-    };
     assert_eq!(
-        sim.exit, kube_exit,
-        "both runs exit alike (but for the server's admission); kubeconfig stderr: {}",
+        sim.exit, kube.exit,
+        "both runs exit alike; kubeconfig stderr: {}",
         kube.stderr
     );
     (sim_report, kube_report)
@@ -193,9 +174,7 @@ fn assert_same_verdicts_of(drill: &Path, name: &str) -> (DrillReport, DrillRepor
         verdicts(&sim),
         "{name}: the kubeconfig backend judged differently"
     );
-    if !unproven_only_by_the_servers_admission(&kube) {
-        assert_eq!(kube.outcome, sim.outcome);
-    }
+    assert_eq!(kube.outcome, sim.outcome);
     (sim, kube)
 }
 
@@ -214,29 +193,20 @@ fn node_loss_reaches_the_simulators_verdicts() {
     let drill = variant(dir.path(), "node-loss", without_pinning);
     let (sim, kube) = assert_same_verdicts_of(&drill, "node-loss");
     // The admission control, judged by the served cluster's admission: its
-    // guards run in order, the mutating `hcloud-on-baseline` adds the
-    // baseline requirement to the planted consumer, and
-    // `openbao-requires-baseline` then finds nothing to refuse. The server
-    // admits it (201 to the dry run), so on a cluster that runs both
-    // guards the control has no teeth; the simulator, judging the named
-    // guard alone, says it bites.
-    assert_eq!(
-        judged_by_the_server(&kube)
-            .into_iter()
-            .map(|(name, verdict, answer)| (name, verdict, answer.ends_with("-> 201: admitted")))
-            .collect::<Vec<_>>(),
-        [(
-            "guard-refuses-an-unguarded-consumer".to_owned(),
-            Verdict::Fail,
-            true
-        )]
+    // guards run in order, the mutating `hcloud-on-baseline` leaves the
+    // planted consumer's own term (it names the baseline label already),
+    // and both guards refuse it. The server's denial names the control's
+    // guard, as the simulator's emulation of the same chain does.
+    let judged = judged_by_the_server(&kube);
+    assert_eq!(judged.len(), 1, "{judged:?}");
+    let (name, verdict, answer) = &judged[0];
+    assert_eq!(name, "guard-refuses-an-unguarded-consumer");
+    assert_eq!(*verdict, Verdict::Pass, "{answer}");
+    assert!(
+        answer.contains("400 BadRequest")
+            && answer.contains("guard openbao-requires-baseline refused"),
+        "{answer}"
     );
-    let on_sim = sim
-        .assertions
-        .iter()
-        .find(|a| a.name == "guard-refuses-an-unguarded-consumer")
-        .expect("the control on sim");
-    assert_eq!(on_sim.verdict, Verdict::Pass);
     // The RTO is measured from watched placements and readiness, not
     // copied: it must exist on both and be the fault-to-recovery time.
     let rto = |r: &DrillReport| {

@@ -98,9 +98,14 @@ pub fn guard_matches(
     true
 }
 
-/// Adds the requirement to every required node-selector term, creating a
-/// term when the pod has none, as the platform's mutating policy does.
-/// Terms are ORed, so adding it to only one would fail open.
+/// Adds the requirement to every required node-selector term that does not
+/// already constrain its key, creating a term when the pod has none, as the
+/// platform's mutating policy does (`require-the-label-in-every-term` in
+/// `harness/kyverno/policies/hcloud-consumers-on-baseline-workers.yaml`:
+/// its `foreach` precondition skips a term with an expression on the key).
+/// Terms are ORed, so adding it to only one would fail open. A term that
+/// names the key its own way (`NotIn`, `DoesNotExist`, other values) is the
+/// pod's own choice: the mutation leaves it, and the check judges it.
 pub fn inject_requirement(spec: &mut PodSpec, requirement: &NodeRequirement) {
     let wanted = requirement.to_kubernetes();
     let affinity = spec.affinity.get_or_insert_with(Default::default);
@@ -117,7 +122,7 @@ pub fn inject_requirement(spec: &mut PodSpec, requirement: &NodeRequirement) {
     }
     for term in &mut required.node_selector_terms {
         let expressions = term.match_expressions.get_or_insert_with(Vec::new);
-        if !expressions.contains(&wanted) {
+        if !expressions.iter().any(|e| e.key == wanted.key) {
             expressions.push(wanted.clone());
         }
     }
@@ -422,6 +427,50 @@ mod tests {
                 .starts_with("the pod has no required node affinity"),
             "{decisions:?}"
         );
+    }
+
+    /// An hcloud consumer whose chart keeps it off the baseline in its own
+    /// required term.
+    fn consumer_kept_off_the_baseline(namespace: &str, operator: &str) -> Value {
+        let mut object = hcloud_consumer(namespace);
+        object["spec"]["template"]["spec"]["affinity"] = json!({"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": BASELINE, "operator": operator, "values": ["true"]}]}
+            ]}
+        }});
+        object
+    }
+
+    /// The platform's mutation adds the label only to a term that does not
+    /// name it (`hcloud-consumers-on-baseline-workers.yaml`, the foreach
+    /// precondition of `require-the-label-in-every-term`): a term that keeps
+    /// the pod off the baseline is left, and every enforcing guard refuses
+    /// it. Paired with the term that asks for the baseline, which passes.
+    #[test]
+    fn a_term_that_names_the_key_its_own_way_escapes_the_mutation_and_is_refused() {
+        let (candidate, decisions) = judge(
+            &guards(),
+            &consumer_kept_off_the_baseline("openbao", "NotIn"),
+        );
+        let names: Vec<&str> = decisions.iter().map(|d| d.guard.as_str()).collect();
+        assert_eq!(names, ["hcloud-on-baseline", "openbao-requires-baseline"]);
+        assert!(decisions.iter().all(|d| d.refused), "{decisions:?}");
+        let terms = candidate.spec.affinity.unwrap().node_affinity.unwrap();
+        let expressions = terms
+            .required_during_scheduling_ignored_during_execution
+            .unwrap()
+            .node_selector_terms[0]
+            .match_expressions
+            .clone()
+            .unwrap();
+        assert_eq!(
+            expressions.len(),
+            1,
+            "the mutation left the term as written"
+        );
+
+        let (_, decisions) = judge(&guards(), &consumer_kept_off_the_baseline("openbao", "In"));
+        assert!(decisions.is_empty(), "{decisions:?}");
     }
 
     #[test]

@@ -138,8 +138,15 @@ impl ManifestCluster {
     /// a class gets `default_class`, and each StatefulSet contributes the
     /// claims of its first ordinal.
     pub fn new(documents: &[Document], default_class: Option<&str>) -> Self {
-        let mut objects = Vec::new();
-        let mut namespace_labels = BTreeMap::new();
+        Self::default().with(documents, default_class)
+    }
+
+    /// This cluster with `documents` added, as [`ManifestCluster::new`]
+    /// reads them: what an object created through the API resolves its own
+    /// claims against (a StatefulSet's claims exist once it does).
+    pub fn with(&self, documents: &[Document], default_class: Option<&str>) -> Self {
+        let mut objects = self.inner.objects().to_vec();
+        let mut namespace_labels = self.namespace_labels.clone();
         for doc in documents {
             let value = &doc.value;
             match doc.kind() {

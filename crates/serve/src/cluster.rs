@@ -146,7 +146,7 @@ impl Cluster {
         self.sim.apply_manifest(object, &self.guards)
     }
 
-    /// The first refusal the simulator's admission records for `object`,
+    /// Every refusal the simulator's admission records for `object`, each
     /// as `guard: reason`: found by applying it to a copy, so the admission
     /// is exactly the one the simulator's loader runs (whatever it holds)
     /// and a refused object leaves nothing behind. A manifest the
@@ -155,10 +155,15 @@ impl Cluster {
         let mut trial = self.scratch();
         let before = trial.sim.observation().admissions.len();
         trial.apply_manifest(object.clone()).ok()?;
-        trial.sim.observation().admissions[before..]
+        // Every refusing guard, as Kyverno lists every blocking policy: a
+        // client (an admission control's dry run) must see whether the
+        // guard it names was among them.
+        let refusals: Vec<String> = trial.sim.observation().admissions[before..]
             .iter()
-            .find(|d| d.refused)
+            .filter(|d| d.refused)
             .map(|d| format!("guard {} refused {}: {}", d.guard, d.object, d.reason))
+            .collect();
+        (!refusals.is_empty()).then(|| refusals.join("; "))
     }
 
     pub(super) fn add_watcher(&mut self, watcher: Watcher) {

@@ -237,12 +237,18 @@ impl Simulation {
             )));
         }
         let policies = self.policies.clone();
+        // The object's own claims resolve as soon as it exists, as the
+        // claims of the drill's StatefulSets do at load.
+        let cluster = policies.1.with(
+            std::slice::from_ref(&document),
+            self.volumes.default_class(),
+        );
         let loaded = load::load_admitted(
             std::slice::from_ref(&document),
             guards,
             Some(&load::Policies {
                 policies: &policies.0,
-                cluster: &policies.1,
+                cluster: &cluster,
             }),
             self.volumes.default_class(),
         )

@@ -253,3 +253,50 @@ fn a_patch_to_a_policy_guard_flips_its_admission_control() {
     assert_eq!(in_workloads(&removed), None);
     assert_eq!(removed.policies.len() + 1, drill.policies.len());
 }
+
+/// The planted object goes through the whole admission chain, as a
+/// cluster's API server takes it (mutating admission, then validating:
+/// kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#what-are-admission-webhooks).
+/// The built-in drills plant a consumer whose own term keeps it off the
+/// baseline, which no mutation fixes, so the check bites; planted without
+/// that term, the chain's mutation makes it compliant before the check
+/// looks and the same control has no teeth, for a shorthand guard behind
+/// the mutating `hcloud-on-baseline` and for a Kyverno rule behind its
+/// policy's own mutations alike.
+#[test]
+fn a_planted_object_the_chains_mutation_fixes_proves_nothing() {
+    for name in ["node-loss", "unlabelled-autoscaler-node"] {
+        let drill = built_in(name);
+        let (spec, control) = drill
+            .assertions
+            .iter()
+            .find_map(|a| match &a.kind {
+                AssertionKind::NegativeControl(Control::Admission(c)) => Some((a, c)),
+                _ => None,
+            })
+            .expect("an admission control");
+        assert_eq!(
+            conclusion(&admission_control(&drill, spec, control)),
+            ControlConclusion::Bites,
+            "{name}"
+        );
+        let mut fixable = control.clone();
+        let template = fixable
+            .object
+            .value
+            .pointer_mut("/spec/template/spec")
+            .and_then(serde_json::Value::as_object_mut)
+            .expect("a pod template");
+        assert!(
+            template.remove("affinity").is_some(),
+            "{name}: the own term"
+        );
+        let judged = admission_control(&drill, spec, &fixable);
+        assert_eq!(conclusion(&judged), ControlConclusion::NoTeeth, "{name}");
+        assert!(
+            judged.result.summary.contains("admitted"),
+            "{name}: {}",
+            judged.result.summary
+        );
+    }
+}

@@ -242,9 +242,10 @@ pub struct AdmissionControl {
     /// The guard that must refuse the object (a policy guard is named by
     /// its policy's `metadata.name`).
     pub guard: Located<String>,
-    /// For a policy guard: the rule that must refuse it, judged alone
-    /// (without the policy's mutations). Without it the object goes through
-    /// the whole policy, mutations first, as Kyverno's webhooks take it.
+    /// For a policy guard: the rule that must be among the refusers. The
+    /// object always goes through every policy (every guard) of the drill,
+    /// mutations first, as a cluster's admission chain takes it, so the
+    /// simulator judges what a real cluster's dry run judges.
     #[serde(default)]
     pub rule: Option<Located<String>>,
     /// The object submitted (a Pod or a pod-template workload).
