@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::api::{ApiError, ApiResult, Reply, Request};
+use super::partial;
 use super::resources::{self, RESOURCES, Resource, SNAPSHOT_ONLY};
 use super::select::{self, FieldTerm};
 use super::table;
@@ -172,7 +173,9 @@ impl Frozen {
                     })
                     .cloned()
                     .ok_or_else(|| ApiError::not_found(resource, name))?;
-                Ok(if table::wants_table(&request.accept) {
+                Ok(if partial::wants_metadata(&request.accept) {
+                    Reply::Json(200, partial::object(&object))
+                } else if table::wants_table(&request.accept) {
                     Reply::Json(
                         200,
                         table::table(resource.kind, &[object], RESOURCE_VERSION, self.now_ms),
@@ -242,6 +245,9 @@ impl Frozen {
             let next = offset + limit;
             metadata["continue"] = json!(next.to_string());
             metadata["remainingItemCount"] = json!(total - next);
+        }
+        if partial::wants_metadata(&request.accept) {
+            return Ok(Reply::Json(200, partial::list(&items, metadata)));
         }
         if table::wants_table(&request.accept) {
             let mut t = table::table(resource.kind, &items, RESOURCE_VERSION, self.now_ms);

@@ -25,6 +25,7 @@ mod media;
 mod names;
 mod namespaces;
 mod objects;
+mod partial;
 pub mod patch;
 mod read;
 pub mod resources;
