@@ -57,6 +57,13 @@ enum Command {
     /// The simulator on its own.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Capture a live cluster, read-only, into a snapshot file: nodes,
+    /// workloads and their pods where they run, storage, budgets, leases,
+    /// Velero and Kyverno objects. Secrets and ConfigMaps by name only.
+    ///
+    /// Exit 0 when written; 2 for a bad kubeconfig, context or -o, or a
+    /// cluster over --max-objects; 3 when the cluster cannot be read.
+    Snapshot(SnapshotArgs),
     /// Remove what crashed kind and Talos runs left behind: the clusters
     /// the run registry recorded and containers labelled drillbench.dev/run.
     /// Nothing else is touched.
@@ -121,9 +128,39 @@ enum SimCommand {
 }
 
 #[derive(Debug, Args)]
+struct SnapshotArgs {
+    /// The kubeconfig of the cluster to read.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: PathBuf,
+    /// The context in the kubeconfig (default: its current context).
+    #[arg(long, value_name = "CTX")]
+    context: Option<String>,
+    /// Read namespaced objects in this namespace only (repeatable; default:
+    /// all). Cluster-scoped objects are always read.
+    #[arg(long = "namespace", value_name = "NS")]
+    namespaces: Vec<String>,
+    /// The snapshot file to write. A file there that is not a snapshot is
+    /// kept and the command refused, unless --force.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: PathBuf,
+    /// Overwrite an -o file that is not a snapshot.
+    #[arg(long)]
+    force: bool,
+    /// The most objects to capture; more is an error (default: the drill
+    /// budget's 100 000 objects).
+    #[arg(long, value_name = "N")]
+    max_objects: Option<u64>,
+}
+
+#[derive(Debug, Args)]
 struct ServeArgs {
     /// A built-in drill name or a path to a drill file.
-    drill: String,
+    #[arg(required_unless_present = "snapshot")]
+    drill: Option<String>,
+    /// Serve a snapshot file (`bench snapshot`) instead of a drill: the
+    /// captured objects, frozen, read-only.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["drill", "speed", "step", "seed", "standby_nodes"])]
+    snapshot: Option<PathBuf>,
     /// Loopback address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:8001")]
     listen: std::net::SocketAddr,
@@ -468,9 +505,38 @@ pub fn main() -> ExitCode {
         Command::Report(_) => Exit::BadInput,
         Command::Schema => app::schema(&mut io),
         Command::Clean { dry_run } => app::clean(dry_run, &mut io),
+        Command::Snapshot(args) => app::snapshot(
+            &app::SnapshotOptions {
+                kubeconfig: args.kubeconfig,
+                context: args.context,
+                namespaces: args.namespaces,
+                out: args.out,
+                force: args.force,
+                max_objects: args.max_objects,
+            },
+            &mut io,
+        ),
+        Command::Sim(SimCommand::Serve(ServeArgs {
+            snapshot: Some(snapshot),
+            listen,
+            kubeconfig_out,
+            force,
+            max_request_bytes,
+            ..
+        })) => app::sim_serve_snapshot(
+            &app::ServeSnapshotOptions {
+                snapshot,
+                listen,
+                kubeconfig_out,
+                force,
+                max_request_bytes,
+            },
+            &mut io,
+        ),
         Command::Sim(SimCommand::Serve(args)) => {
             let options = drillbench_serve::CliOptions {
-                drill: args.drill,
+                // clap requires DRILL when --snapshot is not given.
+                drill: args.drill.unwrap_or_default(),
                 listen: args.listen,
                 kubeconfig_out: args.kubeconfig_out,
                 force: args.force,

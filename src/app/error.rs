@@ -7,9 +7,12 @@ use crate::io::Io;
 use crate::run::RunError;
 use drillbench_backend::BackendError;
 use drillbench_backend::clean::{CleanError, RegistryError};
+use drillbench_backend::kube::KubeError;
+use drillbench_backend::kube::capture::CaptureError;
 use drillbench_model::exit::Exit;
 use drillbench_model::scenario::catalog::{ExportError, ResolveError};
 use drillbench_model::scenario::diagnostic::{Diagnostic, Diagnostics};
+use drillbench_model::snapshot::SnapshotError;
 use drillbench_report::ReportError;
 use drillbench_report::compare::CompareError;
 use drillbench_report::sweep::SweepError;
@@ -131,6 +134,25 @@ pub(crate) enum CommandError {
     LiveRead(#[source] drillbench_backend::kube::KubeError),
     #[error("cannot wait for Ctrl-C")]
     CtrlC(#[source] std::io::Error),
+    #[error("cannot capture the cluster")]
+    Capture(#[source] CaptureError),
+    #[error(
+        "{} exists and is not a snapshot `bench snapshot` wrote; pass --force to overwrite it",
+        .0.display()
+    )]
+    SnapshotNotOurs(PathBuf),
+    #[error("-o {} is a folder; expected a file name", .0.display())]
+    SnapshotOutIsDir(PathBuf),
+    #[error("-o {}: its folder does not exist", .0.display())]
+    SnapshotOutNoFolder(PathBuf),
+    #[error("cannot write the snapshot to {}", .path.display())]
+    WriteSnapshot {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    SnapshotFile(SnapshotError),
     /// Refused before the drill touched anything: said so after the cause.
     #[error(transparent)]
     NothingRan(Box<CommandError>),
@@ -176,7 +198,17 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::ReadSweep(_)
         | E::Compare(_)
         | E::PolicySuite(_)
-        | E::PolicyLive(_) => Exit::BadInput,
+        | E::PolicyLive(_)
+        | E::SnapshotNotOurs(_)
+        | E::SnapshotOutIsDir(_)
+        | E::SnapshotOutNoFolder(_)
+        | E::SnapshotFile(_) => Exit::BadInput,
+        // The kubeconfig, its context, or a cluster larger than the cap
+        // the flags allow: the input is wrong, nothing was read or written.
+        E::Capture(
+            CaptureError::Connect(KubeError::Kubeconfig { .. })
+            | CaptureError::TooManyObjects { .. },
+        ) => Exit::BadInput,
         E::Serve(
             ServeError::NotLoopback(_)
             | ServeError::Speed(_)
@@ -197,7 +229,9 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::WriteSweep { .. }
         | E::Serve(_)
         | E::LiveRead(_)
-        | E::CtrlC(_) => Exit::Infrastructure,
+        | E::CtrlC(_)
+        | E::Capture(_)
+        | E::WriteSnapshot { .. } => Exit::Infrastructure,
     }
 }
 

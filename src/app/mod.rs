@@ -7,6 +7,7 @@ mod actions;
 mod error;
 mod run;
 mod shard;
+mod snapshot;
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ pub use self::actions::OutputFormat;
 use self::error::{CommandError, Ending, finish};
 pub use self::run::RunOptions;
 pub use self::shard::{Shard, parse_shard};
+pub use self::snapshot::{ServeSnapshotOptions, SnapshotOptions, sim_serve_snapshot, snapshot};
 pub use crate::io::Io;
 use crate::io::printable;
 pub use drillbench_backend::BackendKind as Backend;

@@ -18,12 +18,14 @@ pub mod auth;
 mod cluster;
 mod commit;
 mod control;
+mod frozen;
 mod history;
 pub mod limits;
 mod media;
 mod names;
 mod namespaces;
 mod objects;
+mod partial;
 pub mod patch;
 mod read;
 pub mod resources;
@@ -80,6 +82,16 @@ pub struct ServeOptions {
     pub limits: Limits,
 }
 
+/// How `bench sim serve --snapshot` serves a snapshot: no clock, seed or
+/// pools, since nothing runs behind it.
+#[derive(Debug, Clone)]
+pub struct FrozenOptions {
+    /// Where to listen; must be a loopback address (port 0 picks one).
+    pub listen: SocketAddr,
+    pub kubeconfig_out: Option<PathBuf>,
+    pub limits: Limits,
+}
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -128,30 +140,12 @@ pub struct Server {
 impl Server {
     /// Provisions the drill's cluster and starts serving it.
     pub fn start(drill: &Drill, options: &ServeOptions) -> Result<Server, ServeError> {
-        if !options.listen.ip().is_loopback() {
-            return Err(ServeError::NotLoopback(options.listen));
-        }
         if let Clock::Speed(speed) = options.clock
             && !(speed.is_finite() && speed > 0.0)
         {
             return Err(ServeError::Speed(speed));
         }
-        let listener =
-            std::net::TcpListener::bind(options.listen).map_err(|source| ServeError::Bind {
-                addr: options.listen,
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| ServeError::Bind {
-            addr: options.listen,
-            source,
-        })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| ServeError::Bind { addr, source })?;
-        let token = Token::random().map_err(ServeError::Token)?;
-        if let Some(path) = &options.kubeconfig_out {
-            write_kubeconfig(path, addr, &token)?;
-        }
+        let door = Door::open(options.listen, options.kubeconfig_out.as_deref())?;
         let (commands, inbox) = std_mpsc::channel();
         // The simulation is not `Send` (it shares templates through `Rc`),
         // so it is built on the thread that owns it; the drill is sent.
@@ -187,25 +181,35 @@ impl Server {
                 )));
             }
         }
-        let (shutdown, stopped) = oneshot::channel();
-        let gate = Arc::new(Gate {
-            to_sim: commands.clone(),
-            token: token.clone(),
-            limits: options.limits,
-        });
-        let http_thread = std::thread::Builder::new()
-            .name("bench-http".to_owned())
-            .spawn(move || http_loop(listener, gate, stopped))
-            .map_err(ServeError::Thread)?;
-        Ok(Server {
-            addr,
-            token,
-            kubeconfig: options.kubeconfig_out.clone(),
+        door.serve_with(
+            options.kubeconfig_out.clone(),
             commands,
-            shutdown: Some(shutdown),
-            sim_thread: Some(sim_thread),
-            http_thread: Some(http_thread),
-        })
+            sim_thread,
+            options.limits,
+        )
+    }
+
+    /// Serves a captured cluster frozen (see [`frozen`]); also returns the
+    /// kinds of the snapshot it does not serve (`apiVersion Kind`) and how
+    /// many objects of each it left out.
+    pub fn start_frozen(
+        snapshot: &drillbench_model::snapshot::ClusterSnapshot,
+        options: &FrozenOptions,
+    ) -> Result<(Server, Vec<(String, usize)>), ServeError> {
+        let door = Door::open(options.listen, options.kubeconfig_out.as_deref())?;
+        let (store, unserved) = frozen::Frozen::new(snapshot);
+        let (commands, inbox) = std_mpsc::channel();
+        let store_thread = std::thread::Builder::new()
+            .name("bench-frozen".to_owned())
+            .spawn(move || frozen_loop(store, inbox))
+            .map_err(ServeError::Thread)?;
+        let server = door.serve_with(
+            options.kubeconfig_out.clone(),
+            commands,
+            store_thread,
+            options.limits,
+        )?;
+        Ok((server, unserved))
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -251,6 +255,87 @@ impl Server {
         }
         if let Some(path) = self.kubeconfig.take() {
             let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A bound listener, its token and the kubeconfig written for them: what
+/// every server opens before the cluster behind it starts.
+struct Door {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    token: Token,
+}
+
+impl Door {
+    fn open(listen: SocketAddr, kubeconfig_out: Option<&Path>) -> Result<Door, ServeError> {
+        if !listen.ip().is_loopback() {
+            return Err(ServeError::NotLoopback(listen));
+        }
+        let listener = std::net::TcpListener::bind(listen).map_err(|source| ServeError::Bind {
+            addr: listen,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+            addr: listen,
+            source,
+        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let token = Token::random().map_err(ServeError::Token)?;
+        if let Some(path) = kubeconfig_out {
+            write_kubeconfig(path, addr, &token)?;
+        }
+        Ok(Door {
+            listener,
+            addr,
+            token,
+        })
+    }
+
+    /// Starts the HTTP side in front of `worker`, the thread that answers
+    /// the `commands`.
+    fn serve_with(
+        self,
+        kubeconfig: Option<PathBuf>,
+        commands: std_mpsc::Sender<Command>,
+        worker: JoinHandle<()>,
+        limits: Limits,
+    ) -> Result<Server, ServeError> {
+        let (shutdown, stopped) = oneshot::channel();
+        let gate = Arc::new(Gate {
+            to_sim: commands.clone(),
+            token: self.token.clone(),
+            limits,
+        });
+        let listener = self.listener;
+        let http_thread = std::thread::Builder::new()
+            .name("bench-http".to_owned())
+            .spawn(move || http_loop(listener, gate, stopped))
+            .map_err(ServeError::Thread)?;
+        Ok(Server {
+            addr: self.addr,
+            token: self.token,
+            kubeconfig,
+            commands,
+            shutdown: Some(shutdown),
+            sim_thread: Some(worker),
+            http_thread: Some(http_thread),
+        })
+    }
+}
+
+/// The frozen store's thread: answers requests in order; between them,
+/// sends watch bookmarks and forgets watchers that have gone.
+fn frozen_loop(mut store: frozen::Frozen, inbox: std_mpsc::Receiver<Command>) {
+    loop {
+        match inbox.recv_timeout(std::time::Duration::from_secs(1)) {
+            Ok(Command::Api(request, reply)) => {
+                let _ = reply.send(store.handle(request));
+            }
+            Ok(Command::Stop) | Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => store.bookmarks(),
         }
     }
 }

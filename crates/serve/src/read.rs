@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::api::{ApiError, ApiResult, Reply, Request, status_body};
 use super::cluster::Cluster;
+use super::partial;
 use super::resources::Resource;
 use super::select::{self, FieldTerm};
 use super::table;
@@ -18,6 +19,9 @@ pub(super) fn single(
     resource: &Resource,
     object: Value,
 ) -> Reply {
+    if partial::wants_metadata(&request.accept) {
+        return Reply::Json(200, partial::object(&object));
+    }
     if table::wants_table(&request.accept) {
         let rv = cluster.history().rv().to_string();
         Reply::Json(
@@ -111,6 +115,9 @@ pub(super) fn list(
         let next = offset + limit;
         metadata["continue"] = json!(format!("{rv}:{next}"));
         metadata["remainingItemCount"] = json!(total - next);
+    }
+    if partial::wants_metadata(&request.accept) {
+        return Ok(Reply::Json(200, partial::list(&items, metadata)));
     }
     if table::wants_table(&request.accept) {
         let mut t = table::table(resource.kind, &items, &rv.to_string(), cluster.sim.now());
@@ -369,6 +376,27 @@ mod tests {
         );
         let bad = get("/api/v1/pods?watch=true&resourceVersion=abc");
         assert!(watch(&mut cluster, &bad, pods(), None).is_err());
+    }
+
+    #[test]
+    fn a_metadata_only_list_carries_no_spec() {
+        let cluster = cluster();
+        let mut request = get("/api/v1/pods");
+        request.accept =
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1".to_owned();
+        let (_, body) = testing::json(list(&cluster, &request, pods(), None).expect("a list"));
+        assert_eq!(body["kind"], "PartialObjectMetadataList");
+        let items = body["items"].as_array().expect("items");
+        assert_eq!(items.len(), 7);
+        assert!(
+            items
+                .iter()
+                .all(|i| i.get("spec").is_none() && i["metadata"]["name"].is_string())
+        );
+        // Control: the plain list of the same pods carries their specs.
+        let (_, plain) =
+            testing::json(list(&cluster, &get("/api/v1/pods"), pods(), None).expect("a list"));
+        assert!(plain["items"][0]["spec"].is_object());
     }
 
     #[test]

@@ -206,6 +206,93 @@ pub const RESOURCES: &[Resource] = &[
     ),
 ];
 
+/// Kinds a captured snapshot holds that the simulator does not serve:
+/// `bench sim serve --snapshot` serves them beside [`RESOURCES`], read-only
+/// like everything a frozen snapshot serves.
+pub const SNAPSHOT_ONLY: &[Resource] = &[
+    res("", "secrets", "secret", "Secret", true, &[], &[], false),
+    res(
+        "apps",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        &[],
+        false,
+    ),
+    res(
+        "batch",
+        "cronjobs",
+        "cronjob",
+        "CronJob",
+        true,
+        &["cj"],
+        &[],
+        false,
+    ),
+    res(
+        "storage.k8s.io",
+        "csinodes",
+        "csinode",
+        "CSINode",
+        false,
+        &[],
+        &[],
+        false,
+    ),
+    res(
+        "scheduling.k8s.io",
+        "priorityclasses",
+        "priorityclass",
+        "PriorityClass",
+        false,
+        &["pc"],
+        &[],
+        false,
+    ),
+    res(
+        "velero.io",
+        "backups",
+        "backup",
+        "Backup",
+        true,
+        &[],
+        &[],
+        false,
+    ),
+    res(
+        "velero.io",
+        "schedules",
+        "schedule",
+        "Schedule",
+        true,
+        &[],
+        &[],
+        false,
+    ),
+    res(
+        "kyverno.io",
+        "clusterpolicies",
+        "clusterpolicy",
+        "ClusterPolicy",
+        false,
+        &["cpol"],
+        &[],
+        false,
+    ),
+    res(
+        "kyverno.io",
+        "policies",
+        "policy",
+        "Policy",
+        true,
+        &["pol"],
+        &[],
+        false,
+    ),
+];
+
 /// The served groups other than the core group, in discovery order.
 pub const GROUPS: &[&str] = &[
     "apps",
@@ -255,7 +342,12 @@ pub fn core_versions() -> Value {
 
 /// `/apis`.
 pub fn groups() -> Value {
-    let groups: Vec<Value> = GROUPS
+    groups_of(GROUPS)
+}
+
+/// `/apis` for these groups.
+pub fn groups_of(names: &[&str]) -> Value {
+    let groups: Vec<Value> = names
         .iter()
         .map(|g| {
             let gv = json!({"groupVersion": format!("{g}/v1"), "version": "v1"});
@@ -267,7 +359,12 @@ pub fn groups() -> Value {
 
 /// `/apis/GROUP`.
 pub fn group(name: &str) -> Option<Value> {
-    GROUPS.contains(&name).then(|| {
+    group_of(GROUPS, name)
+}
+
+/// `/apis/GROUP` when `names` holds it.
+pub fn group_of(names: &[&str], name: &str) -> Option<Value> {
+    names.contains(&name).then(|| {
         let gv = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
         json!({"kind": "APIGroup", "apiVersion": "v1", "name": name,
                "versions": [gv.clone()], "preferredVersion": gv})
@@ -276,15 +373,36 @@ pub fn group(name: &str) -> Option<Value> {
 
 /// `/api/v1` or `/apis/GROUP/v1`: the resources with their subresources.
 pub fn resource_list(group: &str, version: &str) -> Option<Value> {
-    if version != "v1" || !(group.is_empty() || GROUPS.contains(&group)) {
+    resource_list_of(RESOURCES.iter(), GROUPS, group, version, false)
+}
+
+/// `/api/v1` or `/apis/GROUP/v1` of `table` (whose groups are `names`);
+/// `read_only`: every resource's verbs are get, list and watch, and no
+/// subresource is listed.
+pub fn resource_list_of<'a>(
+    table: impl Iterator<Item = &'a Resource>,
+    names: &[&str],
+    group: &str,
+    version: &str,
+    read_only: bool,
+) -> Option<Value> {
+    if version != "v1" || !(group.is_empty() || names.contains(&group)) {
         return None;
     }
     let mut resources = Vec::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group) {
+    for r in table.filter(|r| r.group == group) {
+        let verbs = if read_only {
+            vec!["get", "list", "watch"]
+        } else {
+            verbs(r)
+        };
         resources.push(json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": verbs(r), "shortNames": r.short,
+            "kind": r.kind, "verbs": verbs, "shortNames": r.short,
         }));
+        if read_only {
+            continue;
+        }
         for sub in r.subresources {
             let (kind, group, verbs): (&str, &str, Vec<&str>) = match *sub {
                 "eviction" => ("Eviction", "policy", vec!["create"]),

@@ -18,6 +18,7 @@
 //!   machines;
 //! - `live_objects`: the running Pods and the Nodes a live policy check
 //!   (`bench policy scan`) reads;
+//! - [`capture`]: the read-only capture `bench snapshot` writes;
 //! - [`access`]: whether the bench may change the cluster at all;
 //! - `clock`: drill time on a stepped or a wall-clock cluster, and `sync`,
 //!   which moves it and takes in what changed.
@@ -40,6 +41,7 @@ mod admission;
 pub mod apply;
 mod autoscaler;
 mod backend;
+pub mod capture;
 mod clock;
 mod connect;
 mod drain;
