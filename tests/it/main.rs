@@ -52,6 +52,7 @@ mod preflight_cli;
 mod preflight_live_cli;
 mod readme_example;
 mod real_backends_cli;
+mod rendered_inputs;
 mod report_browser;
 mod report_budgets;
 mod report_compare;
