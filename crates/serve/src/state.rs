@@ -474,6 +474,8 @@ mod tests {
     #[test]
     fn a_dry_run_answers_as_the_write_would_and_keeps_nothing() {
         let mut facade = facade(Clock::Step);
+        // Ready pods: a Pending one is evicted without asking its budget.
+        facade.advance_to(600_000);
         let rv = facade.cluster.history().rv();
         let map = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry","namespace":"apps"}}"#;
         let (code, created) = answer(

@@ -539,6 +539,8 @@ mod tests {
     #[test]
     fn an_eviction_a_budget_forbids_answers_429_and_the_pod_stays() {
         let mut cluster = cluster();
+        // A Ready pod: a Pending one is evicted without asking its budget.
+        cluster.advance_to(600_000);
         let eviction = request("POST", "/", "");
         let (code, body) = answer(evict(
             &mut cluster,

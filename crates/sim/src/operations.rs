@@ -184,8 +184,9 @@ impl Simulation {
             let r = self.world.pod_ref(pod);
             let node = self.world.pod(pod).node;
             self.record(EventKind::PodDeleted, r, node, BYPASSED_EVICTION);
+            let was_healthy = self.world.pod(pod).phase == PodPhase::Ready;
             self.delete_pod(pod);
-            self.check_budgets_after_eviction(pod, &covering);
+            self.check_budgets_after_eviction(pod, was_healthy, &covering);
             return Ok(());
         }
         let budgets: Vec<&k8s_openapi::api::policy::v1::PodDisruptionBudget> = covering
@@ -208,8 +209,9 @@ impl Simulation {
                     node,
                     &format!("evicted: {allowed}"),
                 );
+                let was_healthy = self.world.pod(pod).phase == PodPhase::Ready;
                 self.delete_pod(pod);
-                self.check_budgets_after_eviction(pod, &covering);
+                self.check_budgets_after_eviction(pod, was_healthy, &covering);
                 Ok(())
             }
             Err(refusal) => {
@@ -239,8 +241,14 @@ impl Simulation {
     }
 
     /// Records a breach if an eviction left a budget below what it protects.
-    fn check_budgets_after_eviction(&mut self, pod: PodId, covering: &[usize]) {
+    /// Only a pod the budget counted healthy (Ready) can take it there: a
+    /// Pending pod, which the eviction API lets go without asking, was never
+    /// in `currentHealthy` (the disruption controller counts Ready pods).
+    fn check_budgets_after_eviction(&mut self, pod: PodId, was_healthy: bool, covering: &[usize]) {
         self.refresh_pdb_status();
+        if !was_healthy {
+            return;
+        }
         for &i in covering {
             let status = self.world.pdbs()[i]
                 .object
@@ -325,10 +333,16 @@ impl Simulation {
     /// A Pod object for the parts of the API that read one.
     pub fn pod_object(&self, pod: PodId) -> Pod {
         let p = &self.world.pod(pod);
+        // A bound pod whose containers have not started (pulling, or
+        // waiting for its volume to attach) is still `Pending`: "this
+        // includes time a Pod spends waiting to be scheduled as well as
+        // the time spent downloading container images" (Pod Lifecycle, Pod
+        // phase). The eviction API lets such a pod go without asking its
+        // budget (`check_eviction`), so the phase decides drains.
         let phase = match p.phase {
-            PodPhase::Pending => "Pending",
+            PodPhase::Pending | PodPhase::Starting | PodPhase::Blocked => "Pending",
             PodPhase::Succeeded => "Succeeded",
-            _ => "Running",
+            PodPhase::Ready | PodPhase::Terminating | PodPhase::Gone => "Running",
         };
         let ready = p.phase == PodPhase::Ready;
         Pod {

@@ -642,3 +642,43 @@ fn a_terminating_pod_carries_the_time_it_was_deleted() {
         "the drill starts at 2026-01-01T00:00Z"
     );
 }
+
+#[test]
+fn a_pod_whose_containers_have_not_started_is_pending_and_evicted_past_its_budget() {
+    // Pod Lifecycle, "Pod phase": Pending includes the time after binding
+    // spent starting containers; the eviction API ignores the budget of a
+    // Pending pod (`canIgnorePDB`, pkg/registry/core/pod/storage/eviction.go).
+    // Paired: once Ready (Running), the same budget refuses the eviction.
+    let pools = "    - {name: a, count: 1, serverType: cx43, namePattern: 'a-{n}'}\n";
+    let budget = "apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: apps}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+";
+    let manifests = format!("{}{budget}", deployment("web", 1, "1Gi", ""));
+    let live = |sim: &Simulation| {
+        (0..sim.pods().len())
+            .find(|&p| sim.pods()[p].phase != PodPhase::Gone)
+            .expect("a pod")
+    };
+    let mut sim = simulation(pools, &manifests, 1);
+    let mut at = 0;
+    while sim.pods().is_empty() || sim.pods()[live(&sim)].phase == PodPhase::Pending {
+        at += 100;
+        sim.advance_to(at);
+    }
+    let starting = live(&sim);
+    assert_eq!(sim.pods()[starting].phase, PodPhase::Starting);
+    let phase = |sim: &Simulation, p| sim.pod_object(p).status.unwrap().phase.unwrap();
+    assert_eq!(phase(&sim, starting), "Pending");
+    assert_eq!(sim.evict(starting), Ok(()));
+
+    let mut sim = simulation(pools, &manifests, 1);
+    sim.advance_to(600_000);
+    let ready = live(&sim);
+    assert_eq!(sim.pods()[ready].phase, PodPhase::Ready);
+    assert_eq!(phase(&sim, ready), "Running");
+    assert!(sim.evict(ready).is_err(), "the budget holds a Ready pod");
+}
