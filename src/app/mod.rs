@@ -127,10 +127,7 @@ pub(crate) fn load_drill(
     snapshot: Option<&Path>,
 ) -> Result<Drill, drillbench_model::scenario::Diagnostics> {
     match snapshot {
-        Some(snapshot) => {
-            let absolute = std::path::absolute(snapshot).unwrap_or_else(|_| snapshot.to_path_buf());
-            Drill::load_on_snapshot(path, &absolute)
-        }
+        Some(snapshot) => Drill::load_on_snapshot(path, snapshot),
         None => Drill::load(path),
     }
 }

@@ -64,14 +64,28 @@ impl Drill {
 
     /// Reads a drill file and runs it on a snapshot instead of its own
     /// cluster (`bench run NAME --snapshot FILE`): `snapshot` becomes its
-    /// `fromSnapshot`, its control planes, pools and workloads are dropped,
-    /// and what a snapshot cannot see (its `import:` pools at zero nodes,
-    /// the autoscaler's settings, the endpoint, the storage-class and
-    /// backup settings, the guards) stays. `snapshot` is taken as it is,
+    /// `fromSnapshot`, its control planes, pools and manifest files are
+    /// dropped (but for the Kyverno policies among them, the drill's guards,
+    /// unless the snapshot has a policy of the same name), and what a
+    /// snapshot cannot see stays: its `import:` pools at zero nodes, the
+    /// autoscaler's settings, the endpoint, the storage-class and backup
+    /// settings, the guards, and its inline objects (a drill's own probes
+    /// and writers). `snapshot` is taken as it is,
     /// not against the drill's folder.
     pub fn load_on_snapshot(path: &Path, snapshot: &Path) -> Result<Drill, Diagnostics> {
         let source = read_source(path, MAX_DRILL_BYTES).map_err(|d| Diagnostics(vec![d]))?;
-        Self::build(source, Some(snapshot))
+        // Resolved here, not against the drill's folder (which may be the
+        // binary's embedded one); reports name it as it was given.
+        let absolute = std::path::absolute(snapshot).unwrap_or_else(|_| snapshot.to_path_buf());
+        let mut drill = Self::build(source, Some(&absolute))?;
+        // A built-in run on a snapshot is still that built-in, on another
+        // cluster: reports name it by its name.
+        let builtin = Drill::load(path).is_ok_and(|d| d.is_builtin());
+        if let Some(captured) = drill.snapshot.as_mut() {
+            captured.given = Some(snapshot.to_path_buf());
+            captured.given_to_builtin = builtin;
+        }
+        Ok(drill)
     }
 
     /// Parses and checks a drill whose text is already read.
@@ -86,7 +100,6 @@ impl Drill {
                 Some(Located::at(snapshot.to_path_buf(), Position::UNKNOWN));
             spec.cluster.control_planes = None;
             spec.cluster.pools.clear();
-            spec.workloads.clear();
         }
         let mut checker = Checker::new(&source);
         let (steps, assertions) = check(&spec, &mut checker);
@@ -124,8 +137,14 @@ impl Drill {
                 None
             }
         };
-        let (mut workload_files, workloads, mut sources) =
-            load_workloads(&spec, &source, &drill_dir, captured_documents, &mut checker);
+        let (mut workload_files, workloads, mut sources) = load_workloads(
+            &spec,
+            &source,
+            &drill_dir,
+            captured_documents,
+            on_snapshot.is_some(),
+            &mut checker,
+        );
         if let Some(captured) = &captured {
             workload_files.push(captured.path.clone());
         }
@@ -163,6 +182,9 @@ impl Drill {
     /// and the same contents, wherever it was read from (the binary, or an
     /// exported or checked-out copy), so reports name it the same way.
     pub fn is_builtin(&self) -> bool {
+        if let Some(captured) = self.snapshot.as_ref().filter(|c| c.given.is_some()) {
+            return captured.given_to_builtin;
+        }
         builtin_hashes()
             .get(self.name())
             .is_some_and(|hash| *hash == self.content_hash())
@@ -282,8 +304,10 @@ fn load_workloads(
     source: &SourceFile,
     drill_dir: &Path,
     captured: Vec<Document>,
+    policies_only: bool,
     checker: &mut Checker<'_>,
 ) -> (Vec<PathBuf>, Vec<Document>, Sources) {
+    let captured_count = captured.len();
     let mut files = Vec::new();
     // A snapshot's objects come first, so a drill's object of the same
     // name is the duplicate reported, at the drill's file.
@@ -349,7 +373,11 @@ fn load_workloads(
                             sources.texts.insert(first.source.clone(), text);
                         }
                         let start = documents.len();
-                        documents.extend(loaded);
+                        documents.extend(
+                            loaded.into_iter().filter(|doc| {
+                                !policies_only || policy_guard::is_policy(&doc.value)
+                            }),
+                        );
                         for index in start..documents.len() {
                             for problem in own_problems(&documents[index].value) {
                                 sources.diagnostic(&documents, index, &problem, checker);
@@ -394,6 +422,24 @@ fn load_workloads(
                 }
             }
         }
+    }
+    if policies_only {
+        // On a snapshot, its live policy wins over the drill's copy.
+        let duplicates: BTreeSet<usize> = object_rules::duplicate_objects(&documents)
+            .into_iter()
+            .filter(|&(index, earlier, _)| earlier < captured_count && index >= captured_count)
+            .map(|(index, _, _)| index)
+            .collect();
+        let mut index = 0;
+        documents.retain(|_| {
+            index += 1;
+            !duplicates.contains(&(index - 1))
+        });
+        // Inline objects are found by their place among the documents.
+        sources.inline = std::mem::take(&mut sources.inline)
+            .into_iter()
+            .map(|(at, position)| (at - duplicates.range(..at).count(), position))
+            .collect();
     }
     for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
         let first = &documents[earlier];

@@ -20,6 +20,11 @@ use crate::topology::snapshot::{SnapshotCluster, infer};
 pub struct Captured {
     /// The snapshot file, resolved against the drill's folder.
     pub path: PathBuf,
+    /// The snapshot as `--snapshot` named it, when the run put it under the
+    /// drill (rather than the drill's own `fromSnapshot`).
+    pub given: Option<PathBuf>,
+    /// Whether the drill `--snapshot` was given to is a built-in.
+    pub given_to_builtin: bool,
     pub placements: Placements,
     pub unsimulated: Vec<UnsimulatedPod>,
 }
@@ -146,6 +151,8 @@ pub(crate) fn load(
         documents,
         captured: Captured {
             path: path.to_path_buf(),
+            given: None,
+            given_to_builtin: false,
             placements: taken.placements,
             unsimulated: taken.unsimulated,
         },
