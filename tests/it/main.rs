@@ -78,6 +78,7 @@ mod sim_rollout;
 mod sim_rules;
 mod sim_volumes;
 mod sim_writer;
+mod snapshot_drill;
 #[cfg(unix)]
 mod standby_nodes;
 mod sweep_shards;
