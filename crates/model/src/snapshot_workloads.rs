@@ -193,9 +193,13 @@ pub fn workloads(snapshot: &ClusterSnapshot) -> SnapshotWorkloads {
             ("ReplicaSet", Some(("Deployment", _))) | ("Job", Some(("CronJob", _))) => continue,
             ("Pod", Some(_)) => continue,
             ("Pod", None) => {
-                if item
-                    .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
-                    .is_some()
+                // A finished bare pod holds nothing and runs no more; a
+                // mirror pod is its node's static pod, not the API's.
+                let finished = matches!(text(item, "/status/phase"), "Succeeded" | "Failed");
+                if finished
+                    || item
+                        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+                        .is_some()
                 {
                     continue;
                 }

@@ -39,6 +39,17 @@ impl Controllers {
             .collect();
     }
 
+    /// Forgets the placements not taken by the pods made at time zero,
+    /// but for StatefulSet ordinals (made one after another as each is
+    /// Ready): a pod captured beyond a workload's replicas (mid-rollout)
+    /// must not place a replacement made later.
+    pub(crate) fn forget_unordered_placements(&mut self) {
+        for pods in self.placements.values_mut() {
+            pods.retain(|p| p.ordinal.is_some());
+        }
+        self.placements.retain(|_, pods| !pods.is_empty());
+    }
+
     /// The node a workload's new pod was captured on, taken: a StatefulSet
     /// pod's by its ordinal, any other the next in the snapshot's order.
     pub(crate) fn take_placement(&mut self, key: &str, ordinal: Option<u32>) -> Option<String> {

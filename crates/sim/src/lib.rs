@@ -223,6 +223,7 @@ impl Simulation {
         sim.background_scan_nodes();
         sim.start_backups();
         sim.settle();
+        sim.controllers.forget_unordered_placements();
         Ok(sim)
     }
 
@@ -762,11 +763,11 @@ fn pool_labels(pool: &drillbench_model::topology::Pool) -> BTreeMap<String, Stri
     labels
 }
 
+/// A node's labels, taints, and allocatable with its most pods.
+type NodeShape = (BTreeMap<String, String>, Vec<Taint>, (Resources, u32));
+
 /// A captured node's labels, taints and allocatable, as the sim holds them.
-#[expect(clippy::type_complexity)]
-fn known_node(
-    known: &drillbench_model::topology::KnownNode,
-) -> Result<(BTreeMap<String, String>, Vec<Taint>, (Resources, u32)), SimError> {
+fn known_node(known: &drillbench_model::topology::KnownNode) -> Result<NodeShape, SimError> {
     Ok((
         known.labels.clone(),
         taints_of(&known.taints),

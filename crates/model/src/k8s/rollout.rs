@@ -250,6 +250,20 @@ mod tests {
     }
 
     #[test]
+    fn a_strategy_shown_as_a_spec_reads_back_as_itself() {
+        for strategy in [
+            Strategy::Recreate,
+            Strategy::default(),
+            Strategy::RollingUpdate {
+                max_surge: Bound::Int(1),
+                max_unavailable: Bound::Int(0),
+            },
+        ] {
+            assert_eq!(Strategy::from_spec(Some(&strategy.to_spec())), Ok(strategy));
+        }
+    }
+
+    #[test]
     fn defaults_are_a_quarter_each() {
         assert_eq!(Strategy::from_spec(None), Ok(Strategy::default()));
         let only_type = DeploymentStrategy {
