@@ -591,7 +591,8 @@ mod tests {
         let ca = vec!["autoscale-cx43".to_owned()];
         let auto = |p: &str| Autoscaled(p.to_owned());
         let fixed = |p: &str| Static(p.to_owned());
-        let rows: &[(&str, &[(&str, &str)], &[String], NodeRole)] = &[
+        type Row<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [String], NodeRole);
+        let rows: &[Row<'_>] = &[
             // The role label makes a control plane, whatever the name.
             (
                 "prod-control-plane-2",
@@ -654,11 +655,8 @@ mod tests {
     #[test]
     fn a_provisioner_says_how_its_volumes_attach() {
         let none = BTreeMap::new();
-        let rows: &[(
-            &str,
-            BTreeMap<String, String>,
-            Option<(AttachModel, Release, Option<&str>)>,
-        )] = &[
+        type Want<'a> = Option<(AttachModel, Release, Option<&'a str>)>;
+        let rows: &[(&str, BTreeMap<String, String>, Want<'_>)] = &[
             (
                 "csi.hetzner.cloud",
                 none.clone(),
