@@ -78,11 +78,12 @@ pub fn uid(kind: u8, index: usize) -> String {
     format!("00000000-0000-4000-8{kind:03x}-{index:012x}")
 }
 
-/// What every served claim asks for: the API server requires a claim's
-/// `resources.requests.storage` (PersistentVolumeClaim validation), and a
-/// client that reads a claim back (a snapshot of the served cluster) must
-/// find one; the simulator does not model sizes, so it is
-/// [`VOLUME_CAPACITY`].
+/// What a served StatefulSet's claim templates ask for: the API server
+/// requires a claim's `resources.requests.storage`, and a client that
+/// reads a StatefulSet back (a snapshot of the served cluster) must find
+/// one; the simulator does not model sizes, so it is [`VOLUME_CAPACITY`].
+/// A served claim shows none: the kube backend re-applies its manifest's
+/// claims, whose sizes the façade could not match.
 fn claim_request() -> VolumeResourceRequirements {
     VolumeResourceRequirements {
         requests: Some(BTreeMap::from([(
@@ -496,7 +497,6 @@ impl Simulation {
                 storage_class_name: c.class.clone(),
                 access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
                 volume_name: c.bound.then(|| volume_name(claim)),
-                resources: Some(claim_request()),
                 ..Default::default()
             }),
             status: Some(PersistentVolumeClaimStatus {
