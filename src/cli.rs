@@ -38,6 +38,10 @@ enum Command {
         /// Drill files, or built-in drill names, to check.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Check the drills as they would run on this ClusterSnapshot
+        /// (see `bench run --snapshot`).
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<PathBuf>,
     },
     /// Run a drill: a built-in name (see `bench list`) or a drill file.
     Run(RunArgs),
@@ -234,6 +238,11 @@ struct RunArgs {
     /// report is also appended to $GITHUB_STEP_SUMMARY.
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     format: RunFormat,
+    /// Run the drill on a ClusterSnapshot (`bench snapshot`) on the
+    /// simulator: the snapshot's nodes and workloads, its pods where they
+    /// run now, replace the drill's own cluster and workloads.
+    #[arg(long, value_name = "FILE")]
+    snapshot: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -471,7 +480,9 @@ pub fn main() -> ExitCode {
         Command::Scenarios(ScenariosCommand::Export { dir }) => {
             app::export_scenarios(&dir, &mut io)
         }
-        Command::Validate { files } => app::validate(&files, &mut io),
+        Command::Validate { files, snapshot } => {
+            app::validate(&files, snapshot.as_deref(), &mut io)
+        }
         Command::Run(args) => app::run(&args.into_options(), &mut io),
         Command::Preflight(PreflightCommand::CpRecreate(args)) => {
             drop(stdout);
@@ -565,6 +576,7 @@ impl RunArgs {
             standby_nodes: self.standby_nodes,
             shard: self.shard,
             format: self.format.into(),
+            snapshot: self.snapshot,
         }
     }
 }

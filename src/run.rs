@@ -114,6 +114,11 @@ pub fn run_drill(
             description: drill.spec.metadata.description.clone().unwrap_or_default(),
             file: (!drill.is_builtin()).then(|| display_path(&drill.source.path)),
             content_hash: drill.content_hash(),
+            snapshot: drill
+                .snapshot
+                .as_ref()
+                .and_then(|c| c.given.as_deref())
+                .map(display_path),
         },
         backend: backend_name.to_owned(),
         seed,

@@ -65,6 +65,10 @@ pub(crate) enum CommandError {
     },
     #[error("--shard slices a sweep of the simulator; other backends run one drill at a time")]
     ShardOnCluster,
+    #[error(
+        "--snapshot runs a drill on the simulator; a real cluster is its own snapshot (pass --backend sim)"
+    )]
+    SnapshotOnCluster,
     #[error("no tally to merge; expected the tally-I-of-N.json files of a sharded sweep")]
     NothingToMerge,
     #[error("{} names no context to use; pass --context CTX", .0.display())]
@@ -191,6 +195,7 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::SeedRange { .. }
         | E::ShardTooSmall { .. }
         | E::ShardOnCluster
+        | E::SnapshotOnCluster
         | E::NothingToMerge
         | E::NoContext(_)
         | E::NotOurs { .. }

@@ -122,7 +122,19 @@ pub fn export_scenarios(dir: &Path, io: &mut Io<'_>) -> Exit {
 }
 
 /// `bench validate FILE...`: every problem of every file; exit 2 if any.
-pub fn validate(files: &[PathBuf], io: &mut Io<'_>) -> Exit {
+/// Loads a drill, on `snapshot`'s cluster when one is given (a path
+/// relative to where the bench runs, not to the drill).
+pub(crate) fn load_drill(
+    path: &Path,
+    snapshot: Option<&Path>,
+) -> Result<Drill, drillbench_model::scenario::Diagnostics> {
+    match snapshot {
+        Some(snapshot) => Drill::load_on_snapshot(path, snapshot),
+        None => Drill::load(path),
+    }
+}
+
+pub fn validate(files: &[PathBuf], snapshot: Option<&Path>, io: &mut Io<'_>) -> Exit {
     let mut ending = Ending::Held;
     for file in files {
         // A built-in's name resolves as `bench run` resolves it.
@@ -132,7 +144,7 @@ pub fn validate(files: &[PathBuf], io: &mut Io<'_>) -> Exit {
         };
         let loaded = path
             .map_err(|unknown| format!("error: {unknown}"))
-            .and_then(|path| Drill::load(&path).map_err(|d| d.render(io.color)));
+            .and_then(|path| load_drill(&path, snapshot).map_err(|d| d.render(io.color)));
         match loaded {
             Ok(drill) => {
                 let _ = writeln!(io.out, "{}: valid drill `{}`", file.display(), drill.name());

@@ -46,6 +46,8 @@ pub struct RunOptions {
     pub format: OutputFormat,
     /// `--shard I/N`: run only this slice of the sweep's seeds.
     pub shard: Option<super::Shard>,
+    /// `--snapshot FILE`: the drill runs on this snapshot's cluster.
+    pub snapshot: Option<PathBuf>,
 }
 
 /// The most seeds one sweep runs. A swept seed keeps only its figures'
@@ -80,8 +82,12 @@ pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, Comma
             });
         }
     }
+    if options.snapshot.is_some() && options.backend != BackendKind::Sim {
+        return Err(CommandError::SnapshotOnCluster);
+    }
     let path = catalog::resolve(&options.drill)?;
-    let drill = Drill::load(&path).map_err(CommandError::Drill)?;
+    let drill =
+        super::load_drill(&path, options.snapshot.as_deref()).map_err(CommandError::Drill)?;
     let out = out_path(&drill, options);
     out_dir::check(&out).map_err(|source| CommandError::OutDir {
         path: out.clone(),

@@ -209,11 +209,10 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
             }
         }
         DrillChange::StartWithControlPlanes(n) => {
-            weakened
-                .topology
-                .control_planes
-                .ordinals
-                .truncate(*n as usize);
+            let control_planes = &mut weakened.topology.control_planes;
+            control_planes.ordinals.truncate(*n as usize);
+            // A snapshot's control planes are named, not numbered.
+            control_planes.nodes.truncate(*n as usize);
         }
         DrillChange::StartWithLearner => weakened.topology.control_planes.learners_at_start = 1,
         DrillChange::NoNodeReplacement => weakened.steps.retain(|s| !is_replacement(s)),
@@ -239,6 +238,11 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
                 if WorkloadRef::of_object(&document.value).to_string() == pin.workload {
                     pin_to(&mut document.value, &pin.node);
                 }
+            }
+            // A changed pod template is a rollout: the pinned pods are
+            // scheduled anew, not started where a snapshot captured them.
+            if let Some(captured) = &mut weakened.snapshot {
+                captured.placements.by_workload.remove(&pin.workload);
             }
         }
     }

@@ -67,6 +67,7 @@ fn run(
     let options = RunOptions {
         standby_nodes: 2,
         shard: None,
+        snapshot: None,
         drill: drill.display().to_string(),
         backend,
         seed: SEED,

@@ -80,6 +80,7 @@ mod sim_rules;
 mod sim_volumes;
 mod sim_writer;
 mod snapshot_capture;
+mod snapshot_drill;
 #[cfg(unix)]
 mod standby_nodes;
 mod sweep_shards;

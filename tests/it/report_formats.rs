@@ -88,6 +88,7 @@ fn sample(failing: bool) -> DrillReport {
             file: Some("scenarios/autoscaler-scale-down.yaml".to_owned()),
             content_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
                 .to_owned(),
+            snapshot: None,
         },
         backend: "sim".to_owned(),
         seed: 42,

@@ -21,6 +21,7 @@ use crate::scenario::spec::{
 };
 use crate::scenario::step::Step;
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
+use crate::snapshot_drill::{self, Captured};
 use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
 use crate::workload_ref::WorkloadRef;
 #[derive(Debug, Clone)]
@@ -48,6 +49,9 @@ pub struct Drill {
     /// The policies `guards:` names, by policy name (`namespace/name` for a
     /// Policy), each with where the guard was written.
     pub policy_guards: Vec<Located<String>>,
+    /// Where the pods of a `fromSnapshot` cluster run now, and which
+    /// captured pods are not simulated.
+    pub snapshot: Option<Captured>,
 }
 
 impl Drill {
@@ -58,9 +62,45 @@ impl Drill {
         Self::from_source(source)
     }
 
+    /// Reads a drill file and runs it on a snapshot instead of its own
+    /// cluster (`bench run NAME --snapshot FILE`): `snapshot` becomes its
+    /// `fromSnapshot`, its control planes, pools and manifest files are
+    /// dropped (but for the Kyverno policies among them, the drill's guards,
+    /// unless the snapshot has a policy of the same name), and what a
+    /// snapshot cannot see stays: its `import:` pools at zero nodes, the
+    /// autoscaler's settings, the endpoint, the storage-class and backup
+    /// settings, the guards, and its inline objects (a drill's own probes
+    /// and writers). `snapshot` is taken as it is,
+    /// not against the drill's folder.
+    pub fn load_on_snapshot(path: &Path, snapshot: &Path) -> Result<Drill, Diagnostics> {
+        let source = read_source(path, MAX_DRILL_BYTES).map_err(|d| Diagnostics(vec![d]))?;
+        // Resolved here, not against the drill's folder (which may be the
+        // binary's embedded one); reports name it as it was given.
+        let absolute = std::path::absolute(snapshot).unwrap_or_else(|_| snapshot.to_path_buf());
+        let mut drill = Self::build(source, Some(&absolute))?;
+        // A built-in run on a snapshot is still that built-in, on another
+        // cluster: reports name it by its name.
+        let builtin = Drill::load(path).is_ok_and(|d| d.is_builtin());
+        if let Some(captured) = drill.snapshot.as_mut() {
+            captured.given = Some(snapshot.to_path_buf());
+            captured.given_to_builtin = builtin;
+        }
+        Ok(drill)
+    }
+
     /// Parses and checks a drill whose text is already read.
     pub fn from_source(source: SourceFile) -> Result<Drill, Diagnostics> {
-        let spec = parse(&source)?;
+        Self::build(source, None)
+    }
+
+    fn build(source: SourceFile, on_snapshot: Option<&Path>) -> Result<Drill, Diagnostics> {
+        let mut spec = parse(&source)?;
+        if let Some(snapshot) = on_snapshot {
+            spec.cluster.from_snapshot =
+                Some(Located::at(snapshot.to_path_buf(), Position::UNKNOWN));
+            spec.cluster.control_planes = None;
+            spec.cluster.pools.clear();
+        }
         let mut checker = Checker::new(&source);
         let (steps, assertions) = check(&spec, &mut checker);
         let drill_dir = source
@@ -68,15 +108,46 @@ impl Drill {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        let topology = match topology::resolve(&spec.cluster, &source, &drill_dir) {
+        let snapshot = match &spec.cluster.from_snapshot {
+            Some(named) => {
+                let path = embedded::join(&drill_dir, &named.value);
+                match snapshot_drill::load(named, &path, &spec.cluster, &source) {
+                    Ok(loaded) => Some(loaded),
+                    Err(problems) => {
+                        checker.diagnostics.0.extend(problems.0);
+                        return Err(checker.diagnostics);
+                    }
+                }
+            }
+            None => None,
+        };
+        let (captured_documents, captured, captured_cluster) = match snapshot {
+            Some(loaded) => (
+                loaded.documents,
+                Some(loaded.captured),
+                Some(loaded.cluster),
+            ),
+            None => (Vec::new(), None, None),
+        };
+        let topology = match topology::resolve(&spec.cluster, &source, &drill_dir, captured_cluster)
+        {
             Ok(topology) => Some(topology),
             Err(problems) => {
                 checker.diagnostics.0.extend(problems.0);
                 None
             }
         };
-        let (mut workload_files, workloads, mut sources) =
-            load_workloads(&spec, &source, &drill_dir, &mut checker);
+        let (mut workload_files, workloads, mut sources) = load_workloads(
+            &spec,
+            &source,
+            &drill_dir,
+            captured_documents,
+            on_snapshot.is_some(),
+            &mut checker,
+        );
+        if let Some(captured) = &captured {
+            workload_files.push(captured.path.clone());
+        }
         let (policy_files, policies, policy_guards) =
             load_policies(&spec, &drill_dir, &workloads, &mut checker);
         workload_files.extend(policy_files);
@@ -98,6 +169,7 @@ impl Drill {
                 workloads,
                 policies,
                 policy_guards,
+                snapshot: captured,
             }),
             _ => Err(diagnostics),
         }
@@ -110,6 +182,9 @@ impl Drill {
     /// and the same contents, wherever it was read from (the binary, or an
     /// exported or checked-out copy), so reports name it the same way.
     pub fn is_builtin(&self) -> bool {
+        if let Some(captured) = self.snapshot.as_ref().filter(|c| c.given.is_some()) {
+            return captured.given_to_builtin;
+        }
         builtin_hashes()
             .get(self.name())
             .is_some_and(|hash| *hash == self.content_hash())
@@ -228,11 +303,21 @@ fn load_workloads(
     spec: &DrillSpec,
     source: &SourceFile,
     drill_dir: &Path,
+    captured: Vec<Document>,
+    policies_only: bool,
     checker: &mut Checker<'_>,
 ) -> (Vec<PathBuf>, Vec<Document>, Sources) {
+    let captured_count = captured.len();
     let mut files = Vec::new();
-    let mut documents = Vec::new();
+    // A snapshot's objects come first, so a drill's object of the same
+    // name is the duplicate reported, at the drill's file.
+    let mut documents = captured;
     let mut sources = Sources::default();
+    for index in 0..documents.len() {
+        for problem in own_problems(&documents[index].value) {
+            sources.diagnostic(&documents, index, &problem, checker);
+        }
+    }
     for workload in &spec.workloads {
         match &workload.value {
             WorkloadSource::Path {
@@ -288,7 +373,11 @@ fn load_workloads(
                             sources.texts.insert(first.source.clone(), text);
                         }
                         let start = documents.len();
-                        documents.extend(loaded);
+                        documents.extend(
+                            loaded.into_iter().filter(|doc| {
+                                !policies_only || policy_guard::is_policy(&doc.value)
+                            }),
+                        );
                         for index in start..documents.len() {
                             for problem in own_problems(&documents[index].value) {
                                 sources.diagnostic(&documents, index, &problem, checker);
@@ -333,6 +422,24 @@ fn load_workloads(
                 }
             }
         }
+    }
+    if policies_only {
+        // On a snapshot, its live policy wins over the drill's copy.
+        let duplicates: BTreeSet<usize> = object_rules::duplicate_objects(&documents)
+            .into_iter()
+            .filter(|&(index, earlier, _)| earlier < captured_count && index >= captured_count)
+            .map(|(index, _, _)| index)
+            .collect();
+        let mut index = 0;
+        documents.retain(|_| {
+            index += 1;
+            !duplicates.contains(&(index - 1))
+        });
+        // Inline objects are found by their place among the documents.
+        sources.inline = std::mem::take(&mut sources.inline)
+            .into_iter()
+            .map(|(at, position)| (at - duplicates.range(..at).count(), position))
+            .collect();
     }
     for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
         let first = &documents[earlier];
@@ -1214,10 +1321,18 @@ impl<'t> References<'t> {
         match &target.value {
             Target::Node(name) => {
                 if !self.nodes.contains(name) {
+                    // On a snapshot the names are production's: say which
+                    // pools it has, so a drill written for another cluster
+                    // is easy to retarget.
+                    let pools = if self.topology.control_planes.nodes.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (the snapshot's pools: {})", self.pool_names())
+                    };
                     checker.error_with_help(
                         target.at,
                         format!(
-                            "`{name}` is not a node of the cluster{}; expected one of: {}",
+                            "`{name}` is not a node of the cluster{}; expected one of: {}{pools}",
                             did_you_mean(name, self.nodes.iter().map(String::as_str)),
                             self.nodes.join(", ")
                         ),

@@ -11,6 +11,7 @@
 pub mod bench_protocol;
 pub mod budget;
 pub mod drill;
+pub use snapshot_drill::Captured;
 pub mod duration;
 pub mod embedded;
 pub mod error_text;
@@ -30,6 +31,8 @@ pub mod policy_guard;
 pub mod rng;
 pub mod scenario;
 pub mod snapshot;
+mod snapshot_drill;
+pub mod snapshot_workloads;
 pub mod suggest;
 #[doc(hidden)]
 pub mod test_support;

@@ -288,6 +288,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
         capacity: capacity.clone(),
         labels: BTreeMap::new(),
         taints: Vec::new(),
+        nodes: Vec::new(),
     };
     Topology {
         control_planes: ControlPlanes {
@@ -296,6 +297,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
             server_type: None,
             capacity: capacity.clone(),
             learners_at_start: 0,
+            nodes: Vec::new(),
         },
         pools: vec![
             pool("base", PoolSize::Static(1)),

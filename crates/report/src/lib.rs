@@ -96,13 +96,20 @@ pub struct DrillIdentity {
     pub file: Option<String>,
     /// SHA-256 of the drill file and every manifest it deploys.
     pub content_hash: String,
+    /// The snapshot `--snapshot` ran the drill on, as it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
 }
 
 impl DrillIdentity {
     /// The command that replays `seed` of this drill on `backend`: the
     /// built-in's name, else the file as it was given.
     pub fn replay(&self, backend: &str, seed: u64) -> String {
-        let drill = self.file.as_deref().unwrap_or(&self.name);
+        let name = self.file.as_deref().unwrap_or(&self.name);
+        let drill = match &self.snapshot {
+            Some(snapshot) => format!("{name} --snapshot {snapshot}"),
+            None => name.to_owned(),
+        };
         if backend == "sim" {
             format!("bench run {drill} --seed {seed}")
         } else {

@@ -798,6 +798,7 @@ mod tests {
                 description: String::new(),
                 file: None,
                 content_hash: String::new(),
+                snapshot: None,
             },
             backend: "sim".to_owned(),
             first_seed: 1,

@@ -3,7 +3,9 @@
 //! which each writer acknowledged writes, and the node each autoscaled
 //! pool would add.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use drillbench_model::snapshot_workloads::{CapturedPod, Placements};
 
 use super::clock::Time;
 use super::world::{SimNode, WorkloadId};
@@ -21,9 +23,44 @@ pub(crate) struct Controllers {
     writes: BTreeMap<WorkloadId, Vec<(Time, Option<Time>)>>,
     /// A template node per autoscaled pool: what a new node would look like.
     pool_templates: BTreeMap<String, SimNode>,
+    /// Per workload key, where a snapshot captured its pods: each is taken
+    /// once, by the pod the controller first creates in its place, so only
+    /// the drill's starting pods run where production's do.
+    placements: BTreeMap<String, VecDeque<CapturedPod>>,
 }
 
 impl Controllers {
+    /// The snapshot's placements, to be taken by the first pods.
+    pub(crate) fn set_placements(&mut self, placements: &Placements) {
+        self.placements = placements
+            .by_workload
+            .iter()
+            .map(|(key, pods)| (key.clone(), pods.iter().cloned().collect()))
+            .collect();
+    }
+
+    /// Forgets the placements not taken by the pods made at time zero,
+    /// but for StatefulSet ordinals (made one after another as each is
+    /// Ready): a pod captured beyond a workload's replicas (mid-rollout)
+    /// must not place a replacement made later.
+    pub(crate) fn forget_unordered_placements(&mut self) {
+        for pods in self.placements.values_mut() {
+            pods.retain(|p| p.ordinal.is_some());
+        }
+        self.placements.retain(|_, pods| !pods.is_empty());
+    }
+
+    /// The node a workload's new pod was captured on, taken: a StatefulSet
+    /// pod's by its ordinal, any other the next in the snapshot's order.
+    pub(crate) fn take_placement(&mut self, key: &str, ordinal: Option<u32>) -> Option<String> {
+        let pods = self.placements.get_mut(key)?;
+        let index = match ordinal {
+            Some(i) => pods.iter().position(|p| p.ordinal == Some(i))?,
+            None => 0,
+        };
+        pods.remove(index).map(|p| p.node)
+    }
+
     /// A workload is to be reconciled.
     pub(crate) fn mark_dirty(&mut self, w: WorkloadId) {
         self.dirty.insert(w);

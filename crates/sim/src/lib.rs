@@ -206,10 +206,24 @@ impl Simulation {
             Some(per_pool) => sim.provision_standby(per_pool)?,
             None => sim.start_autoscaler(),
         }
+        if let Some(captured) = &drill.snapshot {
+            sim.controllers.set_placements(&captured.placements);
+        }
         sim.apply(loaded);
+        if let Some(captured) = &drill.snapshot {
+            // Captured pods whose owner the bench does not simulate.
+            sim.obs
+                .not_simulated
+                .extend(captured.unsimulated.iter().map(|p| ObjectRef {
+                    kind: "Pod".to_owned(),
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                }));
+        }
         sim.background_scan_nodes();
         sim.start_backups();
         sim.settle();
+        sim.controllers.forget_unordered_placements();
         Ok(sim)
     }
 
@@ -290,17 +304,25 @@ impl Simulation {
         let names = cps.names();
         let voters = names.len().saturating_sub(cps.learners_at_start as usize);
         for (index, name) in names.into_iter().enumerate() {
-            let mut labels = BTreeMap::from([(CONTROL_PLANE_LABEL.to_owned(), String::new())]);
-            if let Some(t) = &cps.server_type {
-                labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
-            }
-            let taints = vec![Taint {
-                key: CONTROL_PLANE_LABEL.to_owned(),
-                effect: "NoSchedule".to_owned(),
-                value: None,
-                time_added: None,
-            }];
-            let id = self.add_node(&name, CONTROL_PLANE_POOL, true, labels, taints, cp_capacity);
+            let (labels, taints, capacity) = match cps.nodes.get(index) {
+                // A captured control plane keeps its own labels and taints.
+                Some(known) => known_node(known)?,
+                None => {
+                    let mut labels =
+                        BTreeMap::from([(CONTROL_PLANE_LABEL.to_owned(), String::new())]);
+                    if let Some(t) = &cps.server_type {
+                        labels.insert("node.kubernetes.io/instance-type".to_owned(), t.clone());
+                    }
+                    let taints = vec![Taint {
+                        key: CONTROL_PLANE_LABEL.to_owned(),
+                        effect: "NoSchedule".to_owned(),
+                        value: None,
+                        time_added: None,
+                    }];
+                    (labels, taints, cp_capacity)
+                }
+            };
+            let id = self.add_node(&name, CONTROL_PLANE_POOL, true, labels, taints, capacity);
             self.world.node_mut(id).phase = NodePhase::Ready;
             self.cp.join(&name, id, index < voters);
             self.record(
@@ -334,9 +356,18 @@ impl Simulation {
                 self.controllers.set_pool_template(&pool.name, template);
             }
             for n in 1..=pool.initial_nodes() {
-                let name = self.node_name(&pool.name_pattern, n);
-                let taints = pool_taints(&pool);
-                let labels = pool_labels(&pool);
+                let (name, labels, taints, capacity) = match pool.nodes.get(n as usize - 1) {
+                    Some(known) => {
+                        let (labels, taints, capacity) = known_node(known)?;
+                        (known.name.clone(), labels, taints, capacity)
+                    }
+                    None => (
+                        self.node_name(&pool.name_pattern, n),
+                        pool_labels(&pool),
+                        pool_taints(&pool),
+                        capacity,
+                    ),
+                };
                 let id = self.add_node(&name, &pool.name, false, labels, taints, capacity);
                 self.world.node_mut(id).phase = NodePhase::Ready;
                 self.record(
@@ -732,8 +763,24 @@ fn pool_labels(pool: &drillbench_model::topology::Pool) -> BTreeMap<String, Stri
     labels
 }
 
+/// A node's labels, taints, and allocatable with its most pods.
+type NodeShape = (BTreeMap<String, String>, Vec<Taint>, (Resources, u32));
+
+/// A captured node's labels, taints and allocatable, as the sim holds them.
+fn known_node(known: &drillbench_model::topology::KnownNode) -> Result<NodeShape, SimError> {
+    Ok((
+        known.labels.clone(),
+        taints_of(&known.taints),
+        parse_capacity(&known.name, &known.capacity)?,
+    ))
+}
+
 fn pool_taints(pool: &drillbench_model::topology::Pool) -> Vec<Taint> {
-    pool.taints
+    taints_of(&pool.taints)
+}
+
+fn taints_of(taints: &[drillbench_model::topology::Taint]) -> Vec<Taint> {
+    taints
         .iter()
         .map(|t| Taint {
             key: t.key.clone(),

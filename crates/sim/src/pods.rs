@@ -88,6 +88,31 @@ impl Simulation {
         for claim in template.claim_volumes.clone() {
             claims.push(self.claim(&namespace, &claim, None));
         }
+        // A pod a snapshot captured starts on its node, as it runs there
+        // now; a node the cluster does not have leaves it to the scheduler.
+        let mut created = "pod created".to_owned();
+        let node = match node {
+            Some(n) => Some(n),
+            None => {
+                let key = self.world.workload(w).key.clone();
+                match self.controllers.take_placement(&key, ordinal) {
+                    Some(captured) => {
+                        let found = self
+                            .world
+                            .node_id(&captured)
+                            .filter(|&n| self.world.node(n).is_ready());
+                        if found.is_none() {
+                            created = format!(
+                                "pod created; captured on node `{captured}`, which the \
+                                 cluster does not have: scheduled normally"
+                            );
+                        }
+                        found
+                    }
+                    None => None,
+                }
+            }
+        };
         self.world.workload_mut(w).next_suffix += 1;
         let id = self.world.add_pod(SimPod {
             namespace,
@@ -103,7 +128,7 @@ impl Simulation {
             holds_resources: false,
         });
         let r = self.world.pod_ref(id);
-        self.record(EventKind::PodCreated, r, None, "pod created");
+        self.record(EventKind::PodCreated, r, None, &created);
         match node {
             Some(n) => self.bind(id, n),
             None => self.scheduler.enqueue(self.now(), id),

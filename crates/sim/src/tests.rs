@@ -682,3 +682,77 @@ spec:
     assert_eq!(phase(&sim, ready), "Running");
     assert!(sim.evict(ready).is_err(), "the budget holds a Ready pod");
 }
+
+/// A drill of three workers running `manifests`, its pods captured where
+/// `placements` says (`namespace/Kind/name` → nodes).
+fn captured(manifests: &str, placements: &[(&str, &[&str])]) -> Simulation {
+    use drillbench_model::snapshot_workloads::{CapturedPod, Placements};
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    let text = "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: parts}
+cluster:
+  pools:
+    - {name: w, count: 3, serverType: cx43}
+workloads: [{path: manifests.yaml}]
+assertions: [{name: quorum, quorum: {}}]
+";
+    let source = drillbench_model::scenario::SourceFile::new(dir.path().join("drill.yaml"), text);
+    let mut drill = drillbench_model::drill::Drill::from_source(source)
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let mut by_workload = std::collections::BTreeMap::new();
+    for (workload, nodes) in placements {
+        let pods = nodes
+            .iter()
+            .map(|node| CapturedPod {
+                pod: String::new(),
+                ordinal: None,
+                node: (*node).to_owned(),
+            })
+            .collect();
+        by_workload.insert((*workload).to_owned(), pods);
+    }
+    drill.snapshot = Some(drillbench_model::Captured {
+        placements: Placements { by_workload },
+        ..Default::default()
+    });
+    Simulation::new(&drill, 1).expect("provisions")
+}
+
+fn nodes_of(sim: &Simulation, prefix: &str) -> Vec<String> {
+    let mut nodes: Vec<String> = sim
+        .pods()
+        .iter()
+        .filter(|p| p.name.starts_with(prefix) && p.phase != PodPhase::Gone)
+        .filter_map(|p| p.node.map(|n| sim.nodes()[n].name.clone()))
+        .collect();
+    nodes.sort();
+    nodes
+}
+
+#[test]
+fn captured_pods_start_on_their_nodes_and_only_the_first_ones_do() {
+    let manifests = deployment("api", 2, "1Gi", "");
+    // The scheduler spreads two replicas over three empty workers.
+    let spread = captured(&manifests, &[]);
+    assert_ne!(nodes_of(&spread, "api-"), ["w-3", "w-3"]);
+    // Captured both on w-3, both start there.
+    let placed = captured(
+        &manifests,
+        &[("apps/Deployment/api", &["w-3", "w-3", "w-2"])],
+    );
+    assert_eq!(nodes_of(&placed, "api-"), ["w-3", "w-3"]);
+    // A captured node the cluster does not have leaves the pod to the
+    // scheduler, and its creation says so.
+    let missing = captured(&manifests, &[("apps/Deployment/api", &["w-9", "w-1"])]);
+    assert!(nodes_of(&missing, "api-").contains(&"w-1".to_owned()));
+    assert!(
+        missing
+            .observation()
+            .events
+            .iter()
+            .any(|e| e.message.contains("captured on node `w-9`")),
+        "the pod says where it was captured"
+    );
+}

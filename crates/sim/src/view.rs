@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{
     NodeSelectorRequirement, NodeSelectorTerm, NodeStatus, NodeSystemInfo, ObjectReference,
     PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimStatus, PersistentVolumeSpec, PersistentVolumeStatus, Pod,
-    PodTemplateSpec, VolumeNodeAffinity,
+    PodTemplateSpec, VolumeNodeAffinity, VolumeResourceRequirements,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{
@@ -76,6 +76,22 @@ pub fn timestamp(at: Time) -> MetaTime {
 /// the same UIDs and a recreated pod (a new index) gets a new one.
 pub fn uid(kind: u8, index: usize) -> String {
     format!("00000000-0000-4000-8{kind:03x}-{index:012x}")
+}
+
+/// What a served StatefulSet's claim templates ask for: the API server
+/// requires a claim's `resources.requests.storage`, and a client that
+/// reads a StatefulSet back (a snapshot of the served cluster) must find
+/// one; the simulator does not model sizes, so it is [`VOLUME_CAPACITY`].
+/// A served claim shows none: the kube backend re-applies its manifest's
+/// claims, whose sizes the façade could not match.
+fn claim_request() -> VolumeResourceRequirements {
+    VolumeResourceRequirements {
+        requests: Some(BTreeMap::from([(
+            "storage".to_owned(),
+            Quantity(VOLUME_CAPACITY.to_owned()),
+        )])),
+        ..Default::default()
+    }
 }
 
 /// The CSI driver of a class's volumes, by how they attach.
@@ -318,6 +334,7 @@ impl Simulation {
                 replicas: Some(replicas),
                 selector,
                 template,
+                strategy: Some(self.world.workload(w).strategy.to_spec()),
                 ..Default::default()
             }),
             status: Some(DeploymentStatus {
@@ -348,6 +365,8 @@ impl Simulation {
                     },
                     spec: Some(PersistentVolumeClaimSpec {
                         storage_class_name: class.clone(),
+                        access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+                        resources: Some(claim_request()),
                         ..Default::default()
                     }),
                     status: None,

@@ -18,7 +18,7 @@
 //! - the `Recreate` strategy has no bounds: every old pod goes before any
 //!   new one is created.
 
-use k8s_openapi::api::apps::v1::DeploymentStrategy;
+use k8s_openapi::api::apps::v1::{DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// Why a Deployment's strategy is not one the apiserver would admit.
@@ -155,6 +155,31 @@ impl Strategy {
         }
     }
 
+    /// The spec that reads back as this strategy, as a served Deployment
+    /// shows it (so a client that captures it, a snapshot, keeps it).
+    pub fn to_spec(self) -> DeploymentStrategy {
+        let value = |bound: Bound| match bound {
+            Bound::Int(n) => IntOrString::Int(n),
+            Bound::Percent(p) => IntOrString::String(format!("{p}%")),
+        };
+        match self {
+            Strategy::Recreate => DeploymentStrategy {
+                type_: Some("Recreate".to_owned()),
+                rolling_update: None,
+            },
+            Strategy::RollingUpdate {
+                max_surge,
+                max_unavailable,
+            } => DeploymentStrategy {
+                type_: Some("RollingUpdate".to_owned()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(value(max_surge)),
+                    max_unavailable: Some(value(max_unavailable)),
+                }),
+            },
+        }
+    }
+
     /// `(maxSurge, maxUnavailable)` in pods for `replicas`, as
     /// `ResolveFenceposts` resolves them; `None` for `Recreate`.
     pub fn fenceposts(self, replicas: u32) -> Option<(u32, u32)> {
@@ -221,6 +246,20 @@ mod tests {
                 Some(want),
                 "maxSurge {surge:?} maxUnavailable {unavailable:?} replicas {replicas}"
             );
+        }
+    }
+
+    #[test]
+    fn a_strategy_shown_as_a_spec_reads_back_as_itself() {
+        for strategy in [
+            Strategy::Recreate,
+            Strategy::default(),
+            Strategy::RollingUpdate {
+                max_surge: Bound::Int(1),
+                max_unavailable: Bound::Int(0),
+            },
+        ] {
+            assert_eq!(Strategy::from_spec(Some(&strategy.to_spec())), Ok(strategy));
         }
     }
 

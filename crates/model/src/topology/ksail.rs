@@ -179,6 +179,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
         server_type: Some(cp_type),
         capacity: cp_capacity,
         learners_at_start: 0,
+        nodes: Vec::new(),
     };
     let workers = cluster.workers.as_ref().map_or(0, |w| w.value);
     let mut pools = Vec::new();
@@ -194,6 +195,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
                 (LONGHORN_DISK_LABEL.to_owned(), "true".to_owned()),
             ]),
             taints: Vec::new(),
+            nodes: Vec::new(),
         });
     }
 
@@ -259,6 +261,7 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
                 capacity,
                 labels: BTreeMap::from([(AUTOSCALED_LABEL.to_owned(), "true".to_owned())]),
                 taints: Vec::new(),
+                nodes: Vec::new(),
             });
         }
     }

@@ -8,6 +8,7 @@
 
 pub mod ksail;
 pub mod server_types;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -65,6 +66,23 @@ pub struct ControlPlanes {
     /// negative control sets it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub learners_at_start: u32,
+    /// The control planes as a snapshot captured them, each with its own
+    /// name, labels, taints and allocatable; when set, they are the
+    /// control planes, and the pattern only names recreated ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<KnownNode>,
+}
+
+/// A node that exists before the drill starts, as a snapshot captured it:
+/// not made from a pool's pattern, so it keeps its own name and the labels,
+/// taints and allocatable the real node has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KnownNode {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub capacity: Capacity,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -72,8 +90,12 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl ControlPlanes {
-    /// The control planes' node names, in ordinal order.
+    /// The control planes' node names, in ordinal order (a snapshot's in
+    /// its order).
     pub fn names(&self) -> Vec<String> {
+        if !self.nodes.is_empty() {
+            return self.nodes.iter().map(|n| n.name.clone()).collect();
+        }
         self.ordinals
             .iter()
             .map(|&n| self.name_pattern.name(n, String::new))
@@ -97,6 +119,10 @@ pub struct Pool {
     pub labels: BTreeMap<String, String>,
     /// Taints every node of the pool carries.
     pub taints: Vec<Taint>,
+    /// The pool's nodes as a snapshot captured them; when set, the pool
+    /// starts with exactly these (its pattern names only later nodes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<KnownNode>,
 }
 
 impl Pool {
@@ -107,6 +133,9 @@ impl Pool {
 
     /// Nodes the pool has when the drill starts.
     pub fn initial_nodes(&self) -> u32 {
+        if !self.nodes.is_empty() {
+            return self.nodes.len() as u32;
+        }
         match self.size {
             PoolSize::Static(n) => n,
             PoolSize::Autoscaled { min, .. } => min,
@@ -116,6 +145,9 @@ impl Pool {
     /// The names of the pool's nodes that are known before the drill runs
     /// (patterns without `{hex12}`), in ordinal order.
     pub fn static_names(&self) -> Vec<String> {
+        if !self.nodes.is_empty() {
+            return self.nodes.iter().map(|n| n.name.clone()).collect();
+        }
         if self.name_pattern.has_random() {
             return Vec::new();
         }
@@ -311,13 +343,15 @@ impl Topology {
 }
 
 /// Resolves a drill's `cluster` section, importing its ksail file if any.
-/// `drill_dir` is the folder relative paths are read from.
+/// `drill_dir` is the folder relative paths are read from; `snapshot` is
+/// what the drill's `fromSnapshot` file holds, already read.
 pub fn resolve(
     cluster: &ClusterSpec,
     source: &SourceFile,
     drill_dir: &Path,
+    snapshot: Option<snapshot::SnapshotCluster>,
 ) -> Result<Topology, Diagnostics> {
-    let base = match &cluster.import {
+    let imported = match &cluster.import {
         Some(path) => Some(ksail::import(
             &crate::embedded::join(drill_dir, &path.value),
             path.at,
@@ -326,12 +360,54 @@ pub fn resolve(
         None => None,
     };
     let mut checker = Checker::new(source);
-    let topology = merge(cluster, base, &mut checker);
+    let (base, inferred_classes) = match snapshot {
+        Some(captured) => {
+            let classes = captured.storage_classes.clone();
+            (Some(with_snapshot(captured, imported)), classes)
+        }
+        None => (imported, Vec::new()),
+    };
+    let mut topology = merge(cluster, base, &mut checker);
+    // The drill's classes override the snapshot's of the same name.
+    let mut classes = inferred_classes;
+    classes.retain(|c| !topology.storage_classes.iter().any(|o| o.name == c.name));
+    classes.append(&mut topology.storage_classes);
+    topology.storage_classes = classes;
     if checker.diagnostics.is_empty() {
         Ok(topology)
     } else {
         Err(checker.diagnostics)
     }
+}
+
+/// A snapshot's topology, completed by a ksail import with what a snapshot
+/// cannot see: an autoscaled pool's bounds (and the pool itself while it
+/// has no node), the autoscaler's settings when its flags were not
+/// captured, and the stable endpoint. Nodes come from the snapshot only:
+/// an imported static pool the snapshot does not have adds no node.
+fn with_snapshot(captured: snapshot::SnapshotCluster, imported: Option<Imported>) -> Imported {
+    let mut base = captured.imported;
+    let Some(imported) = imported else {
+        return base;
+    };
+    for pool in imported.pools {
+        let PoolSize::Autoscaled { min, max } = pool.size else {
+            continue;
+        };
+        match base.pools.iter_mut().find(|p| p.name == pool.name) {
+            Some(existing) => {
+                if !captured.autoscaler_flags {
+                    existing.size = PoolSize::Autoscaled { min, max };
+                }
+            }
+            None => base.pools.push(pool),
+        }
+    }
+    if !captured.autoscaler_flags {
+        base.autoscaler = imported.autoscaler;
+    }
+    base.endpoint = imported.endpoint;
+    base
 }
 
 /// What an import contributes before the drill's own settings apply.
@@ -482,6 +558,7 @@ fn resolve_control_planes(
         server_type: Some("cx33".to_owned()),
         capacity: server_types::capacity("cx33").unwrap_or_else(server_types::fallback),
         learners_at_start: 0,
+        nodes: Vec::new(),
     });
     let Some(spec) = &cluster.control_planes else {
         return cp;
@@ -657,6 +734,7 @@ fn new_pool(spec: &Located<PoolSpec>, checker: &mut Checker<'_>) -> Option<Pool>
         capacity,
         labels: spec.labels.clone().unwrap_or_default(),
         taints: taints_from(spec.taints.as_deref().unwrap_or_default()),
+        nodes: Vec::new(),
     })
 }
 

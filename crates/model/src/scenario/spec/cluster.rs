@@ -18,6 +18,14 @@ pub struct ClusterSpec {
     /// topology is the starting point; everything set here overrides it.
     #[serde(default)]
     pub import: Option<Located<PathBuf>>,
+    /// A `ClusterSnapshot` file (`bench snapshot`), relative to the drill
+    /// file: its nodes are the cluster and its controllers, with their pods
+    /// where they run now, the workloads. An `import:` beside it adds what
+    /// a snapshot cannot see (the autoscaler's pools at zero nodes and its
+    /// settings, the stable endpoint); `pools:` and `storageClasses:`
+    /// entries of the same name override what was inferred.
+    #[serde(default)]
+    pub from_snapshot: Option<Located<PathBuf>>,
     /// The control-plane nodes.
     #[serde(default)]
     pub control_planes: Option<ControlPlaneSpec>,
