@@ -126,6 +126,10 @@ steps:
 /// Runs `bench` in `dir` and returns its exit code, stderr and peak
 /// resident memory in bytes, from `wait4` on that one child (so tests
 /// running beside it do not count).
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which std's Child cannot do"
+)]
 fn run_measured(dir: &Path, args: &[&str]) -> (i32, String, u64) {
     let child = Command::new(assert_cmd::cargo::cargo_bin("bench"))
         .current_dir(dir)

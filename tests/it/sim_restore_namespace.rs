@@ -254,7 +254,7 @@ fn an_unknown_namespace_or_schedule_is_refused_where_it_is_written() {
     std::fs::write(
         dir.path().join("manifests.yaml"),
         crate::common::with_namespaces(
-            &"apiVersion: v1
+            "apiVersion: v1
 kind: Pod
 metadata: {name: db, namespace: data}
 spec: {containers: [{name: db, image: postgres}]}

@@ -18,7 +18,7 @@ fn cluster(manifests: &str) -> Result<Simulation, String> {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("manifests.yaml"),
-        crate::common::with_namespaces(&manifests),
+        crate::common::with_namespaces(manifests),
     )
     .expect("write");
     let text = "apiVersion: drillbench.dev/v1alpha1

@@ -26,7 +26,7 @@ fn cluster_drill(manifests: &str, release: &str, autoscaled_min: u32) -> Drill {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("manifests.yaml"),
-        crate::common::with_namespaces(&manifests),
+        crate::common::with_namespaces(manifests),
     )
     .expect("write");
     let text = format!(

@@ -162,7 +162,7 @@ fn a_malformed_interval_is_refused() {
     std::fs::write(
         dir.path().join("manifests.yaml"),
         crate::common::with_namespaces(
-            &"apiVersion: apps/v1
+            "apiVersion: apps/v1
 kind: Deployment
 metadata: {name: db, namespace: data}
 spec:

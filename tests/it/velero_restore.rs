@@ -75,7 +75,7 @@ fn served() -> (tempfile::TempDir, PathBuf, PathBuf, Server) {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("manifests.yaml"),
-        crate::common::with_namespaces(&MANIFESTS),
+        crate::common::with_namespaces(MANIFESTS),
     )
     .expect("write");
     let drill_path = dir.path().join("drill.yaml");
