@@ -336,7 +336,7 @@ mod tests {
             ("10s10s", "20s", 20_000),
             ("500ms1s", "1s500ms", 1_500),
             ("1m1h1s", "1h1m1s", 3_661_000),
-            ("1ms1000us", "2ms", 2),
+            ("1000us1ms", "2ms", 2),
             ("1s1.5s", "2.5s", 2_500),
         ];
         for (refused, control, ms) in pairs {
