@@ -35,6 +35,10 @@ pub enum RunError {
     /// The cluster could not be built.
     #[error("cannot provision the cluster: {0}")]
     Provision(#[source] BackendError),
+    /// The run used up a budget only a run can count (events, simulator
+    /// actions): bad input, as a drill above a budget `validate` counts is.
+    #[error("drill `{drill}` stopped: {why}")]
+    OverBudget { drill: String, why: String },
 }
 
 /// Builds a fresh backend for a drill and seed (a negative control needs a
@@ -344,8 +348,17 @@ fn run_steps_then(
             timeout: CONVERGE_TIMEOUT,
         },
     };
+    let over_budget = |backend: &dyn Backend| {
+        backend.over_budget().map(|why| RunError::OverBudget {
+            drill: drill.name().to_owned(),
+            why,
+        })
+    };
     if let Some(reason) = run_step(drill, &converge, backend.as_mut())? {
         outcome = StepsOutcome::Aborted(format!("the cluster never converged: {reason}"));
+    }
+    if let Some(error) = over_budget(backend.as_ref()) {
+        return Err(error);
     }
     backend.mark_start();
     if outcome == StepsOutcome::Completed {
@@ -369,6 +382,9 @@ fn run_steps_then(
                 }
                 other => other?,
             };
+            if let Some(error) = over_budget(backend.as_ref()) {
+                return Err(error);
+            }
             if let Some(reason) = stop {
                 outcome = StepsOutcome::Aborted(reason);
                 break;

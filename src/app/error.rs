@@ -221,6 +221,11 @@ fn error_exit(error: &CommandError) -> Exit {
         ) => Exit::BadInput,
         E::Leftovers(e) => e.exit(),
         E::NothingRan(inner) => error_exit(inner),
+        E::Run(RunError::OverBudget { .. })
+        | E::Seed {
+            source: RunError::OverBudget { .. },
+            ..
+        } => Exit::BadInput,
         E::Catalog(_)
         | E::RunLabel(_)
         | E::Refused(_)

@@ -262,7 +262,11 @@ fn kind_restores_a_namespace_with_velero_and_measures_the_rpo() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("manifests.yaml"),
-        "apiVersion: apps/v1
+        "apiVersion: v1
+kind: Namespace
+metadata: {name: data}
+---
+apiVersion: apps/v1
 kind: Deployment
 metadata: {name: app, namespace: data}
 spec:

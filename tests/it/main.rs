@@ -61,6 +61,7 @@ mod report_formats;
 mod report_html;
 mod report_sweep;
 mod run_inputs;
+mod run_memory;
 mod serve_bounds;
 mod serve_cli;
 mod serve_dry_run_control;

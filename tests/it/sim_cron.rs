@@ -33,7 +33,11 @@ spec:
           containers: [{{name: c, image: snap, resources: {{requests: {{cpu: 10m, memory: 16Mi}}}}}}]
 "
     );
-    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        crate::common::with_namespaces(&manifests),
+    )
+    .expect("write");
     let text = "apiVersion: drillbench.dev/v1alpha1
 kind: Drill
 metadata: {name: cron}

@@ -92,7 +92,7 @@ fn affinity_yaml(workloads: &[Workload], i: usize) -> String {
 }
 
 fn manifests(workloads: &[Workload]) -> String {
-    let mut out = String::new();
+    let mut out = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n---\n");
     for (i, w) in workloads.iter().enumerate() {
         let name = format!("w{i}");
         let kind = if w.stateful {

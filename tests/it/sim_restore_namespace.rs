@@ -48,7 +48,11 @@ spec:
         writer("db", "data"),
         writer("audit", "logs")
     );
-    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        crate::common::with_namespaces(&manifests),
+    )
+    .expect("write");
     let text = format!(
         "apiVersion: drillbench.dev/v1alpha1
 kind: Drill
@@ -249,11 +253,13 @@ fn an_unknown_namespace_or_schedule_is_refused_where_it_is_written() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("manifests.yaml"),
-        "apiVersion: v1
+        crate::common::with_namespaces(
+            "apiVersion: v1
 kind: Pod
 metadata: {name: db, namespace: data}
 spec: {containers: [{name: db, image: postgres}]}
 ",
+        ),
     )
     .expect("write");
     let text = "apiVersion: drillbench.dev/v1alpha1

@@ -16,7 +16,11 @@ const KEY: &str = "apps/Deployment/web";
 /// Three control planes and three baseline workers with room for every pod.
 fn cluster(manifests: &str) -> Result<Simulation, String> {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        crate::common::with_namespaces(manifests),
+    )
+    .expect("write");
     let text = "apiVersion: drillbench.dev/v1alpha1
 kind: Drill
 metadata:
@@ -239,7 +243,7 @@ fn a_rollout_step_runs_from_a_drill_and_its_target_is_checked() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("manifests.yaml"),
-        web(3, &rolling("1", "0")),
+        crate::common::with_namespaces(&web(3, &rolling("1", "0"))),
     )
     .expect("write");
     let drill = |workload: &str| {

@@ -24,7 +24,11 @@ fn cluster(manifests: &str, release: &str, autoscaled_min: u32) -> Simulation {
 /// The drill of [`cluster`], to change before it is simulated.
 fn cluster_drill(manifests: &str, release: &str, autoscaled_min: u32) -> Drill {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        crate::common::with_namespaces(manifests),
+    )
+    .expect("write");
     let text = format!(
         "apiVersion: drillbench.dev/v1alpha1
 kind: Drill

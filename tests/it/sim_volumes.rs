@@ -44,7 +44,11 @@ spec:
           persistentVolumeClaim: {{claimName: data}}
 "
     );
-    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        crate::common::with_namespaces(&manifests),
+    )
+    .expect("write");
     let key = topology_key
         .map(|k| format!("      topologyKey: {k}\n"))
         .unwrap_or_default();

@@ -34,7 +34,11 @@ spec:
           resources: {{requests: {{cpu: 100m, memory: 256Mi}}}}
 "
     );
-    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        crate::common::with_namespaces(&manifests),
+    )
+    .expect("write");
     let text = format!(
         "apiVersion: drillbench.dev/v1alpha1
 kind: Drill
@@ -157,7 +161,8 @@ fn a_malformed_interval_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(
         dir.path().join("manifests.yaml"),
-        "apiVersion: apps/v1
+        crate::common::with_namespaces(
+            "apiVersion: apps/v1
 kind: Deployment
 metadata: {name: db, namespace: data}
 spec:
@@ -166,6 +171,7 @@ spec:
     metadata: {labels: {app: db}, annotations: {drillbench.dev/writes-every: often}}
     spec: {containers: [{name: db, image: postgres}]}
 ",
+        ),
     )
     .expect("write");
     let text = "apiVersion: drillbench.dev/v1alpha1

@@ -118,7 +118,7 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     (
         "pin-workload-unknown-node",
-        "32:17",
+        "33:17",
         "`pinWorkload` names `worker-9`, which is not a static node of the cluster",
     ),
     (
@@ -550,6 +550,66 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "budget-lowered-pods",
         "manifests/budget-lowered-pods.yaml:8:13",
         "the workloads ask for 5 pods at once by this object, above the budget ",
+    ),
+    (
+        "duration-unit-repeated",
+        "12:17",
+        "unit `h` in duration `1h1h` repeats or follows a smaller unit; expected each unit at most once, largest first",
+    ),
+    (
+        "duration-units-out-of-order",
+        "12:17",
+        "unit `h` in duration `30m1h` repeats or follows a smaller unit",
+    ),
+    (
+        "duration-timeout-out-of-order",
+        "12:47",
+        "unit `m` in duration `1s1m` repeats or follows a smaller unit",
+    ),
+    (
+        "namespace-undeclared",
+        "manifests/namespace-undeclared.yaml:5:14",
+        "Deployment `web`: namespace `apps` does not exist (did you mean `app`?): no Namespace object among the workloads declares it, and the API server's NamespaceLifecycle admission refuses",
+    ),
+    (
+        "namespace-undeclared-inline",
+        "12:5",
+        "inline workload: Deployment `api`: namespace `shop` does not exist",
+    ),
+    (
+        "namespace-undeclared-pdb",
+        "manifests/namespace-undeclared-pdb.yaml:30:14",
+        "PodDisruptionBudget `web`: namespace `web-apps` does not exist",
+    ),
+    (
+        "namespace-undeclared-custom-resource",
+        "12:5",
+        "HelmRelease `podinfo`: namespace `flux-system` does not exist",
+    ),
+    (
+        "networkpolicy-selector-not-a-mapping",
+        "manifests/networkpolicy-selector-not-a-mapping.yaml:7:16",
+        "is not a valid networking.k8s.io/v1 NetworkPolicy: spec.podSelector: invalid type",
+    ),
+    (
+        "rolebinding-subject-name-number",
+        "manifests/rolebinding-subject-name-number.yaml:12:11",
+        "is not a valid rbac.authorization.k8s.io/v1 RoleBinding: subjects[0].name: invalid type",
+    ),
+    (
+        "custom-resource-labels-a-list",
+        "manifests/custom-resource-labels-a-list.yaml:7:5",
+        "HelmRelease `podinfo` is not an object with valid metadata: metadata.labels: invalid type: sequence",
+    ),
+    (
+        "hpa-min-replicas-text",
+        "manifests/hpa-min-replicas-text.yaml:8:16",
+        "is not a valid autoscaling/v2 HorizontalPodAutoscaler: spec.minReplicas",
+    ),
+    (
+        "budget-daemonsets-times-nodes",
+        "manifests/budget-daemonsets-times-nodes.yaml:35:7",
+        "the workloads ask for 120009 pods at once by this object (3 DaemonSets so far, each a pod on every one of up to 40003 nodes), above the budget `budgets.pods`",
     ),
 ];
 

@@ -73,7 +73,11 @@ assertions:
 /// the drill file, the kubeconfig and the server.
 fn served() -> (tempfile::TempDir, PathBuf, PathBuf, Server) {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("manifests.yaml"), MANIFESTS).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        crate::common::with_namespaces(MANIFESTS),
+    )
+    .expect("write");
     let drill_path = dir.path().join("drill.yaml");
     std::fs::write(&drill_path, DRILL).expect("write");
     let drill = Drill::load(&drill_path).unwrap_or_else(|d| panic!("{}", d.render(false)));

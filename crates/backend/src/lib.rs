@@ -306,6 +306,13 @@ pub trait Backend {
         })
     }
 
+    /// Why the run cannot go on: a run budget (events, simulator actions)
+    /// ran out. Only the simulator counts them; a real cluster's run is
+    /// bounded by its wall clock and its steps' timeouts.
+    fn over_budget(&self) -> Option<String> {
+        None
+    }
+
     /// What was observed so far.
     fn observation(&self) -> &Observation;
     /// Ends the run (tearing down what it created) and hands over what was observed.

@@ -75,6 +75,10 @@ impl Backend for SimBackend {
         self.sim.advance_to(until);
     }
 
+    fn over_budget(&self) -> Option<String> {
+        self.sim.over_budget().map(str::to_owned)
+    }
+
     fn next_change(&self) -> Option<Time> {
         self.sim.next_event_time()
     }

@@ -14,6 +14,14 @@ use serde::{Deserialize, Serialize};
 use crate::duration::Duration;
 use crate::scenario::Located;
 
+/// Events per run by default. An event is a few hundred bytes (names, a
+/// message), so the timeline stays under a gigabyte, and a report of this
+/// many events is still written in seconds.
+const DEFAULT_EVENTS: u64 = 2_000_000;
+
+/// Simulator actions per run by default.
+const DEFAULT_SIMULATOR_ACTIONS: u64 = 20_000_000;
+
 /// The limits a drill runs within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budgets {
@@ -31,6 +39,13 @@ pub struct Budgets {
     pub steps: u64,
     /// Attempts of one recovery step (`maxAttempts`).
     pub recovery_attempts: u64,
+    /// Events one run records on its timeline (checked while it runs: how
+    /// many a drill produces depends on what the cluster does).
+    pub events: u64,
+    /// Actions the simulator's event loop takes in one run (a pod started,
+    /// a node lost, a retry): the simulated run's length in steps, which
+    /// bounds its wall time (checked while it runs).
+    pub simulator_actions: u64,
 }
 
 impl Default for Budgets {
@@ -42,6 +57,8 @@ impl Default for Budgets {
             simulated_time: Duration::from_mins(1_000 * 60),
             steps: 1_000,
             recovery_attempts: 1_000,
+            events: DEFAULT_EVENTS,
+            simulator_actions: DEFAULT_SIMULATOR_ACTIONS,
         }
     }
 }
@@ -68,6 +85,12 @@ pub struct BudgetSpec {
     /// Most attempts of one recovery step (default 1 000).
     #[serde(default)]
     pub recovery_attempts: Option<Located<u64>>,
+    /// Most events one run records (default 2 000 000).
+    #[serde(default)]
+    pub events: Option<Located<u64>>,
+    /// Most actions the simulator takes in one run (default 20 000 000).
+    #[serde(default)]
+    pub simulator_actions: Option<Located<u64>>,
 }
 
 impl Budgets {
@@ -83,6 +106,8 @@ impl Budgets {
             budgets.objects = pick(&spec.objects, budgets.objects);
             budgets.steps = pick(&spec.steps, budgets.steps);
             budgets.recovery_attempts = pick(&spec.recovery_attempts, budgets.recovery_attempts);
+            budgets.events = pick(&spec.events, budgets.events);
+            budgets.simulator_actions = pick(&spec.simulator_actions, budgets.simulator_actions);
             if let Some(time) = &spec.simulated_time {
                 budgets.simulated_time = time.value;
             }
@@ -93,7 +118,7 @@ impl Budgets {
 
 /// The sentence of a budget exceeded: what the drill asks for, the budget
 /// it exceeds, and how to raise it.
-pub(crate) fn exceeded(asked: &str, name: &str, limit: impl std::fmt::Display) -> String {
+pub fn exceeded(asked: &str, name: &str, limit: impl std::fmt::Display) -> String {
     format!(
         "{asked}, above the budget `budgets.{name}` of {limit}; expected at most that, or a higher `budgets.{name}` in the drill if the machine can take it"
     )

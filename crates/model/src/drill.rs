@@ -530,6 +530,7 @@ fn check_budgets(
         ));
     }
     let mut pods: u64 = 0;
+    let mut daemon_sets: u64 = 0;
     for (index, document) in documents.iter().enumerate() {
         let number = |pointer: &str| document.value.pointer(pointer).and_then(|v| v.as_u64());
         let (asked, pointer) = match document.kind() {
@@ -546,11 +547,21 @@ fn check_budgets(
             _ => continue,
         };
         pods = pods.saturating_add(asked);
+        daemon_sets += u64::from(document.kind() == Some("DaemonSet"));
         if pods > budgets.pods {
+            // DaemonSet pods are nodes × DaemonSets: say so, as neither
+            // number alone looks large.
+            let how = if document.kind() == Some("DaemonSet") {
+                format!(
+                    " ({daemon_sets} DaemonSets so far, each a pod on every one of up to {nodes} nodes)"
+                )
+            } else {
+                String::new()
+            };
             let problem = FieldProblem {
                 pointer: pointer.to_owned(),
                 message: exceeded(
-                    &format!("the workloads ask for {pods} pods at once by this object"),
+                    &format!("the workloads ask for {pods} pods at once by this object{how}"),
                     "pods",
                     budgets.pods,
                 ),

@@ -4,6 +4,12 @@
 //! fields and every Kubernetes flag accept, so a value copied from a manifest
 //! or a runbook reads the same here. Negative durations are refused: nothing
 //! in a drill happens before it starts.
+//!
+//! The drill language is stricter than Go in one way: each unit appears at
+//! most once, largest first (`1h30m`, never `1h1h` or `30m1h`), so a value
+//! reads as what it is (issue 19 found `1h1h` accepted as two hours). Go
+//! sums the parts of any order; [`Duration::parse_go`] keeps that for the
+//! files other tools write (a ksail Cluster's `metav1.Duration` fields).
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,6 +46,15 @@ pub enum DurationError {
     /// A sub-millisecond remainder the clock cannot represent.
     #[error("duration `{0}` is finer than a millisecond, the simulator's resolution")]
     TooFine(String),
+    /// A unit repeated, or after a smaller one (`1h1h`, `30m1h`).
+    #[error(
+        "unit `{unit}` in duration `{input}` repeats or follows a smaller unit; expected each unit at most once, largest first (h, m, s, ms, us, ns), like `1h30m`"
+    )]
+    UnitOrder {
+        /// The unit out of place, as written.
+        unit: String,
+        input: String,
+    },
 }
 
 impl Duration {
@@ -77,84 +92,107 @@ impl Duration {
 impl FromStr for Duration {
     type Err = DurationError;
 
+    /// The drill language's durations: Go's syntax with each unit at most
+    /// once, largest first.
     fn from_str(input: &str) -> Result<Self, Self::Err> {
-        if input.is_empty() {
-            return Err(DurationError::Empty);
+        parse(input, true)
+    }
+}
+
+impl Duration {
+    /// Go's `time.ParseDuration` as it is, units in any order and repeated
+    /// (`1h1h` is two hours), for values another tool reads with it.
+    pub fn parse_go(input: &str) -> Result<Duration, DurationError> {
+        parse(input, false)
+    }
+}
+
+fn parse(input: &str, units_in_order: bool) -> Result<Duration, DurationError> {
+    if input.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    // Go accepts a bare "0" and nothing else without a unit.
+    if input == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let invalid = || DurationError::Invalid(input.to_owned());
+    let bytes = input.as_bytes();
+    let mut i = 0;
+    // Accumulate in nanoseconds so `1.5s` and `1500ms` are exact.
+    let mut total_ns: u128 = 0;
+    // The last unit's size: each next one must be smaller.
+    let mut previous_unit_ns = u128::MAX;
+    while i < bytes.len() {
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
         }
-        // Go accepts a bare "0" and nothing else without a unit.
-        if input == "0" {
-            return Ok(Duration::ZERO);
-        }
-        let invalid = || DurationError::Invalid(input.to_owned());
-        let bytes = input.as_bytes();
-        let mut i = 0;
-        // Accumulate in nanoseconds so `1.5s` and `1500ms` are exact.
-        let mut total_ns: u128 = 0;
-        while i < bytes.len() {
-            let start = i;
+        let whole = &input[start..i];
+        let mut frac = "";
+        if i < bytes.len() && bytes[i] == b'.' {
+            i += 1;
+            let fstart = i;
             while i < bytes.len() && bytes[i].is_ascii_digit() {
                 i += 1;
             }
-            let whole = &input[start..i];
-            let mut frac = "";
-            if i < bytes.len() && bytes[i] == b'.' {
-                i += 1;
-                let fstart = i;
-                while i < bytes.len() && bytes[i].is_ascii_digit() {
-                    i += 1;
-                }
-                frac = &input[fstart..i];
-            }
-            if whole.is_empty() && frac.is_empty() {
-                return Err(invalid());
-            }
-            let ustart = i;
-            while i < bytes.len() && !bytes[i].is_ascii_digit() && bytes[i] != b'.' {
-                i += 1;
-            }
-            let unit = &input[ustart..i];
-            let unit_ns: u128 = match unit {
-                "" => return Err(DurationError::MissingUnit(input.to_owned())),
-                "ns" => 1,
-                "us" | "µs" | "μs" => 1_000,
-                "ms" => 1_000_000,
-                "s" => 1_000_000_000,
-                "m" => 60 * 1_000_000_000,
-                "h" => 3_600 * 1_000_000_000,
-                other => {
-                    return Err(DurationError::UnknownUnit {
-                        unit: other.to_owned(),
-                        input: input.to_owned(),
-                    });
-                }
-            };
-            let overflow = || DurationError::Overflow(input.to_owned());
-            let whole: u128 = if whole.is_empty() {
-                0
-            } else {
-                whole.parse().map_err(|_| overflow())?
-            };
-            let mut part = whole.checked_mul(unit_ns).ok_or_else(overflow)?;
-            let mut scale = unit_ns;
-            for digit in frac.bytes().take(30) {
-                scale /= 10;
-                part += u128::from(digit - b'0') * scale;
-            }
-            total_ns = total_ns.checked_add(part).ok_or_else(overflow)?;
+            frac = &input[fstart..i];
         }
-        // Go's Duration is an int64 of nanoseconds (about 292 years), and
-        // ParseDuration refuses anything longer; so does the bench, which
-        // also keeps every sum of drill times far from u64's end.
-        if total_ns > i64::MAX as u128 {
-            return Err(DurationError::Overflow(input.to_owned()));
+        if whole.is_empty() && frac.is_empty() {
+            return Err(invalid());
         }
-        if !total_ns.is_multiple_of(1_000_000) {
-            return Err(DurationError::TooFine(input.to_owned()));
+        let ustart = i;
+        while i < bytes.len() && !bytes[i].is_ascii_digit() && bytes[i] != b'.' {
+            i += 1;
         }
-        let ms = u64::try_from(total_ns / 1_000_000)
-            .map_err(|_| DurationError::Overflow(input.to_owned()))?;
-        Ok(Duration(ms))
+        let unit = &input[ustart..i];
+        let unit_ns: u128 = match unit {
+            "" => return Err(DurationError::MissingUnit(input.to_owned())),
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60 * 1_000_000_000,
+            "h" => 3_600 * 1_000_000_000,
+            other => {
+                return Err(DurationError::UnknownUnit {
+                    unit: other.to_owned(),
+                    input: input.to_owned(),
+                });
+            }
+        };
+        if units_in_order && unit_ns >= previous_unit_ns {
+            return Err(DurationError::UnitOrder {
+                unit: unit.to_owned(),
+                input: input.to_owned(),
+            });
+        }
+        previous_unit_ns = unit_ns;
+        let overflow = || DurationError::Overflow(input.to_owned());
+        let whole: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| overflow())?
+        };
+        let mut part = whole.checked_mul(unit_ns).ok_or_else(overflow)?;
+        let mut scale = unit_ns;
+        for digit in frac.bytes().take(30) {
+            scale /= 10;
+            part += u128::from(digit - b'0') * scale;
+        }
+        total_ns = total_ns.checked_add(part).ok_or_else(overflow)?;
     }
+    // Go's Duration is an int64 of nanoseconds (about 292 years), and
+    // ParseDuration refuses anything longer; so does the bench, which
+    // also keeps every sum of drill times far from u64's end.
+    if total_ns > i64::MAX as u128 {
+        return Err(DurationError::Overflow(input.to_owned()));
+    }
+    if !total_ns.is_multiple_of(1_000_000) {
+        return Err(DurationError::TooFine(input.to_owned()));
+    }
+    let ms = u64::try_from(total_ns / 1_000_000)
+        .map_err(|_| DurationError::Overflow(input.to_owned()))?;
+    Ok(Duration(ms))
 }
 
 impl fmt::Display for Duration {
@@ -283,6 +321,42 @@ mod tests {
                 "{too_long}"
             );
         }
+    }
+
+    /// Each pair: a refused duration with a unit repeated or out of order,
+    /// and its control, the same span written largest unit first. Go's
+    /// `time.ParseDuration` accepts both (`parse_go`, the ksail import's
+    /// reader, still does).
+    #[test]
+    fn units_appear_once_largest_first_and_go_order_stays_for_go_inputs() {
+        let pairs = [
+            ("1h1h", "2h", 7_200_000),
+            ("30m1h", "1h30m", 5_400_000),
+            ("1s1m", "1m1s", 61_000),
+            ("10s10s", "20s", 20_000),
+            ("500ms1s", "1s500ms", 1_500),
+            ("1m1h1s", "1h1m1s", 3_661_000),
+            ("1000us1ms", "2ms", 2),
+            ("1s1.5s", "2.5s", 2_500),
+        ];
+        for (refused, control, ms) in pairs {
+            assert!(
+                matches!(
+                    refused.parse::<Duration>(),
+                    Err(DurationError::UnitOrder { .. })
+                ),
+                "{refused}"
+            );
+            assert_eq!(control.parse::<Duration>(), Ok(Duration(ms)), "{control}");
+            assert_eq!(Duration::parse_go(refused), Ok(Duration(ms)), "{refused}");
+        }
+        // `us`, `µs` and `μs` are one unit: any two of them repeat it.
+        assert!(matches!(
+            "1000us1000µs".parse::<Duration>(),
+            Err(DurationError::UnitOrder { .. })
+        ));
+        let message = "1h1h".parse::<Duration>().unwrap_err().to_string();
+        assert!(message.contains("largest first"), "{message}");
     }
 
     #[test]

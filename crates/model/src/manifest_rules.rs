@@ -18,12 +18,15 @@
 //! - the `Priority` admission plugin, which refuses a pod naming a
 //!   PriorityClass that does not exist. A claim naming a StorageClass that
 //!   does not exist is admitted by a real cluster but never binds, so a
-//!   drill relying on it would pass on nothing.
-//!
-//! Namespaces are not required to be declared: `NamespaceLifecycle` would
-//! refuse an object in a namespace that does not exist, but the built-in
-//! platform manifests deploy into `apps` without declaring it (the cluster
-//! has it), so the rule would refuse the built-in drills.
+//!   drill relying on it would pass on nothing;
+//! - the `NamespaceLifecycle` admission plugin
+//!   (<https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#namespacelifecycle>,
+//!   plugin/pkg/admission/namespace/lifecycle/admission.go), which refuses
+//!   an object of a namespaced kind in a namespace that does not exist. A
+//!   drill's cluster starts with the system namespaces only, so every other
+//!   namespace needs a Namespace object among the workloads, as a platform
+//!   that manages its namespaces renders them (`kustomize build` prints the
+//!   `namespace.yaml` a kustomization lists).
 
 use std::collections::BTreeSet;
 
@@ -168,18 +171,33 @@ const BUILT_IN: &[(&str, Versions)] = &[
     ),
 ];
 
-/// The kinds decoded into their k8s-openapi type: every kind the bench
-/// reads, and the common ones beside them.
+/// The kinds decoded into their k8s-openapi type: every kind of
+/// [`BUILT_IN`] the API server validates against a schema and that a
+/// rendered platform carries (an `Eviction` or a `Binding` is a request, not
+/// a manifest). A kind outside it, a custom resource, has only its
+/// `metadata` decoded ([`decodes_metadata`]): its schema is in a CRD the
+/// drill need not carry.
 fn typed(api_version: &str, kind: &str) -> Option<Decode> {
-    use k8s_openapi::api::{apps, batch, core, policy, scheduling, storage};
+    use k8s_openapi::api::{
+        admissionregistration, apps, autoscaling, batch, coordination, core, discovery, networking,
+        node, policy, rbac, scheduling, storage,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     Some(match (api_version, kind) {
         ("v1", "Pod") => decodes::<core::v1::Pod>,
         ("v1", "PersistentVolumeClaim") => decodes::<core::v1::PersistentVolumeClaim>,
+        ("v1", "PersistentVolume") => decodes::<core::v1::PersistentVolume>,
         ("v1", "Namespace") => decodes::<core::v1::Namespace>,
+        ("v1", "Node") => decodes::<core::v1::Node>,
         ("v1", "Service") => decodes::<core::v1::Service>,
+        ("v1", "Endpoints") => decodes::<core::v1::Endpoints>,
         ("v1", "ConfigMap") => decodes::<core::v1::ConfigMap>,
         ("v1", "Secret") => decodes::<core::v1::Secret>,
         ("v1", "ServiceAccount") => decodes::<core::v1::ServiceAccount>,
+        ("v1", "LimitRange") => decodes::<core::v1::LimitRange>,
+        ("v1", "ResourceQuota") => decodes::<core::v1::ResourceQuota>,
+        ("v1", "ReplicationController") => decodes::<core::v1::ReplicationController>,
+        ("v1", "PodTemplate") => decodes::<core::v1::PodTemplate>,
         ("apps/v1", "Deployment") => decodes::<apps::v1::Deployment>,
         ("apps/v1", "StatefulSet") => decodes::<apps::v1::StatefulSet>,
         ("apps/v1", "DaemonSet") => decodes::<apps::v1::DaemonSet>,
@@ -188,9 +206,54 @@ fn typed(api_version: &str, kind: &str) -> Option<Decode> {
         ("batch/v1", "CronJob") => decodes::<batch::v1::CronJob>,
         ("policy/v1", "PodDisruptionBudget") => decodes::<policy::v1::PodDisruptionBudget>,
         ("storage.k8s.io/v1", "StorageClass") => decodes::<storage::v1::StorageClass>,
+        ("storage.k8s.io/v1", "CSIDriver") => decodes::<storage::v1::CSIDriver>,
+        ("storage.k8s.io/v1", "VolumeAttachment") => decodes::<storage::v1::VolumeAttachment>,
         ("scheduling.k8s.io/v1", "PriorityClass") => decodes::<scheduling::v1::PriorityClass>,
+        ("networking.k8s.io/v1", "Ingress") => decodes::<networking::v1::Ingress>,
+        ("networking.k8s.io/v1", "IngressClass") => decodes::<networking::v1::IngressClass>,
+        ("networking.k8s.io/v1", "NetworkPolicy") => decodes::<networking::v1::NetworkPolicy>,
+        ("rbac.authorization.k8s.io/v1", "Role") => decodes::<rbac::v1::Role>,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => decodes::<rbac::v1::RoleBinding>,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => decodes::<rbac::v1::ClusterRole>,
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            decodes::<rbac::v1::ClusterRoleBinding>
+        }
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => {
+            decodes::<autoscaling::v1::HorizontalPodAutoscaler>
+        }
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            decodes::<autoscaling::v2::HorizontalPodAutoscaler>
+        }
+        ("coordination.k8s.io/v1", "Lease") => decodes::<coordination::v1::Lease>,
+        ("discovery.k8s.io/v1", "EndpointSlice") => decodes::<discovery::v1::EndpointSlice>,
+        ("node.k8s.io/v1", "RuntimeClass") => decodes::<node::v1::RuntimeClass>,
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
+            decodes::<apiextensions::v1::CustomResourceDefinition>
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            decodes::<admissionregistration::v1::ValidatingWebhookConfiguration>
+        }
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            decodes::<admissionregistration::v1::MutatingWebhookConfiguration>
+        }
         _ => return None,
     })
+}
+
+/// The `metadata` every object has, custom resources included: the API
+/// server validates it (`ValidateObjectMeta`) whatever the kind, so labels
+/// that are not a map of strings, a name that is a number, are refused
+/// there too.
+fn decodes_metadata(value: &Value) -> Result<(), String> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        #[expect(dead_code, reason = "decoded only to check its shape")]
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    }
+    <Meta as serde::Deserialize>::deserialize(value)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// Every problem of one object on its own (no other object consulted).
@@ -210,14 +273,19 @@ pub fn object_field_problems(object: &Value) -> Vec<FieldProblem> {
         ));
         return problems;
     }
-    if let Some(decode) = typed(api_version, kind)
-        && let Err(error) = decode(object)
-    {
+    let (decode, shape) = match typed(api_version, kind) {
+        Some(decode) => (decode, format!("a valid {api_version} {kind}")),
+        None => (
+            decodes_metadata as Decode,
+            "an object with valid metadata".to_owned(),
+        ),
+    };
+    if let Err(error) = decode(object) {
         let pointer = failing_field(object, decode);
         let field = dotted(&pointer);
         problems.push(FieldProblem::new(
             pointer,
-            format!("{what} is not a valid {api_version} {kind}: {field}: {error}"),
+            format!("{what} is not {shape}: {field}: {error}"),
         ));
         // The rest would be read against a shape the object does not have.
         return problems;
@@ -839,6 +907,50 @@ fn pdb(object: &Value, what: &str, problems: &mut Vec<FieldProblem>) {
 pub(crate) struct Declared<'a> {
     pub storage_classes: BTreeSet<&'a str>,
     pub priority_classes: BTreeSet<&'a str>,
+    pub namespaces: BTreeSet<&'a str>,
+}
+
+/// Namespaces every cluster has: `default`, `kube-system` and `kube-public`
+/// are the `NamespaceLifecycle` plugin's immortal namespaces, which the API
+/// server creates at start; `kube-node-lease` it creates beside them for the
+/// nodes' heartbeat Leases.
+pub(crate) const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-node-lease", "kube-public", "kube-system"];
+
+/// The built-in kinds that are not namespaced (`kubectl api-resources
+/// --namespaced=false` on Kubernetes 1.36, restricted to [`BUILT_IN`]).
+const CLUSTER_SCOPED: &[&str] = &[
+    "CSIDriver",
+    "CSINode",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "IPAddress",
+    "IngressClass",
+    "MutatingWebhookConfiguration",
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "PriorityClass",
+    "RuntimeClass",
+    "ServiceCIDR",
+    "StorageClass",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration",
+    "VolumeAttachment",
+    "VolumeAttributesClass",
+];
+
+/// Whether objects of `kind` live in a namespace. A custom resource's scope
+/// is in its CRD, which the drill may not carry; the API conventions name
+/// the cluster-scoped counterpart of a namespaced kind `Cluster…`
+/// (ClusterRole, Kyverno's ClusterPolicy, cert-manager's ClusterIssuer), so
+/// such a kind is taken as cluster-scoped and every other as namespaced.
+/// The API server clears the namespace written on a cluster-scoped object,
+/// so it is never checked there.
+fn namespaced(kind: &str) -> bool {
+    !CLUSTER_SCOPED.contains(&kind) && !kind.starts_with("Cluster")
 }
 
 /// PriorityClasses every cluster has (`scheduling/v1` system classes).
@@ -862,6 +974,10 @@ impl<'a> Declared<'a> {
                 .into_iter()
                 .chain(SYSTEM_PRIORITY_CLASSES)
                 .collect(),
+            namespaces: named("Namespace")
+                .into_iter()
+                .chain(SYSTEM_NAMESPACES)
+                .collect(),
         }
     }
 
@@ -871,6 +987,31 @@ impl<'a> Declared<'a> {
         let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
         let kind = text("/kind").unwrap_or_default();
         let what = format!("{kind} `{}`", text("/metadata/name").unwrap_or_default());
+        // An object without a namespace goes to `default` (kubectl's
+        // context namespace, which a drill does not set).
+        if namespaced(kind)
+            && let Some(namespace) = text("/metadata/namespace")
+            // An invalid name is reported by the object's own rules.
+            && is_dns1123_label(namespace)
+            && !self.namespaces.contains(namespace)
+        {
+            // A system namespace is never what a misspelt one meant.
+            let declared = self
+                .namespaces
+                .iter()
+                .copied()
+                .filter(|n| !SYSTEM_NAMESPACES.contains(n));
+            let hint = crate::suggest::closest(namespace, declared)
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            problems.push(FieldProblem::new(
+                "/metadata/namespace",
+                format!(
+                    "{what}: namespace `{namespace}` does not exist{hint}: no Namespace object among the workloads declares it, and the API server's NamespaceLifecycle admission refuses an object in a namespace that does not exist; expected a Namespace object named `{namespace}` among the workloads, or one of: {}",
+                    self.namespaces.iter().copied().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
         let mut claim_classes = Vec::new();
         if kind == "PersistentVolumeClaim" {
             claim_classes.push("/spec/storageClassName".to_owned());
@@ -1136,10 +1277,11 @@ mod tests {
         );
         let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                            "metadata": {"name": "critical"}, "value": 1000});
-        let alone = [&pod];
+        let apps = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}});
+        let alone = [&pod, &apps];
         let problems = Declared::new(&alone, &[]).unresolved(&pod);
         assert_eq!(problems.len(), 1, "{problems:?}");
-        let both = [&pod, &class];
+        let both = [&pod, &class, &apps];
         assert!(Declared::new(&both, &[]).unresolved(&pod).is_empty());
         let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                            "metadata": {"name": "d"}, "spec": {"storageClassName": "fast"}});
@@ -1147,5 +1289,101 @@ mod tests {
         assert_eq!(Declared::new(&only, &[]).unresolved(&claim).len(), 1);
         let classes = ["fast".to_owned()];
         assert!(Declared::new(&only, &classes).unresolved(&claim).is_empty());
+    }
+
+    /// `NamespaceLifecycle`: an object in a namespace no Namespace object
+    /// declares is refused at its `metadata.namespace`; declaring it, or a
+    /// system namespace, admits it; a cluster-scoped object's namespace is
+    /// not read.
+    #[test]
+    fn objects_in_undeclared_namespaces_refused_declared_ones_admitted() {
+        let web = admitted();
+        let alone = [&web];
+        let problems = Declared::new(&alone, &[]).unresolved(&web);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].pointer, "/metadata/namespace");
+        assert!(problems[0].message.contains("NamespaceLifecycle"));
+        let apps = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}});
+        let declared = [&web, &apps];
+        assert!(Declared::new(&declared, &[]).unresolved(&web).is_empty());
+        for system in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let inside = with(admitted(), "/metadata/namespace", json!(system));
+            let only = [&inside];
+            assert!(
+                Declared::new(&only, &[]).unresolved(&inside).is_empty(),
+                "{system}"
+            );
+        }
+        let unset = {
+            let mut o = admitted();
+            o["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .shift_remove("namespace");
+            o
+        };
+        let only = [&unset];
+        assert!(Declared::new(&only, &[]).unresolved(&unset).is_empty());
+        // A custom resource is namespaced unless its kind says `Cluster…`.
+        let release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                             "metadata": {"name": "r", "namespace": "flux-system"}});
+        let policy = json!({"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+                            "metadata": {"name": "p", "namespace": "flux-system"}});
+        let class = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                           "metadata": {"name": "c", "namespace": "flux-system"}});
+        let all = [&release, &policy, &class];
+        let declared = Declared::new(&all, &[]);
+        assert_eq!(declared.unresolved(&release).len(), 1);
+        assert!(declared.unresolved(&policy).is_empty());
+        assert!(declared.unresolved(&class).is_empty());
+    }
+
+    /// Kinds beyond those the simulator reads are still decoded as the API
+    /// server would: a built-in kind into its type, a custom resource's
+    /// metadata into `ObjectMeta`. Each refused object has its control.
+    #[test]
+    fn type_errors_of_kinds_the_bench_does_not_simulate_point_at_the_field() {
+        let policy = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                            "metadata": {"name": "deny", "namespace": "apps"},
+                            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}});
+        assert_eq!(first(&policy), None);
+        refused_at(
+            &with(policy.clone(), "/spec/podSelector", json!("all")),
+            "/spec/podSelector",
+            "is not a valid networking.k8s.io/v1 NetworkPolicy",
+        );
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                             "metadata": {"name": "b", "namespace": "apps"},
+                             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+                             "subjects": [{"kind": "ServiceAccount", "name": "s"}]});
+        assert_eq!(first(&binding), None);
+        refused_at(
+            &with(binding, "/subjects/0/name", json!(7)),
+            "/subjects/0/name",
+            "RoleBinding",
+        );
+        let release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                             "metadata": {"name": "podinfo", "namespace": "apps",
+                                          "labels": {"app": "podinfo"}},
+                             "spec": {"anything": ["the", "CRD", "decides"]}});
+        assert_eq!(first(&release), None);
+        refused_at(
+            &with(
+                release.clone(),
+                "/metadata/labels",
+                json!(["app", "podinfo"]),
+            ),
+            "/metadata/labels",
+            "is not an object with valid metadata",
+        );
+        refused_at(
+            &with(
+                release,
+                "/metadata/annotations",
+                json!({"a": {"nested": 1}}),
+            ),
+            "/metadata/annotations/a",
+            "metadata.annotations.a",
+        );
     }
 }

@@ -24,6 +24,7 @@ mod nodes;
 pub mod operations;
 mod pods;
 mod reconcile;
+mod run_budget;
 pub mod scheduler;
 mod state;
 #[cfg(test)]
@@ -47,10 +48,12 @@ use self::control_plane::ControlPlane;
 use self::controllers::Controllers;
 use self::engine::Engine;
 pub use self::engine::Timings;
+use self::run_budget::RunBudget;
 use self::scheduler::Scheduler;
 use self::state::World;
 use self::volumes::Volumes;
 use self::world::*;
+use drillbench_model::budget::Budgets;
 use drillbench_model::drill::Drill;
 use drillbench_model::k8s::quantity::ParsedQuantity;
 use drillbench_model::labels::{CONTROL_PLANE_LABEL, STANDBY_KEY};
@@ -141,6 +144,8 @@ pub struct Simulation {
     /// The drill's Kyverno policies and the objects their context entries
     /// read: admission for the objects applied later through the API.
     policies: Rc<(Vec<drillbench_kyverno::Policy>, ManifestCluster)>,
+    /// The run's event and action budgets, counted as it runs.
+    run_budget: RunBudget,
 }
 
 impl Simulation {
@@ -200,6 +205,7 @@ impl Simulation {
             backups: Backups::default(),
             obs: Observation::default(),
             policies,
+            run_budget: RunBudget::new(&Budgets::of(drill.spec.budgets.as_ref())),
         };
         sim.provision()?;
         match standby {
@@ -290,7 +296,20 @@ impl Simulation {
 
     /// Adds an event a driver recorded (a step of the drill) to the timeline.
     pub fn record_event(&mut self, event: Event) {
-        self.obs.events.push(event);
+        self.push_event(event);
+    }
+
+    /// Adds an event to the timeline while the events budget allows.
+    fn push_event(&mut self, event: Event) {
+        if self.run_budget.admit_event(self.obs.events.len()) {
+            self.obs.events.push(event);
+        }
+    }
+
+    /// Why the run stopped short of its steps: the events or actions budget
+    /// ran out. Time still passes, nothing more happens.
+    pub fn over_budget(&self) -> Option<&str> {
+        self.run_budget.exceeded()
     }
 
     /// The drill starts now: what happened before was setting up.
@@ -424,7 +443,7 @@ impl Simulation {
         let mut node = SimNode::new(name, pool, control_plane, labels, taints, capacity);
         node.class = self.scheduler.class_for(&node);
         let id = self.world.add_node(node);
-        self.obs.events.push(Event {
+        self.push_event(Event {
             at_ms: self.now(),
             kind: EventKind::NodeAdded,
             object: node_ref(name),
@@ -561,7 +580,7 @@ impl Simulation {
             ),
             None => (None, None),
         };
-        self.obs.events.push(Event {
+        self.push_event(Event {
             at_ms: self.now(),
             kind,
             object,
@@ -647,9 +666,16 @@ impl Simulation {
 
     /// Runs every action due up to `until`, settling the cluster after each
     /// instant, and leaves the clock at `until`.
+    /// Once a run budget is out ([`Simulation::over_budget`]), only the
+    /// clock moves.
     pub fn advance_to(&mut self, until: Time) {
-        while self.engine.next_instant(until).is_some() {
+        'instants: while self.run_budget.exceeded().is_none()
+            && self.engine.next_instant(until).is_some()
+        {
             while let Some(action) = self.engine.pop_due() {
+                if !self.run_budget.take_action() {
+                    break 'instants;
+                }
                 self.handle(action);
             }
             self.settle();
@@ -657,8 +683,12 @@ impl Simulation {
         self.engine.wait_until(until);
     }
 
-    /// The time of the next scheduled action, if any.
+    /// The time of the next scheduled action, if any; none once a run
+    /// budget is out, so a wait for a condition ends at its timeout.
     pub fn next_event_time(&self) -> Option<Time> {
+        if self.run_budget.exceeded().is_some() {
+            return None;
+        }
         self.engine.next_time()
     }
 

@@ -205,7 +205,8 @@ fn from_file(file: &KsailFile, source: &SourceFile) -> Result<Imported, Diagnost
     {
         autoscaler.max_nodes_total = node.max_nodes_total;
         if let Some(time) = &node.scale_down_unneeded_time {
-            match time.parse() {
+            // A ksail file is read by ksail with Go's ParseDuration.
+            match crate::duration::Duration::parse_go(time) {
                 Ok(duration) => autoscaler.scale_down_unneeded_time = duration,
                 Err(e) => error(time.at, format!("invalid scaleDownUnneededTime: {e}")),
             }
