@@ -725,7 +725,11 @@ spec:
 fn captured(manifests: &str, placements: &[(&str, &[&str])]) -> Simulation {
     use drillbench_model::snapshot_workloads::{CapturedPod, Placements};
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("manifests.yaml"), manifests).expect("write");
+    std::fs::write(
+        dir.path().join("manifests.yaml"),
+        with_namespaces(manifests),
+    )
+    .expect("write");
     let text = "apiVersion: drillbench.dev/v1alpha1
 kind: Drill
 metadata: {name: parts}
