@@ -23,6 +23,7 @@
 //! one selects every pod.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use k8s_openapi::api::core::v1::{PodAffinityTerm, PodSpec};
 use kube_core::{Selector, SelectorExt};
@@ -164,6 +165,14 @@ impl InterPodMisfit {
 /// Matching pods per topology pair: key, then value.
 type Pairs = BTreeMap<String, BTreeMap<String, u32>>;
 
+/// How many pods of a group run in each domain of one topology key: per
+/// value, a positive count (a domain the group left is no entry).
+pub type Domains = BTreeMap<String, u32>;
+
+/// Domain counts an index keeps for a group of alike pods, read where they
+/// are rather than copied: (topology key, its domains).
+type Shared = Vec<(String, Rc<Domains>)>;
+
 /// What the filter counted for one incoming pod over the pods already
 /// placed: upstream's `preFilterState`.
 #[derive(Debug, Clone, Default)]
@@ -176,6 +185,11 @@ pub struct InterPodState {
     affinity: Pairs,
     /// Pairs where a pod matching one of its anti-affinity terms runs.
     anti: Pairs,
+    /// The same three, for groups of pods counted at once
+    /// ([`InterPodState::add_group`]).
+    shared_existing_anti: Shared,
+    shared_affinity: Shared,
+    shared_anti: Shared,
 }
 
 fn bump(pairs: &mut Pairs, key: &str, labels: &BTreeMap<String, String>) {
@@ -198,6 +212,23 @@ fn has(pairs: &Pairs, key: &str, labels: &BTreeMap<String, String>) -> bool {
         .get(key)
         .and_then(|value| pairs.get(key)?.get(value))
         .is_some_and(|&n| n > 0)
+}
+
+fn has_shared(shared: &Shared, key: &str, labels: &BTreeMap<String, String>) -> bool {
+    let Some(value) = labels.get(key) else {
+        return false;
+    };
+    shared
+        .iter()
+        .any(|(k, domains)| k == key && domains.get(value).is_some_and(|&n| n > 0))
+}
+
+/// Keeps a group's domains unless they are empty: an empty map counts no
+/// pod, as a pod on a node without the key is counted nowhere.
+fn share(shared: &mut Shared, key: &str, domains: Rc<Domains>) {
+    if domains.values().any(|&n| n > 0) {
+        shared.push((key.to_owned(), domains));
+    }
 }
 
 impl InterPodState {
@@ -226,10 +257,43 @@ impl InterPodState {
         }
     }
 
+    /// Counts a group of existing pods that are alike to the filter (same
+    /// namespace, labels and terms) at once, as [`InterPodState::add`]
+    /// would count each of them: `domains(key)` says how many of them run
+    /// in each domain of a topology key. An index that keeps those counts
+    /// as pods bind and leave makes a pod's state cost the number of
+    /// groups, not of pods.
+    pub fn add_group(
+        &mut self,
+        incoming: &PodTerms<'_>,
+        existing: &PodTerms<'_>,
+        mut domains: impl FnMut(&str) -> Rc<Domains>,
+    ) {
+        for term in existing.anti_affinity {
+            if term.selects(existing.namespace, incoming.namespace, incoming.labels) {
+                let d = domains(&term.topology_key);
+                share(&mut self.shared_existing_anti, &term.topology_key, d);
+            }
+        }
+        if existing.matches_all(incoming.namespace, incoming.affinity) {
+            for term in incoming.affinity {
+                let d = domains(&term.topology_key);
+                share(&mut self.shared_affinity, &term.topology_key, d);
+            }
+        }
+        for term in incoming.anti_affinity {
+            if term.selects(incoming.namespace, existing.namespace, existing.labels) {
+                let d = domains(&term.topology_key);
+                share(&mut self.shared_anti, &term.topology_key, d);
+            }
+        }
+    }
+
     /// Whether no node can fail the filter: the incoming pod has no terms
     /// and no existing pod repels it.
     pub fn is_trivial(&self, incoming: &PodTerms<'_>) -> bool {
         self.existing_anti.is_empty()
+            && self.shared_existing_anti.is_empty()
             && incoming.affinity.is_empty()
             && incoming.anti_affinity.is_empty()
     }
@@ -249,24 +313,24 @@ impl InterPodState {
             {
                 return Err(InterPodMisfit::Affinity);
             }
-            let all_met = incoming
-                .affinity
-                .iter()
-                .all(|t| has(&self.affinity, &t.topology_key, node_labels));
+            let all_met = incoming.affinity.iter().all(|t| {
+                has(&self.affinity, &t.topology_key, node_labels)
+                    || has_shared(&self.shared_affinity, &t.topology_key, node_labels)
+            });
             // The first pod of a group affine to itself may go anywhere,
             // provided no pod anywhere matches its terms yet.
             if !all_met
                 && (!self.affinity.is_empty()
+                    || !self.shared_affinity.is_empty()
                     || !incoming.matches_all(incoming.namespace, incoming.affinity))
             {
                 return Err(InterPodMisfit::Affinity);
             }
         }
-        if incoming
-            .anti_affinity
-            .iter()
-            .any(|t| has(&self.anti, &t.topology_key, node_labels))
-        {
+        if incoming.anti_affinity.iter().any(|t| {
+            has(&self.anti, &t.topology_key, node_labels)
+                || has_shared(&self.shared_anti, &t.topology_key, node_labels)
+        }) {
             return Err(InterPodMisfit::AntiAffinity);
         }
         // Then, as upstream, the existing pods' terms.
@@ -274,6 +338,12 @@ impl InterPodState {
             .existing_anti
             .keys()
             .any(|key| has(&self.existing_anti, key, node_labels))
+            || self.shared_existing_anti.iter().any(|(key, domains)| {
+                node_labels
+                    .get(key)
+                    .and_then(|value| domains.get(value))
+                    .is_some_and(|&n| n > 0)
+            })
         {
             return Err(InterPodMisfit::ExistingAntiAffinity);
         }

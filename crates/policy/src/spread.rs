@@ -337,8 +337,16 @@ impl SpreadState {
             if !c.includes(&incoming.placement, node) {
                 continue;
             }
-            let value = node_labels[&c.topology_key].clone();
-            *self.domains.entry(i).or_default().entry(value).or_default() += count(i);
+            let value = &node_labels[&c.topology_key];
+            let n = count(i);
+            let domains = self.domains.entry(i).or_default();
+            // Most domains are met again: count them without a new key.
+            match domains.get_mut(value) {
+                Some(here) => *here += n,
+                None => {
+                    domains.insert(value.clone(), n);
+                }
+            }
         }
     }
 

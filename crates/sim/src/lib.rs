@@ -22,6 +22,7 @@ mod fixtures;
 pub mod load;
 mod nodes;
 pub mod operations;
+mod pod_groups;
 mod pods;
 mod reconcile;
 mod run_budget;

@@ -258,7 +258,7 @@ impl Simulation {
         match self.world.pod(pod).node {
             None => self.pod_gone(pod),
             Some(node) => {
-                self.world.pod_mut(pod).phase = PodPhase::Terminating;
+                self.world.start_terminating(pod);
                 self.world.pod_mut(pod).deleted_at = Some(self.now());
                 let r = self.world.pod_ref(pod);
                 self.record(EventKind::PodTerminating, r, Some(node), "pod terminating");

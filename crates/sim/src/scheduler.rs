@@ -33,12 +33,13 @@
 //! system default constraints), preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
 
 use super::classes::{ClassView, Classes};
 use super::clock::Time;
+use super::pod_groups::{PodGroup, PodGroups};
 use super::state::World;
 use super::volumes::Volumes;
 use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
@@ -486,6 +487,62 @@ impl Scan<'_> {
         if !incoming.is_constrained() {
             return None;
         }
+        if pods[pod].holds_resources {
+            // Counted in its own group: only the pod-by-pod count can leave
+            // it out (never met by a pending pod; kept for exactness).
+            return Some(self.spread_pod_by_pod(template, pod));
+        }
+        // Per constraint: the groups of alike pods it counts, decided once
+        // per group rather than once per pod.
+        let groups = self.world.pod_groups().all();
+        let matching: Vec<Vec<&PodGroup>> = template
+            .spread
+            .iter()
+            .map(|c| {
+                groups
+                    .iter()
+                    .filter(|g| {
+                        !g.is_empty() && c.counts(namespace, &g.namespace, &g.template.labels)
+                    })
+                    .collect()
+            })
+            .collect();
+        // Terminating pods still hold their node but count nowhere.
+        let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
+        for &p in self.world.terminating_pods() {
+            let t = &pods[p];
+            if t.phase == PodPhase::Terminating && t.holds_resources {
+                if let Some(node) = t.node {
+                    terminating.entry(node).or_default().push(p);
+                }
+            }
+        }
+        let mut state = SpreadState::default();
+        for (id, n) in self.world.nodes().iter().enumerate() {
+            if n.phase == super::world::NodePhase::Gone {
+                continue;
+            }
+            state.add_node(&incoming, &n.object, |i| {
+                let c = &template.spread[i];
+                let held: u32 = matching[i].iter().map(|g| g.pods_on(id)).sum();
+                let leaving = terminating.get(&id).map_or(0, |ps| {
+                    ps.iter()
+                        .filter(|&&p| {
+                            c.counts(namespace, &pods[p].namespace, &pods[p].template.labels)
+                        })
+                        .count() as u32
+                });
+                held - leaving
+            });
+        }
+        Some(state)
+    }
+
+    /// [`Scan::spread`], counting every pod but `pod` one by one.
+    fn spread_pod_by_pod(&self, template: &Template, pod: PodId) -> SpreadState {
+        let pods = self.world.pods();
+        let namespace = &pods[pod].namespace;
+        let incoming = spread_pod(namespace, template);
         let mut state = SpreadState::default();
         for n in self.world.nodes() {
             if n.phase == super::world::NodePhase::Gone {
@@ -503,34 +560,57 @@ impl Scan<'_> {
                     .count() as u32
             });
         }
-        Some(state)
+        state
     }
 
     /// What the inter-pod affinity filter counted for the pod over the
     /// pods placed now, or `None` when it cannot refuse any node (the pod
     /// has no terms and no running pod repels it): then the scan never
-    /// looks at other pods. Only the pods holding resources count, and a
-    /// pod without terms of its own is checked against the index of
-    /// repelling pods alone.
+    /// looks at other pods. Only the pods holding resources count, read as
+    /// the world's groups of alike pods with their counts per domain
+    /// (`pod_groups`); a pod without terms of its own is checked against
+    /// the groups that repel alone.
     fn interpod(&self, template: &Template, pod: PodId) -> Option<InterPodState> {
+        let pods = self.world.pods();
+        if pods[pod].holds_resources {
+            // Counted in its own group: only the pod-by-pod count can leave
+            // it out (never met by a pending pod; kept for exactness).
+            return self.interpod_pod_by_pod(template, pod);
+        }
+        let incoming = terms(&pods[pod].namespace, template);
+        let mut state = InterPodState::default();
+        let groups = self.world.pod_groups();
+        let nodes = self.world.nodes();
+        let mut count = |group: &PodGroup| {
+            if group.is_empty() {
+                return;
+            }
+            let existing = terms(&group.namespace, &group.template);
+            state.add_group(&incoming, &existing, |key| {
+                PodGroups::domains(group, key, nodes)
+            });
+        };
+        if template.affinity.is_empty() && template.anti_affinity.is_empty() {
+            groups.repelling().for_each(&mut count);
+        } else {
+            groups.all().iter().for_each(&mut count);
+        }
+        (!state.is_trivial(&incoming)).then_some(state)
+    }
+
+    /// [`Scan::interpod`], counting every placed pod but `pod` one by one.
+    fn interpod_pod_by_pod(&self, template: &Template, pod: PodId) -> Option<InterPodState> {
         let pods = self.world.pods();
         let incoming = terms(&pods[pod].namespace, template);
         let mut state = InterPodState::default();
-        let mut count = |other: PodId| {
-            let p = &pods[other];
-            if other == pod || p.phase == PodPhase::Gone {
-                return;
-            }
-            if let Some(node) = p.node {
+        for n in self.world.nodes() {
+            for &other in &n.pods {
+                let p = &pods[other];
+                if other == pod || p.phase == PodPhase::Gone {
+                    continue;
+                }
                 let existing = terms(&p.namespace, &p.template);
-                state.add(&incoming, &existing, self.world.node(node).labels());
-            }
-        };
-        if template.affinity.is_empty() && template.anti_affinity.is_empty() {
-            self.world.repelling_pods().iter().for_each(|&p| count(p));
-        } else {
-            for n in self.world.nodes() {
-                n.pods.iter().for_each(|&p| count(p));
+                state.add(&incoming, &existing, n.labels());
             }
         }
         (!state.is_trivial(&incoming)).then_some(state)

@@ -7,11 +7,12 @@
 //! a pod's requests count on its node from [`World::bind`] until
 //! [`World::release`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use k8s_openapi::api::core::v1::Taint;
 
+use super::pod_groups::PodGroups;
 use super::world::{
     ClaimId, NodeId, Owner, Pdb, PodId, PodPhase, SimNode, SimPod, Workload, WorkloadId,
     WorkloadKind,
@@ -27,10 +28,12 @@ pub(crate) struct World {
     workloads: Vec<Workload>,
     workload_index: BTreeMap<String, WorkloadId>,
     pdbs: Vec<Pdb>,
-    /// The pods holding resources on a node whose required anti-affinity
-    /// terms every incoming pod must be checked against (the rule is
-    /// symmetric), so a scheduling pass need not read every pod.
-    repelling: BTreeSet<PodId>,
+    /// The pods holding resources, as groups of alike pods with their
+    /// counts per topology domain (what inter-pod affinity reads).
+    groups: PodGroups,
+    /// Pods that started terminating while holding resources (see
+    /// [`World::start_terminating`]); topology spread counts them out.
+    terminating: std::collections::BTreeSet<PodId>,
     /// Per node: its labels as shared with placements; forgotten whenever
     /// its labels change.
     shared_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
@@ -80,6 +83,7 @@ impl World {
             return false;
         }
         n.object.metadata.labels = Some(labels);
+        self.groups.relabelled();
         if let Some(shared) = self.shared_labels.get_mut(node) {
             *shared = None;
         }
@@ -192,19 +196,34 @@ impl World {
         let requests = self.pods[pod].template.requests;
         let n = &mut self.nodes[node];
         n.requested = n.requested.plus(requests);
-        n.pods.insert(pod);
+        let fresh = n.pods.insert(pod);
         let p = &mut self.pods[pod];
         p.node = Some(node);
         p.holds_resources = true;
-        if !p.template.anti_affinity.is_empty() {
-            self.repelling.insert(pod);
+        if fresh {
+            self.groups
+                .bind(&p.template, &p.namespace, node, &self.nodes[node]);
         }
     }
 
-    /// The pods holding resources on a node that carry required
-    /// anti-affinity terms, in index order.
-    pub(crate) fn repelling_pods(&self) -> &BTreeSet<PodId> {
-        &self.repelling
+    /// A pod's deletion started: Terminating, it holds its node until it
+    /// is gone.
+    pub(crate) fn start_terminating(&mut self, pod: PodId) {
+        self.pods[pod].phase = PodPhase::Terminating;
+        if self.pods[pod].holds_resources {
+            self.terminating.insert(pod);
+        }
+    }
+
+    /// The pods that started terminating while holding resources and hold
+    /// them still (a pod's phase says whether it still terminates).
+    pub(crate) fn terminating_pods(&self) -> &std::collections::BTreeSet<PodId> {
+        &self.terminating
+    }
+
+    /// The pods holding resources, grouped (see [`PodGroups`]).
+    pub(crate) fn pod_groups(&self) -> &PodGroups {
+        &self.groups
     }
 
     /// A pod stops counting on its node (it finished or is gone); it stays
@@ -214,12 +233,16 @@ impl World {
             return;
         }
         self.pods[pod].holds_resources = false;
-        self.repelling.remove(&pod);
+        self.terminating.remove(&pod);
         if let Some(node) = self.pods[pod].node {
             let requests = self.pods[pod].template.requests;
             let n = &mut self.nodes[node];
             n.requested = n.requested.minus(requests);
-            n.pods.remove(&pod);
+            if n.pods.remove(&pod) {
+                let p = &self.pods[pod];
+                self.groups
+                    .release(&p.template, &p.namespace, node, &self.nodes[node]);
+            }
         }
     }
 
@@ -471,7 +494,7 @@ mod tests {
             world.bind(p, n);
             world.pod_mut(p).phase = PodPhase::Ready;
         }
-        world.pod_mut(stopping).phase = PodPhase::Terminating;
+        world.start_terminating(stopping);
         assert!(world.is_daemon(daemon) && !world.is_daemon(running));
         assert_eq!(world.movable_pods(n), [running]);
         assert_eq!(world.pods_left(n), 2);

@@ -199,3 +199,111 @@ fn existing_pods_anti_affinity_is_symmetric() {
         );
     }
 }
+
+/// The filter's verdict when the existing pods are counted as groups of
+/// alike pods (`add_group`), each group's domains counted as an index
+/// keeps them.
+fn verdict_grouped(
+    incoming: &Pod,
+    existing: &[(&Pod, BTreeMap<String, String>)],
+    node: &BTreeMap<String, String>,
+) -> Result<(), InterPodMisfit> {
+    let mut state = InterPodState::default();
+    // Alike pods: the same `Pod` of the table (same namespace, labels and
+    // terms), wherever they run.
+    let mut groups: Vec<(&Pod, Vec<&BTreeMap<String, String>>)> = Vec::new();
+    for (pod, on) in existing {
+        match groups.iter_mut().find(|(p, _)| std::ptr::eq(*p, *pod)) {
+            Some((_, nodes)) => nodes.push(on),
+            None => groups.push((pod, vec![on])),
+        }
+    }
+    for (pod, nodes) in &groups {
+        state.add_group(&incoming.terms(), &pod.terms(), |key| {
+            let mut domains = Domains::new();
+            for on in nodes {
+                if let Some(value) = on.get(key) {
+                    *domains.entry(value.clone()).or_default() += 1;
+                }
+            }
+            Rc::new(domains)
+        });
+    }
+    state.filter(&incoming.terms(), node)
+}
+
+/// Counting alike pods at once decides exactly what counting them one by
+/// one decides, for every kind of term (existing anti-affinity, affinity,
+/// the first pod of a self-affine group, anti-affinity), on nodes inside,
+/// outside and without the topology domain. Each case's verdicts differ
+/// across the nodes, so a grouped count that ignored a group or a domain
+/// would disagree.
+#[test]
+fn a_group_counted_at_once_decides_as_its_pods_one_by_one() {
+    let h1 = node1();
+    let h2 = labels(&[("region", "r1"), ("zone", "z11"), ("hostname", "h2")]);
+    let far = labels(&[("region", "r2"), ("zone", "z21"), ("hostname", "h3")]);
+    let bare = labels(&[("hostname", "h4")]);
+    let web = pod(&[("app", "web")]);
+    let db = pod(&[("app", "db")]);
+    let repels_web = Pod {
+        anti: vec![within("app", "zone", &["web"])],
+        ..pod(&[("app", "db")])
+    };
+    let wants_db = Pod {
+        affinity: vec![within("app", "zone", &["db"])],
+        ..pod(&[("app", "web")])
+    };
+    let self_affine = Pod {
+        affinity: vec![within("app", "zone", &["web"])],
+        ..pod(&[("app", "web")])
+    };
+    let avoids_web = Pod {
+        anti: vec![within("app", "hostname", &["web"])],
+        ..pod(&[("app", "cache")])
+    };
+    let cases: Vec<(&str, &Pod, Vec<(&Pod, BTreeMap<String, String>)>)> = vec![
+        (
+            "existing anti-affinity, two alike repellers",
+            &web,
+            vec![(&repels_web, h1.clone()), (&repels_web, h2.clone())],
+        ),
+        (
+            "affinity to a group running in one zone",
+            &wants_db,
+            vec![(&db, far.clone()), (&db, far.clone()), (&web, h1.clone())],
+        ),
+        ("the first pod of a self-affine group", &self_affine, vec![]),
+        (
+            "a self-affine group already placed",
+            &self_affine,
+            vec![(&web, far.clone()), (&web, far.clone())],
+        ),
+        (
+            "anti-affinity by hostname",
+            &avoids_web,
+            vec![
+                (&web, h1.clone()),
+                (&web, far.clone()),
+                (&web, bare.clone()),
+            ],
+        ),
+    ];
+    for (name, incoming, existing) in &cases {
+        let one_by_one: Vec<_> = [&h1, &h2, &far, &bare]
+            .iter()
+            .map(|n| verdict(incoming, existing, n))
+            .collect();
+        let grouped: Vec<_> = [&h1, &h2, &far, &bare]
+            .iter()
+            .map(|n| verdict_grouped(incoming, existing, n))
+            .collect();
+        assert_eq!(grouped, one_by_one, "{name}");
+        if !existing.is_empty() {
+            assert!(
+                one_by_one.iter().any(Result::is_ok) && one_by_one.iter().any(Result::is_err),
+                "{name}: the case tells nodes apart: {one_by_one:?}"
+            );
+        }
+    }
+}
