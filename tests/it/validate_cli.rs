@@ -846,3 +846,24 @@ fn run_refuses_the_issue_19_drills_before_writing_a_report() {
         assert!(!reports.exists(), "{name}: a report folder was written");
     }
 }
+
+/// The scheduler_perf-shaped drills the scale benchmark loads stay valid
+/// drills (the benchmark would otherwise measure a refusal).
+#[test]
+fn every_scheduler_perf_drill_validates() {
+    let dir = crate::common::root().join("harness/scale/scheduler-perf");
+    let mut seen = 0;
+    for workload in std::fs::read_dir(&dir).expect("the suite") {
+        let workload = workload.expect("entry").path();
+        if !workload.is_dir() {
+            continue;
+        }
+        for size in ["500", "5000", "10000"] {
+            let drill = workload.join(format!("{size}-nodes.yaml"));
+            let run = crate::common::bench(&["validate", drill.to_str().unwrap()]);
+            assert_eq!(run.code, 0, "{}: {}", drill.display(), run.stderr);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 18, "six workloads at three sizes");
+}

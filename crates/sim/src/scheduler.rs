@@ -511,10 +511,11 @@ impl Scan<'_> {
         let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
         for &p in self.world.terminating_pods() {
             let t = &pods[p];
-            if t.phase == PodPhase::Terminating && t.holds_resources {
-                if let Some(node) = t.node {
-                    terminating.entry(node).or_default().push(p);
-                }
+            if t.phase == PodPhase::Terminating
+                && t.holds_resources
+                && let Some(node) = t.node
+            {
+                terminating.entry(node).or_default().push(p);
             }
         }
         let mut state = SpreadState::default();

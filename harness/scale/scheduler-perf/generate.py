@@ -116,6 +116,9 @@ for w in W:
         ns_i = "perf" if ns_i == "default" else ns_i
         ns_m = "perf" if ns_m == "default" else ns_m
         man = f"# {w['up']}: the init pods, then the measured pods ({UP}{w['src']}, {w['tmpl']}).\n"
+        # Their namespaces exist, as the API server requires (NamespaceLifecycle).
+        for ns in sorted({ns_i, ns_m}):
+            man += f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
         man += deployment("init", ns_i, init, kind_i)
         man += deployment("measured", ns_m, measure, kind_m)
         with open(os.path.join(d, base + ".manifests.yaml"), "w") as f:

@@ -262,7 +262,9 @@ fn a_group_counted_at_once_decides_as_its_pods_one_by_one() {
         anti: vec![within("app", "hostname", &["web"])],
         ..pod(&[("app", "cache")])
     };
-    let cases: Vec<(&str, &Pod, Vec<(&Pod, BTreeMap<String, String>)>)> = vec![
+    /// Running pods, each with its node's labels.
+    type Running<'p> = Vec<(&'p Pod, BTreeMap<String, String>)>;
+    let cases: Vec<(&str, &Pod, Running)> = vec![
         (
             "existing anti-affinity, two alike repellers",
             &web,
