@@ -141,6 +141,19 @@ impl Facade {
                     "the modelled API is unavailable: no quorum or no healthy apiserver holds the endpoint",
                 ))
             }
+            // A simulation that reached its run budget (events, actions)
+            // stops while time still passes: the server says so instead
+            // of serving a cluster where nothing happens any more.
+            ["healthz"] | ["readyz"] | ["livez"] if self.cluster.sim.over_budget().is_some() => {
+                Err(ApiError::new(
+                    503,
+                    "ServiceUnavailable",
+                    format!(
+                        "the served simulation stopped: {}",
+                        self.cluster.sim.over_budget().unwrap_or_default()
+                    ),
+                ))
+            }
             ["healthz"] | ["readyz"] | ["livez"] => ok(json!("ok")),
             ["api"] => ok(resources::core_versions()),
             ["apis"] => ok(resources::groups()),
@@ -374,6 +387,37 @@ mod tests {
 
     fn answer(facade: &mut Facade, request: Request) -> (u16, Value) {
         json(facade.handle(request))
+    }
+
+    /// A served simulation that ran out of its run budget says so on its
+    /// health endpoints rather than serving a cluster where nothing moves;
+    /// paired with the same drill within its budget, which answers `ok`.
+    #[test]
+    fn a_simulation_past_its_run_budget_is_unhealthy_and_says_why() {
+        for (events, healthy) in [(None, true), (Some(5), false)] {
+            let mut drill = crate::testing::drill();
+            drill.spec.budgets = Some(drillbench_model::budget::BudgetSpec {
+                events: events.map(drillbench_model::scenario::Located::new),
+                ..Default::default()
+            });
+            let sim = provision(&drill, 7, None).expect("the serve drill provisions");
+            let mut facade = Facade::new(&drill, sim, Clock::Step, DEFAULT_HISTORY_WINDOW, None);
+            facade.advance_to(60_000);
+            for path in ["/healthz", "/livez", "/readyz"] {
+                let (code, body) = answer(&mut facade, get(path));
+                if healthy {
+                    assert_eq!((code, body), (200, json!("ok")), "{path}");
+                } else {
+                    assert_eq!(code, 503, "{path}: {body}");
+                    let message = body["message"].as_str().unwrap_or_default();
+                    assert!(
+                        message.starts_with("the served simulation stopped:")
+                            && message.contains("budgets.events"),
+                        "{message}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
