@@ -533,7 +533,8 @@ impl Simulation {
             );
         }
         for claim in loaded.claims {
-            self.claim(&claim.namespace, &claim.name, claim.class);
+            let id = self.claim(&claim.namespace, &claim.name, claim.class);
+            self.volumes.set_storage(id, claim.storage);
         }
         for (object, budget, selector) in loaded.pdbs {
             self.world.add_pdb(Pdb {

@@ -90,6 +90,8 @@ pub struct LoadedClaim {
     pub name: String,
     /// Its `storageClassName` (None: the default class).
     pub class: Option<String>,
+    /// Its `resources.requests.storage`, as written.
+    pub storage: Option<String>,
 }
 
 /// Everything loaded from the manifests.
@@ -186,11 +188,19 @@ pub fn load_admitted(
             let namespace = namespace_of(&pvc.metadata.namespace);
             let name = pvc.metadata.name.clone().unwrap_or_default();
             let class = pvc.spec.as_ref().and_then(|s| s.storage_class_name.clone());
+            let storage = pvc
+                .spec
+                .as_ref()
+                .and_then(|s| s.resources.as_ref())
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|r| r.get("storage"))
+                .map(|q| q.0.clone());
             standalone.insert((namespace.clone(), name.clone()), class.clone());
             loaded.claims.push(LoadedClaim {
                 namespace,
                 name,
                 class,
+                storage,
             });
         }
     }

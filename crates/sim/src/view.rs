@@ -82,8 +82,8 @@ pub fn uid(kind: u8, index: usize) -> String {
 /// requires a claim's `resources.requests.storage`, and a client that
 /// reads a StatefulSet back (a snapshot of the served cluster) must find
 /// one; the simulator does not model sizes, so it is [`VOLUME_CAPACITY`].
-/// A served claim shows none: the kube backend re-applies its manifest's
-/// claims, whose sizes the façade could not match.
+/// A standalone claim shows its manifest's own size instead, so a
+/// re-apply of the manifest (the kube backend's) changes nothing.
 fn claim_request() -> VolumeResourceRequirements {
     VolumeResourceRequirements {
         requests: Some(BTreeMap::from([(
@@ -497,6 +497,19 @@ impl Simulation {
                 storage_class_name: c.class.clone(),
                 access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
                 volume_name: c.bound.then(|| volume_name(claim)),
+                // The API server requires a claim's size; a standalone
+                // claim shows its manifest's, one a StatefulSet made the
+                // template's as served ([`claim_request`]).
+                resources: Some(match &c.storage {
+                    Some(size) => VolumeResourceRequirements {
+                        requests: Some(BTreeMap::from([(
+                            "storage".to_owned(),
+                            Quantity(size.clone()),
+                        )])),
+                        ..Default::default()
+                    },
+                    None => claim_request(),
+                }),
                 ..Default::default()
             }),
             status: Some(PersistentVolumeClaimStatus {

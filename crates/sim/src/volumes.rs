@@ -109,6 +109,7 @@ impl Volumes {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             class,
+            storage: None,
             attach,
             release,
             binding,
@@ -122,6 +123,11 @@ impl Volumes {
         });
         self.index.insert(key, id);
         (id, true)
+    }
+
+    /// The size a standalone claim's manifest asks for.
+    pub(crate) fn set_storage(&mut self, claim: ClaimId, storage: Option<String>) {
+        self.claims[claim].storage = storage;
     }
 
     /// `Immediate` binding: the volume is provisioned when the claim is

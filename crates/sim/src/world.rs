@@ -420,6 +420,10 @@ pub struct Claim {
     pub name: String,
     /// Its storage class (after the default was applied), if any.
     pub class: Option<String>,
+    /// The size its manifest asks for (`resources.requests.storage`),
+    /// shown back as written; `None` for a claim a StatefulSet or an
+    /// ephemeral volume makes (the simulator does not model sizes).
+    pub storage: Option<String>,
     /// How its volume attaches.
     pub attach: AttachModel,
     /// What happens to an attachment when its node departs.
