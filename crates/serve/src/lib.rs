@@ -189,9 +189,9 @@ impl Server {
         )
     }
 
-    /// Serves a captured cluster frozen (see [`frozen`]); also returns the
-    /// kinds of the snapshot it does not serve (`apiVersion Kind`) and how
-    /// many objects of each it left out.
+    /// Serves a captured cluster frozen (nothing reconciles it, and every
+    /// write is refused); also returns the kinds of the snapshot it does not
+    /// serve (`apiVersion Kind`) and how many objects of each it left out.
     pub fn start_frozen(
         snapshot: &drillbench_model::snapshot::ClusterSnapshot,
         options: &FrozenOptions,
