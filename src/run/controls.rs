@@ -802,8 +802,8 @@ fn admission_control(drill: &Drill, spec: &Assertion, control: &AdmissionControl
         .iter()
         .find(|c| c.default)
         .map(|c| c.name.as_str());
-    // The planted object is judged alone: a claim it mounts resolves to no
-    // standalone claim, so it gets the default class.
+    // A claim the planted object mounts resolves to none of the drill's
+    // standalone claims, so it gets the default class.
     let decision = guards
         .iter()
         .any(|g| g.name.as_str() == control.guard.as_str())
