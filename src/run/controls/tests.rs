@@ -53,6 +53,18 @@ fn conclusion(judged: &Judged) -> ControlConclusion {
     judged.result.control.as_ref().expect("a proof").conclusion
 }
 
+/// A drill's first admission control, with its assertion.
+fn first_admission_control(drill: &Drill) -> (&Assertion, &AdmissionControl) {
+    drill
+        .assertions
+        .iter()
+        .find_map(|a| match &a.kind {
+            AssertionKind::NegativeControl(Control::Admission(c)) => Some((a, c)),
+            _ => None,
+        })
+        .expect("an admission control")
+}
+
 fn is_preflight_control(control: &Control) -> bool {
     matches!(control, Control::Weaken(w) if w.preflight_refuses.is_some())
 }
@@ -202,14 +214,7 @@ fn a_simulator_only_weakening_on_kind_provisions_nothing_and_proves_nothing() {
 #[test]
 fn a_patch_to_a_policy_guard_flips_its_admission_control() {
     let drill = built_in("unlabelled-autoscaler-node");
-    let (spec, control) = drill
-        .assertions
-        .iter()
-        .find_map(|a| match &a.kind {
-            AssertionKind::NegativeControl(Control::Admission(c)) => Some((a, c)),
-            _ => None,
-        })
-        .expect("an admission control");
+    let (spec, control) = first_admission_control(&drill);
     assert_eq!(
         conclusion(&admission_control(&drill, spec, control)),
         ControlConclusion::Bites
@@ -267,14 +272,7 @@ fn a_patch_to_a_policy_guard_flips_its_admission_control() {
 fn a_planted_object_the_chains_mutation_fixes_proves_nothing() {
     for name in ["node-loss", "unlabelled-autoscaler-node"] {
         let drill = built_in(name);
-        let (spec, control) = drill
-            .assertions
-            .iter()
-            .find_map(|a| match &a.kind {
-                AssertionKind::NegativeControl(Control::Admission(c)) => Some((a, c)),
-                _ => None,
-            })
-            .expect("an admission control");
+        let (spec, control) = first_admission_control(&drill);
         assert_eq!(
             conclusion(&admission_control(&drill, spec, control)),
             ControlConclusion::Bites,
