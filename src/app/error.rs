@@ -69,6 +69,13 @@ pub(crate) enum CommandError {
         "--snapshot runs a drill on the simulator; a real cluster is its own snapshot (pass --backend sim)"
     )]
     SnapshotOnCluster,
+    #[error(
+        "drill `{drill}` takes its workloads from the cluster (`fromCluster:`), which the {backend} backend does not have: it builds its own; pass --backend kubeconfig with the cluster's kubeconfig, or --snapshot FILE of it"
+    )]
+    FromClusterOffCluster {
+        drill: String,
+        backend: &'static str,
+    },
     #[error("no tally to merge; expected the tally-I-of-N.json files of a sharded sweep")]
     NothingToMerge,
     #[error("{} names no context to use; pass --context CTX", .0.display())]
@@ -196,6 +203,7 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::ShardTooSmall { .. }
         | E::ShardOnCluster
         | E::SnapshotOnCluster
+        | E::FromClusterOffCluster { .. }
         | E::NothingToMerge
         | E::NoContext(_)
         | E::NotOurs { .. }

@@ -88,18 +88,24 @@ pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, Comma
     let path = catalog::resolve(&options.drill)?;
     let drill =
         super::load_drill(&path, options.snapshot.as_deref()).map_err(CommandError::Drill)?;
+    if options.backend != BackendKind::Kubeconfig {
+        super::refuse_from_cluster(&drill, options.backend)?;
+    }
     let out = out_path(&drill, options);
     out_dir::check(&out).map_err(|source| CommandError::OutDir {
         path: out.clone(),
         source,
     })?;
-    let factory = match options.backend {
+    let (drill, factory) = match options.backend {
         BackendKind::Sim if options.runs > 1 || options.shard.is_some() => {
             return sweep(&drill, options, &out, io);
         }
-        BackendKind::Sim => Factory::Sim,
-        BackendKind::Kubeconfig => kubeconfig(&drill, options)?,
-        kind @ (BackendKind::Kind | BackendKind::Talos) => docker(kind, &drill, options)?,
+        BackendKind::Sim => (drill, Factory::Sim),
+        BackendKind::Kubeconfig => kubeconfig(drill, options)?,
+        kind @ (BackendKind::Kind | BackendKind::Talos) => {
+            let factory = docker(kind, &drill, options)?;
+            (drill, factory)
+        }
     };
     run_and_report(&drill, options, &factory, &out, io)
 }
@@ -182,8 +188,10 @@ fn run_and_report(
 /// the cluster is decided from reads only, before anything runs: a drill
 /// with faults or scaling on a cluster the bench did not create, without
 /// `--allow-destructive CTX`, is bad input (exit 2: the flags do not allow
-/// what the drill asks; nothing ran).
-fn kubeconfig(drill: &Drill, options: &RunOptions) -> Result<Factory, CommandError> {
+/// what the drill asks; nothing ran). A `fromCluster` drill's workloads
+/// are read here, so a reference the cluster does not resolve is bad input
+/// too.
+fn kubeconfig(drill: Drill, options: &RunOptions) -> Result<(Drill, Factory), CommandError> {
     use drillbench_backend::bench_api::{self, BenchApi};
     use drillbench_backend::kube::{self, access};
 
@@ -198,13 +206,14 @@ fn kubeconfig(drill: &Drill, options: &RunOptions) -> Result<Factory, CommandErr
     };
     let label = kube::read_run_label(&path, options.context.as_deref())
         .map_err(|e| CommandError::RunLabel(e.into()).nothing_ran())?;
+    let drill = read_cluster_workloads(drill, &path, options)?;
     let access = access::decide(
         label.as_deref(),
         &context_name,
         options.allow_destructive.as_deref(),
     );
     let read_only = access == access::Access::ReadOnly;
-    let changing = access::changing_steps(drill);
+    let changing = access::changing_steps(&drill);
     if read_only && !changing.is_empty() {
         return Err(CommandError::NotOurs {
             drill: drill.name().to_owned(),
@@ -230,9 +239,34 @@ fn kubeconfig(drill: &Drill, options: &RunOptions) -> Result<Factory, CommandErr
         served,
         read_only,
     });
-    refuse_unsupported(drill, &factory)?;
+    refuse_unsupported(&drill, &factory)?;
     handle_interrupts()?;
-    Ok(factory)
+    Ok((drill, factory))
+}
+
+/// A `fromCluster` drill built again with the objects its cluster runs,
+/// read (never written) as `bench snapshot` reads them; any other drill
+/// as it is.
+fn read_cluster_workloads(
+    drill: Drill,
+    kubeconfig: &Path,
+    options: &RunOptions,
+) -> Result<Drill, CommandError> {
+    use drillbench_backend::kube::capture::{self, CaptureOptions};
+
+    let Some(from) = drill.takes_workloads_from_cluster() else {
+        return Ok(drill);
+    };
+    let capture_options = CaptureOptions {
+        namespaces: from.namespaces.clone(),
+        max_objects: drillbench_model::budget::Budgets::of(drill.spec.budgets.as_ref()).objects,
+    };
+    let read =
+        capture::capture_kubeconfig(kubeconfig, options.context.as_deref(), &capture_options)
+            .map_err(|e| CommandError::Capture(e).nothing_ran())?;
+    drill
+        .with_cluster_workloads(&read)
+        .map_err(CommandError::Drill)
 }
 
 /// `--backend kind|talos`: a cluster of the bench's own, built in Docker

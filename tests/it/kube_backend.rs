@@ -689,3 +689,148 @@ fn a_cluster_lost_mid_drill_aborts_the_drill_never_green() {
         "the cluster did vanish"
     );
 }
+
+/// The served cluster's Deployments and StatefulSets that carry the run
+/// label: the ones a run of the bench applied.
+fn applied_by_a_run(server: &Server) -> Vec<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = kube::Client::try_from(server.client_config()).expect("client");
+        let params = kube::api::ListParams::default().labels(drillbench_model::labels::RUN_LABEL);
+        let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::all(client.clone());
+        let statefulsets: kube::Api<k8s_openapi::api::apps::v1::StatefulSet> =
+            kube::Api::all(client);
+        let mut names: Vec<String> = Vec::new();
+        for d in deployments.list(&params).await.expect("deployments") {
+            names.extend(d.metadata.name);
+        }
+        for s in statefulsets.list(&params).await.expect("statefulsets") {
+            names.extend(s.metadata.name);
+        }
+        names
+    })
+}
+
+/// `workloads: [{fromCluster: {}}]`: node-loss drilled on the workloads a
+/// cluster already runs (here the served drill's, as its own tooling
+/// would have put them there) judges every assertion and control as the
+/// drill that applies its manifests, and applies none of them.
+#[test]
+fn a_drill_taking_its_workloads_from_the_cluster_judges_as_the_one_that_applies_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let applying = variant(dir.path(), "node-loss", without_pinning);
+    let manifests = "  - path: ../harness/manifests/production.yaml\n";
+    let text = std::fs::read_to_string(&applying).expect("variant");
+    assert!(text.contains(manifests), "node-loss applies one file");
+    let live = dir.path().join("scenarios/node-loss-live.yaml");
+    std::fs::write(&live, text.replace(manifests, "  - fromCluster: {}\n")).expect("write");
+
+    let (server, kubeconfig) = serve(&applying, dir.path());
+    let applied = run(
+        &applying,
+        Backend::Kubeconfig,
+        Some(&kubeconfig),
+        &dir.path().join("applied"),
+        None,
+    );
+    // Control: the drill that applies its manifests labels them with its run.
+    assert!(
+        !applied_by_a_run(&server).is_empty(),
+        "the applying run applied its workloads"
+    );
+    let taken = run(
+        &live,
+        Backend::Kubeconfig,
+        Some(&kubeconfig),
+        &dir.path().join("taken"),
+        None,
+    );
+    // Each run starts from a reset: what carries a run label now was
+    // applied by the drill that took its workloads from the cluster.
+    assert_eq!(applied_by_a_run(&server), Vec::<String>::new());
+    server.stop();
+    assert_eq!(taken.exit, applied.exit, "{}", taken.stderr);
+    let (applied, taken) = (
+        applied.report.expect("the applying run's report"),
+        taken.report.expect("the fromCluster run's report"),
+    );
+    assert_eq!(verdicts(&taken), verdicts(&applied));
+    assert_eq!(taken.outcome, applied.outcome);
+    assert!(
+        taken.assertions.iter().any(|a| a.control.is_some()),
+        "the controls ran too"
+    );
+}
+
+/// A `fromCluster` drill has no workloads but a cluster's: the simulator,
+/// kind and Talos build clusters of their own, so they refuse it before
+/// anything runs; a reference the read cluster cannot resolve is bad input
+/// too, once it is read.
+#[test]
+fn a_from_cluster_drill_needs_a_cluster_that_has_its_workloads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let applying = variant(dir.path(), "node-loss", without_pinning);
+    let text = std::fs::read_to_string(&applying).expect("variant");
+    let live = dir.path().join("scenarios/node-loss-live.yaml");
+    std::fs::write(
+        &live,
+        text.replace(
+            "  - path: ../harness/manifests/production.yaml\n",
+            "  - fromCluster: {namespaces: [apps, openbao]}\n",
+        ),
+    )
+    .expect("write");
+    let on_sim = run(&live, Backend::Sim, None, &dir.path().join("sim"), None);
+    assert_eq!(on_sim.exit, Exit::BadInput, "{}", on_sim.stderr);
+    assert!(
+        on_sim
+            .stderr
+            .contains("takes its workloads from the cluster (`fromCluster:`)")
+            && on_sim.stderr.contains("--backend kubeconfig"),
+        "{}",
+        on_sim.stderr
+    );
+    assert!(on_sim.report.is_none(), "nothing ran");
+
+    // A workload the namespaces taken hold is checked once read: the
+    // served cluster has no `apps/Deployment/shop`.
+    let missing = dir.path().join("scenarios/node-loss-missing.yaml");
+    std::fs::write(
+        &missing,
+        std::fs::read_to_string(&live)
+            .expect("live")
+            .replace("apps/Deployment/web", "apps/Deployment/shop"),
+    )
+    .expect("write");
+    let (server, kubeconfig) = serve(&applying, dir.path());
+    let unresolved = run(
+        &missing,
+        Backend::Kubeconfig,
+        Some(&kubeconfig),
+        &dir.path().join("missing"),
+        None,
+    );
+    // Control: the same drill with the workload the cluster has runs.
+    let resolved = run(
+        &live,
+        Backend::Kubeconfig,
+        Some(&kubeconfig),
+        &dir.path().join("live"),
+        None,
+    );
+    server.stop();
+    assert_eq!(unresolved.exit, Exit::BadInput, "{}", unresolved.stderr);
+    assert!(
+        unresolved
+            .stderr
+            .contains("the drill deploys no workload `apps/Deployment/shop`"),
+        "{}",
+        unresolved.stderr
+    );
+    assert!(unresolved.report.is_none(), "nothing ran");
+    assert!(resolved.report.is_some(), "{}", resolved.stderr);
+}

@@ -13,6 +13,16 @@ use common::{bench, root};
 /// refers to), and a fragment of the message that says what was expected.
 const CORPUS: &[(&str, &str, &str)] = &[
     (
+        "from-cluster-twice",
+        "13:5",
+        "a second `fromCluster:` entry; expected one",
+    ),
+    (
+        "from-cluster-outside-its-namespaces",
+        "14:23",
+        "`fromCluster:` takes namespace(s) apps from the cluster, not `shop`",
+    ),
+    (
         "duplicate-object",
         "manifests/duplicate-object.yaml:25:18",
         "duplicate Deployment `default/web`; expected each object once",

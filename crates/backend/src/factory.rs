@@ -167,6 +167,12 @@ impl Existing {
         seed: u64,
         count: u32,
     ) -> Result<Box<dyn Backend>, BackendError> {
+        if let Some(object) = drill.changed_cluster_object() {
+            return Err(BackendError::NoReprovision(format!(
+                "it changes {object}, which the drill takes from the cluster as the platform \
+                 runs it; the bench never changes a `fromCluster` object"
+            )));
+        }
         match &self.served {
             // A served simulator the bench may change is provisioned
             // afresh for every run, a negative control's re-run included.

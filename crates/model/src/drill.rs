@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::cluster_workloads::ClusterWorkloads;
 use crate::embedded;
 use crate::flux_values::{self, ValuesError, ValuesFile};
 use crate::manifest::{self, Document, ManifestError};
@@ -16,8 +17,8 @@ use crate::scenario::catalog;
 use crate::scenario::check::{Checker, check, check_requirement};
 use crate::scenario::parse::{MAX_DRILL_BYTES, parse, read_source};
 use crate::scenario::spec::{
-    AssertionSpec, Condition, DrillSpec, Fault, GuardChange, NodeOperator, PodMatch, PolicyRef,
-    Subject, Target, WorkloadSource,
+    AssertionSpec, Condition, DrillSpec, Fault, FromCluster, GuardChange, NodeOperator, PodMatch,
+    PolicyRef, Subject, Target, WorkloadSource,
 };
 use crate::scenario::step::Step;
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
@@ -52,6 +53,9 @@ pub struct Drill {
     /// Where the pods of a `fromSnapshot` cluster run now, and which
     /// captured pods are not simulated.
     pub snapshot: Option<Captured>,
+    /// The objects a `fromCluster` drill read from its cluster when the run
+    /// started (the first of `workloads`); `None` until then.
+    pub from_cluster: Option<ClusterWorkloads>,
 }
 
 impl Drill {
@@ -77,7 +81,7 @@ impl Drill {
         // Resolved here, not against the drill's folder (which may be the
         // binary's embedded one); reports name it as it was given.
         let absolute = std::path::absolute(snapshot).unwrap_or_else(|_| snapshot.to_path_buf());
-        let mut drill = Self::build(source, Some(&absolute))?;
+        let mut drill = Self::build(source, Some(&absolute), None)?;
         // A built-in run on a snapshot is still that built-in, on another
         // cluster: reports name it by its name.
         let builtin = Drill::load(path).is_ok_and(|d| d.is_builtin());
@@ -90,10 +94,17 @@ impl Drill {
 
     /// Parses and checks a drill whose text is already read.
     pub fn from_source(source: SourceFile) -> Result<Drill, Diagnostics> {
-        Self::build(source, None)
+        Self::build(source, None, None)
     }
 
-    fn build(source: SourceFile, on_snapshot: Option<&Path>) -> Result<Drill, Diagnostics> {
+    /// Builds the drill; a `fromCluster` drill's objects are `cluster`
+    /// once they are read, and until then the references into its
+    /// namespaces are taken on trust (they are checked when they are read).
+    pub(crate) fn build(
+        source: SourceFile,
+        on_snapshot: Option<&Path>,
+        cluster: Option<ClusterWorkloads>,
+    ) -> Result<Drill, Diagnostics> {
         let mut spec = parse(&source)?;
         if let Some(snapshot) = on_snapshot {
             spec.cluster.from_snapshot =
@@ -121,13 +132,26 @@ impl Drill {
             }
             None => None,
         };
+        // A snapshot's workloads are its cluster's own, as `fromCluster`
+        // asks: only a drill on neither waits for the cluster's.
+        let unread = match (&snapshot, &cluster) {
+            (None, None) => crate::cluster_workloads::entry(&spec).cloned(),
+            _ => None,
+        };
         let (captured_documents, captured, captured_cluster) = match snapshot {
             Some(loaded) => (
                 loaded.documents,
                 Some(loaded.captured),
                 Some(loaded.cluster),
             ),
-            None => (Vec::new(), None, None),
+            None => (
+                cluster
+                    .as_ref()
+                    .map(|c| c.documents.clone())
+                    .unwrap_or_default(),
+                None,
+                None,
+            ),
         };
         let topology = match topology::resolve(&spec.cluster, &source, &drill_dir, captured_cluster)
         {
@@ -149,12 +173,21 @@ impl Drill {
             workload_files.push(captured.path.clone());
         }
         let (policy_files, policies, policy_guards) =
-            load_policies(&spec, &drill_dir, &workloads, &mut checker);
+            load_policies(&spec, &drill_dir, &workloads, unread.as_ref(), &mut checker);
         workload_files.extend(policy_files);
         if let Some(topology) = &topology {
-            check_references(&spec, topology, &workloads, &policy_guards, &mut checker);
-            check_policy_controls(&spec, &policies, &policy_guards, &mut checker);
-            check_object_references(topology, &workloads, &mut sources, &mut checker);
+            check_references(
+                &spec,
+                topology,
+                &workloads,
+                &policy_guards,
+                unread.as_ref(),
+                &mut checker,
+            );
+            if unread.is_none() {
+                check_policy_controls(&spec, &policies, &policy_guards, &mut checker);
+                check_object_references(topology, &workloads, &mut sources, &mut checker);
+            }
             check_budgets(&spec, topology, &workloads, &mut sources, &mut checker);
         }
         let diagnostics = checker.diagnostics;
@@ -170,6 +203,7 @@ impl Drill {
                 policies,
                 policy_guards,
                 snapshot: captured,
+                from_cluster: cluster,
             }),
             _ => Err(diagnostics),
         }
@@ -208,6 +242,12 @@ impl Drill {
             let bytes = embedded::read_bytes(file).unwrap_or_default();
             hasher.update((bytes.len() as u64).to_le_bytes());
             hasher.update(&bytes);
+        }
+        // Objects read from a cluster are inputs as much as files are.
+        for document in self.from_cluster.iter().flat_map(|c| &c.documents) {
+            let bytes = document.value.to_string();
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes.as_bytes());
         }
         let digest = hasher.finalize();
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
@@ -313,6 +353,7 @@ fn load_workloads(
     // name is the duplicate reported, at the drill's file.
     let mut documents = captured;
     let mut sources = Sources::default();
+    let mut from_cluster_seen = false;
     for index in 0..documents.len() {
         for problem in own_problems(&documents[index].value) {
             sources.diagnostic(&documents, index, &problem, checker);
@@ -406,6 +447,15 @@ fn load_workloads(
                 }
                 files.push(resolved);
                 files.extend(value_files.into_iter().map(|file| file.path));
+            }
+            WorkloadSource::FromCluster(_) => {
+                if std::mem::replace(&mut from_cluster_seen, true) {
+                    checker.error(
+                        workload.at,
+                        "a second `fromCluster:` entry; expected one, naming every namespace \
+                         the drill takes from the cluster",
+                    );
+                }
             }
             WorkloadSource::Inline(object) => {
                 sources.inline.insert(documents.len(), workload.at);
@@ -635,6 +685,7 @@ fn load_policies(
     spec: &DrillSpec,
     drill_dir: &Path,
     workloads: &[Document],
+    unread: Option<&FromCluster>,
     checker: &mut Checker<'_>,
 ) -> (Vec<PathBuf>, Vec<Document>, Vec<Located<String>>) {
     let mut policies: Vec<Document> = workloads
@@ -654,6 +705,13 @@ fn load_policies(
                     .iter()
                     .any(|d| policy_guard::policy_name(&d.value).as_deref() == Some(name))
                 {
+                    guards.push(Located::at(name.clone(), policy.at));
+                } else if unread.is_some_and(|from| {
+                    // A ClusterPolicy is always read; a Policy with its
+                    // namespace.
+                    name.split_once('/').is_none_or(|(ns, _)| from.covers(ns))
+                }) {
+                    // Checked once the cluster's policies are read.
                     guards.push(Located::at(name.clone(), policy.at));
                 } else {
                     let known: Vec<String> = policies
@@ -885,10 +943,12 @@ fn check_references(
     topology: &Topology,
     workloads: &[Document],
     policy_guards: &[Located<String>],
+    unread: Option<&FromCluster>,
     checker: &mut Checker<'_>,
 ) {
     let mut refs = References::new(topology, workloads);
     refs.policy_guards = policy_guards.iter().map(|g| g.value.clone()).collect();
+    refs.unread = unread;
     for guard in &spec.guards {
         refs.pod_match(&guard.matches, checker);
     }
@@ -986,6 +1046,9 @@ struct References<'t> {
     namespaces: BTreeSet<String>,
     /// The names of the drill's policy guards.
     policy_guards: Vec<String>,
+    /// What a `fromCluster` drill will read from its cluster: a workload
+    /// or namespace there cannot be checked before the run reads it.
+    unread: Option<&'t FromCluster>,
 }
 
 impl<'t> References<'t> {
@@ -1011,7 +1074,14 @@ impl<'t> References<'t> {
                 .map(str::to_owned)
                 .collect(),
             policy_guards: Vec::new(),
+            unread: None,
         }
+    }
+
+    /// Whether `namespace` is one the cluster's objects are still to be
+    /// read from.
+    fn unread(&self, namespace: &str) -> bool {
+        self.unread.is_some_and(|f| f.covers(namespace))
     }
 
     /// A weakening names real assertions, and takes away something the
@@ -1206,12 +1276,22 @@ impl<'t> References<'t> {
                     workload.value
                 ),
             );
-        } else if !self.workloads.contains(workload.as_str()) {
+        } else if !self.workloads.contains(workload.as_str()) && !self.unread(parts[0]) {
             let known: Vec<&str> = self.workloads.iter().map(String::as_str).collect();
+            let taken = self
+                .unread
+                .map(|from| {
+                    format!(
+                        "; `fromCluster:` takes namespace(s) {} from the cluster, not `{}`",
+                        from.namespaces.join(", "),
+                        parts[0]
+                    )
+                })
+                .unwrap_or_default();
             checker.error(
                 workload.at,
                 format!(
-                    "the drill deploys no workload `{}`{}; {}",
+                    "the drill deploys no workload `{}`{}; {}{taken}",
                     workload.value,
                     did_you_mean(&workload.value, known.iter().copied()),
                     one_of(&known, "workloads")
@@ -1272,7 +1352,7 @@ impl<'t> References<'t> {
     /// A namespace the drill deploys something into: a restore of any
     /// other would have nothing of the drill's to lose.
     fn namespace(&self, namespace: &Located<String>, checker: &mut Checker<'_>) {
-        if !self.namespaces.contains(namespace.as_str()) {
+        if !self.namespaces.contains(namespace.as_str()) && !self.unread(namespace) {
             let known: Vec<&str> = self.namespaces.iter().map(String::as_str).collect();
             checker.error(
                 namespace.at,

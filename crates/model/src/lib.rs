@@ -10,6 +10,7 @@
 
 pub mod bench_protocol;
 pub mod budget;
+pub mod cluster_workloads;
 pub mod drill;
 pub use snapshot_drill::Captured;
 pub mod duration;

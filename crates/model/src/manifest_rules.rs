@@ -502,11 +502,11 @@ fn names(object: &Value, kind: &str, what: &str, problems: &mut Vec<FieldProblem
     }
 }
 
-const DNS1123_LABEL: &str = "at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit (RFC 1123 label)";
+pub(crate) const DNS1123_LABEL: &str = "at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit (RFC 1123 label)";
 const DNS1035_LABEL: &str = "at most 63 lowercase letters, digits and `-`, starting with a letter and ending with a letter or digit (RFC 1035 label)";
 const DNS1123_SUBDOMAIN: &str = "at most 253 characters of lowercase letters, digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit (RFC 1123 subdomain)";
 
-fn is_dns1123_label(value: &str) -> bool {
+pub(crate) fn is_dns1123_label(value: &str) -> bool {
     let bytes = value.as_bytes();
     let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     !bytes.is_empty()

@@ -140,6 +140,8 @@ impl KubeBackend {
 
     /// Server-side applies every workload of the drill, labelled with the
     /// run; a kind the cluster does not serve is recorded as not simulated.
+    /// The objects a `fromCluster` drill read from the cluster are the
+    /// platform's, already there: they are never applied.
     fn apply_workloads(&mut self, drill: &Drill) -> Result<(), KubeError> {
         let client = self.client.clone();
         let run = self.options.run_id.clone();
@@ -147,7 +149,11 @@ impl KubeBackend {
         let mut not_served = Vec::new();
         let mut decisions = Vec::new();
         self.runtime.block_on(async {
-            for doc in &drill.workloads {
+            for doc in drill
+                .workloads
+                .iter()
+                .filter(|d| !drill.is_cluster_object(d))
+            {
                 let mut value = doc.value.clone();
                 if admit_guards {
                     let verdicts = admission::admit_object(drill, &mut value);

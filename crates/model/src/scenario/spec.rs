@@ -36,8 +36,8 @@ pub use steps::{
     RestoreNamespaceFault, RolloutStep, ScaleStep, StepSpec, Target, UpgradeFault, WaitStep,
 };
 pub use workloads::{
-    GuardAction, GuardEntry, GuardSpec, NodeOperator, NodeRequirement, PodMatch, PolicyRef,
-    Requirement, WorkloadSource,
+    FromCluster, GuardAction, GuardEntry, GuardSpec, NodeOperator, NodeRequirement, PodMatch,
+    PolicyRef, Requirement, WorkloadSource,
 };
 
 /// The `apiVersion` every drill file declares.

@@ -29,6 +29,27 @@ pub enum WorkloadSource {
     },
     /// One Kubernetes object written in the drill file.
     Inline(serde_json::Value),
+    /// The workloads already on the cluster (`--backend kubeconfig`): read
+    /// when the run starts, never applied, never changed.
+    FromCluster(FromCluster),
+}
+
+/// `fromCluster:`: which of the cluster's objects the drill takes as its
+/// workloads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FromCluster {
+    /// The namespaces whose objects are read (cluster-scoped ones always
+    /// are); none: every namespace, `kube-system` included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+}
+
+impl FromCluster {
+    /// Whether the drill takes the objects of `namespace` from the cluster.
+    pub fn covers(&self, namespace: &str) -> bool {
+        self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == namespace)
+    }
 }
 
 /// One `substituteFrom:` entry: a ConfigMap or Secret in a file, relative to
@@ -46,7 +67,8 @@ pub struct SubstituteFrom {
 }
 
 /// One entry of `workloads:` as written: `path:` (with an optional
-/// `substitute:` map of Flux post-build variables) or `inline:`.
+/// `substitute:` map of Flux post-build variables), `inline:` or
+/// `fromCluster:`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WorkloadEntry {
@@ -67,10 +89,14 @@ pub struct WorkloadEntry {
     /// One Kubernetes object written in the drill file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inline: Option<serde_json::Value>,
+    /// The objects already on the cluster of `--backend kubeconfig`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_cluster: Option<FromCluster>,
 }
 
 /// The schema of a `workloads:` entry: [`WorkloadEntry`] with its rule that
-/// exactly one of `path:` or `inline:` is given, which editors can check.
+/// exactly one of `path:`, `inline:` or `fromCluster:` is given, which
+/// editors can check.
 #[derive(JsonSchema)]
 #[serde(untagged, deny_unknown_fields, rename_all = "camelCase")]
 #[allow(dead_code)] // only its schema is used
@@ -96,6 +122,12 @@ enum WorkloadEntrySchema {
         /// The object.
         inline: serde_json::Value,
     },
+    /// The workloads already on the cluster of `--backend kubeconfig`:
+    /// read when the run starts, never applied, never changed.
+    FromCluster {
+        /// Which namespaces.
+        from_cluster: FromCluster,
+    },
 }
 
 impl TryFrom<WorkloadEntry> for WorkloadSource {
@@ -112,24 +144,50 @@ impl TryFrom<WorkloadEntry> for WorkloadSource {
                  and `_`, not starting with a digit (as Flux requires)"
             ));
         }
+        let given = [
+            entry.path.is_some(),
+            entry.inline.is_some(),
+            entry.from_cluster.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(
+                "a workload is one of `path:`, `inline:` or `fromCluster:`, not several".to_owned(),
+            );
+        }
+        let substitutes = !entry.substitute.is_empty() || !entry.substitute_from.is_empty();
+        if let Some(from_cluster) = entry.from_cluster {
+            if substitutes {
+                return Err(
+                    "`substitute:` and `substituteFrom:` apply to a `path:` file; the cluster's \
+                     objects are read as they run"
+                        .to_owned(),
+                );
+            }
+            if let Some(bad) = from_cluster
+                .namespaces
+                .iter()
+                .find(|n| !crate::manifest_rules::is_dns1123_label(n))
+            {
+                return Err(format!(
+                    "`fromCluster.namespaces` entry `{bad}` is not a namespace name; expected {}",
+                    crate::manifest_rules::DNS1123_LABEL
+                ));
+            }
+            return Ok(WorkloadSource::FromCluster(from_cluster));
+        }
         match (entry.path, entry.inline) {
-            (Some(path), None) => Ok(WorkloadSource::Path {
+            (Some(path), _) => Ok(WorkloadSource::Path {
                 path,
                 substitute: entry.substitute,
                 substitute_from: entry.substitute_from,
             }),
-            (None, Some(object))
-                if entry.substitute.is_empty() && entry.substitute_from.is_empty() =>
-            {
-                Ok(WorkloadSource::Inline(object))
-            }
+            (None, Some(object)) if !substitutes => Ok(WorkloadSource::Inline(object)),
             (None, Some(_)) => Err(
                 "`substitute:` and `substituteFrom:` apply to a `path:` file; an `inline:` \
                  object is written with its values already"
                     .to_owned(),
             ),
-            (Some(_), Some(_)) => Err("a workload is `path:` or `inline:`, not both".to_owned()),
-            (None, None) => Err("expected `path:` or `inline:`".to_owned()),
+            (None, None) => Err("expected `path:`, `inline:` or `fromCluster:`".to_owned()),
         }
     }
 }
@@ -146,9 +204,14 @@ impl From<WorkloadSource> for WorkloadEntry {
                 substitute,
                 substitute_from,
                 inline: None,
+                from_cluster: None,
             },
             WorkloadSource::Inline(object) => WorkloadEntry {
                 inline: Some(object),
+                ..WorkloadEntry::default()
+            },
+            WorkloadSource::FromCluster(from_cluster) => WorkloadEntry {
+                from_cluster: Some(from_cluster),
                 ..WorkloadEntry::default()
             },
         }
