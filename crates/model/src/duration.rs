@@ -246,15 +246,45 @@ impl JsonSchema for Duration {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A Kubernetes-style duration such as `90s`, `10m`, `4h` or `1h30m`.",
-            "pattern": "^(0|([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$"
+            "description": "A Kubernetes-style duration such as `90s`, `10m`, `4h` or `1h30m`: each unit at most once, largest first.",
+            "minLength": 1,
+            "pattern": SCHEMA_PATTERN
         })
     }
 }
 
+/// The syntax [`Duration`]'s parser accepts, for editors: `0`, or parts in
+/// the order h, m, s, ms, us/µs, ns, each at most once (the minimum length
+/// keeps out the empty string every part being optional would let in).
+const SCHEMA_PATTERN: &str = "^(0|([0-9]+(\\.[0-9]*)?h)?([0-9]+(\\.[0-9]*)?m)?([0-9]+(\\.[0-9]*)?s)?([0-9]+(\\.[0-9]*)?ms)?([0-9]+(\\.[0-9]*)?(us|µs))?([0-9]+(\\.[0-9]*)?ns)?)$";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An editor checking the schema and `bench validate` agree on the
+    /// syntax: the pattern (with the schema's minimum length) accepts what
+    /// the parser accepts and refuses what it refuses for its shape.
+    #[test]
+    fn the_schema_pattern_accepts_what_the_parser_accepts() {
+        let pattern = regex::Regex::new(SCHEMA_PATTERN).expect("a regex");
+        for text in [
+            "0", "90s", "10m", "4h", "1h30m", "1h30m15s", "1m30.5s", "500ms", "2s500ms", "1.5h",
+            "", "1h1h", "30m1h", "1s1m", "1ms1s", "10", "1d", "h", "-1s", "1h 30m",
+        ] {
+            let parsed = text.parse::<Duration>();
+            let shaped = !matches!(
+                parsed,
+                Err(DurationError::TooFine(_) | DurationError::Overflow(_))
+            );
+            assert!(shaped, "{text}: pick values the clock can hold");
+            assert_eq!(
+                !text.is_empty() && pattern.is_match(text),
+                parsed.is_ok(),
+                "{text}: schema and parser disagree ({parsed:?})"
+            );
+        }
+    }
 
     #[test]
     fn parses_kubernetes_style_durations() {
