@@ -364,3 +364,96 @@ fn a_node_back_before_its_pods_toleration_ran_out_keeps_them() {
         );
     }
 }
+
+/// A drill using every node step on three baseline workers running `web`
+/// (three replicas, under a budget of `min_available`).
+fn node_steps_drill(dir: &std::path::Path, min_available: u32) -> std::path::PathBuf {
+    let manifests = deployment("web", 3, "1Gi", ON_BASELINE)
+        + &pdb("web", &format!("minAvailable: {min_available}"));
+    std::fs::write(
+        dir.join("manifests.yaml"),
+        crate::common::with_namespaces(&manifests),
+    )
+    .expect("write");
+    let drill = "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: node-steps}
+cluster:
+  pools:
+    - {name: baseline, count: 3, serverType: cx43, labels: {tier: baseline}}
+workloads:
+  - path: manifests.yaml
+steps:
+  - name: cordon the first worker
+    cordon: {target: {node: baseline-1}}
+  - name: mark it
+    label: {target: {node: baseline-1}, set: {example.com/maintenance: 'true'}}
+  - name: empty it
+    taint: {target: {node: baseline-1}, key: example.com/maintenance, effect: NoExecute}
+  - wait: {until: allWorkloadsReady, timeout: 10m}
+  - name: evict one web pod
+    evict: {workload: apps/Deployment/web}
+  - untaint: {target: {node: baseline-1}, key: example.com/maintenance}
+  - uncordon: {target: {node: baseline-1}}
+  - name: lose the second worker's Node object
+    deleteNodeObject: {target: {node: baseline-2}}
+  - wait: {until: allWorkloadsReady, timeout: 10m}
+assertions:
+  - name: recovers
+    rto: {of: allWorkloads, within: 15m}
+";
+    let path = dir.join("drill.yaml");
+    std::fs::write(&path, drill).expect("write");
+    path
+}
+
+#[test]
+fn a_drill_of_node_steps_runs_and_its_timeline_shows_each_step() {
+    for (min_available, refused) in [(3, true), (2, false)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = node_steps_drill(dir.path(), min_available);
+        let out = dir.path().join("out");
+        let run = crate::common::bench(&[
+            "run",
+            path.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        let report =
+            drillbench_report::DrillReport::read(&out.join("report.json")).expect("report");
+        let has = |kind: EventKind, node: &str, fragment: &str| {
+            report.timeline.iter().any(|e| {
+                e.kind == kind
+                    && (node.is_empty() || e.node.as_deref() == Some(node))
+                    && e.message.contains(fragment)
+            })
+        };
+        assert!(has(EventKind::NodeCordoned, "baseline-1", ""));
+        assert!(has(
+            EventKind::NodeRelabelled,
+            "baseline-1",
+            "example.com/maintenance=true"
+        ));
+        assert!(has(
+            EventKind::NodeTainted,
+            "baseline-1",
+            "example.com/maintenance:NoExecute"
+        ));
+        assert!(has(EventKind::PodEvicted, "baseline-1", "taint manager"));
+        assert!(has(
+            EventKind::NodeUntainted,
+            "baseline-1",
+            "example.com/maintenance"
+        ));
+        assert!(has(EventKind::NodeUncordoned, "baseline-1", ""));
+        assert!(has(
+            EventKind::NodeDeleted,
+            "baseline-2",
+            "deleted through the API"
+        ));
+        // Control: the budget decides the eviction step's answer.
+        assert_eq!(has(EventKind::EvictionRefused, "", "429"), refused);
+        assert_eq!(has(EventKind::PodEvicted, "", "evicted: "), !refused);
+    }
+}

@@ -130,7 +130,7 @@ impl Simulation {
     /// is a new `spec.taints`, cordon `spec.unschedulable`, a label edit new
     /// labels; the same paths the façade's writes take, so the taint-eviction
     /// controller, the scheduler and the node lifecycle react as they do
-    /// there.
+    /// there. Reactions due at once run before it returns.
     pub fn change_node(&mut self, node: NodeId, change: &NodeChange) -> Result<(), ApiOpError> {
         let n = self.world.node(node);
         if n.phase == NodePhase::Gone {
@@ -186,6 +186,10 @@ impl Simulation {
             }
             NodeChange::DeleteObject => self.delete_node_api(node)?,
         }
+        // What the change makes due at once (a NoExecute taint's evictions
+        // of pods that do not tolerate it) happens at this instant, before
+        // the drill's next step looks.
+        self.advance_to(self.now());
         Ok(())
     }
 
