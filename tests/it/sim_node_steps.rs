@@ -367,7 +367,7 @@ fn a_node_back_before_its_pods_toleration_ran_out_keeps_them() {
 
 /// A drill using every node step on three baseline workers running `web`
 /// (three replicas, under a budget of `min_available`).
-fn node_steps_drill(dir: &std::path::Path, min_available: u32) -> std::path::PathBuf {
+pub(crate) fn node_steps_drill(dir: &std::path::Path, min_available: u32) -> std::path::PathBuf {
     let manifests = deployment("web", 3, "1Gi", ON_BASELINE)
         + &pdb("web", &format!("minAvailable: {min_available}"));
     std::fs::write(

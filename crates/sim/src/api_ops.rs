@@ -82,7 +82,8 @@ impl Simulation {
         self.react();
     }
 
-    /// Replaces a node's taints.
+    /// Replaces a node's taints; the taint-eviction controller judges the
+    /// node's pods again.
     pub fn set_node_taints(&mut self, node: NodeId, taints: Vec<Taint>) {
         if self.world.node(node).taints() == taints.as_slice() {
             return;
@@ -118,6 +119,10 @@ impl Simulation {
         }
         self.no_execute_taints_changed(node);
         self.react();
+        // The evictions of pods that do not tolerate a new NoExecute taint
+        // are due at once: they happen at this instant, before the next
+        // request is answered, whether the clock runs or is stepped.
+        self.advance_to(self.now());
     }
 
     /// The scheduling class of a node follows its labels and taints.

@@ -103,6 +103,9 @@ impl NodeState {
             };
             changes.push((kind, String::new()));
         }
+        for (key, effect) in before.taints.difference(&self.taints) {
+            changes.push((EventKind::NodeUntainted, format!("{key}:{effect}")));
+        }
         for (key, effect) in self.taints.difference(&before.taints) {
             changes.push((EventKind::NodeTainted, format!("{key}:{effect}")));
         }
