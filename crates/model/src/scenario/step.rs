@@ -54,7 +54,11 @@ impl Action {
     pub fn changes_the_cluster(&self) -> bool {
         matches!(
             self,
-            Action::Fault(_) | Action::Scale(_) | Action::Node { .. } | Action::Evict(_)
+            Action::Fault(_)
+                | Action::Scale(_)
+                | Action::Rollout(_)
+                | Action::Node { .. }
+                | Action::Evict(_)
         )
     }
 }
@@ -409,11 +413,18 @@ mod tests {
     }
 
     #[test]
-    fn only_faults_and_scaling_change_the_cluster() {
+    fn faults_scaling_and_rollouts_change_the_cluster_waits_do_not() {
         let scale = spec("scale: {workload: a/Deployment/b, replicas: 1}\n");
         assert!(
             Step::lower(&scale, 0)
                 .expect("scale")
+                .action
+                .changes_the_cluster()
+        );
+        let rollout = spec("rollout: {workload: a/Deployment/b, image: x:2}\n");
+        assert!(
+            Step::lower(&rollout, 0)
+                .expect("rollout")
                 .action
                 .changes_the_cluster()
         );
