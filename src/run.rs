@@ -14,8 +14,8 @@ use drillbench_backend::{Backend, BackendError, BackendKind};
 use drillbench_model::drill::Drill;
 use drillbench_model::duration::Duration;
 use drillbench_model::scenario::assertion::{AssertionKind, Control};
-use drillbench_model::scenario::spec::{Condition, Fault, Target};
-use drillbench_model::scenario::step::{Action, Step};
+use drillbench_model::scenario::spec::{Condition, Fault, TaintEffect, Target};
+use drillbench_model::scenario::step::{Action, NodeChange, Step};
 use drillbench_model::topology::CONTROL_PLANE_POOL;
 use drillbench_observe::{Event, EventKind, ObjectRef, Observation};
 use drillbench_preflight::{self as preflight, Policy};
@@ -465,6 +465,30 @@ fn run_step(
                 &rollout.image,
                 rollout.container.as_deref(),
             )?;
+            Ok(None)
+        }
+        Action::Node { target, change } => {
+            let node = resolve(target, backend)?;
+            // A change that can take running pods away is a fault: the
+            // timeline marks it and `rto:` measures from it.
+            let disrupts = matches!(
+                change,
+                NodeChange::Taint {
+                    effect: TaintEffect::NoExecute,
+                    ..
+                } | NodeChange::DeleteObject
+            );
+            if disrupts {
+                backend.mark_fault(Some(&node), &format!("{change} on node {node}"));
+            }
+            backend.change_node(&node, change)?;
+            Ok(None)
+        }
+        Action::Evict(evict) => {
+            backend.mark_fault(None, &format!("evict one pod of {}", evict.workload.value));
+            // A refusal (429) is the drill's evidence, not its end: the
+            // backend records it on the timeline.
+            backend.evict_one(&evict.workload)?;
             Ok(None)
         }
         Action::Sleep(duration) => {

@@ -833,4 +833,66 @@ fn a_from_cluster_drill_needs_a_cluster_that_has_its_workloads() {
     );
     assert!(unresolved.report.is_none(), "nothing ran");
     assert!(resolved.report.is_some(), "{}", resolved.stderr);
+
+#[test]
+fn node_steps_through_the_api_reach_the_simulators_verdicts() {
+    // Cordon and labels are merge patches, a taint edit writes spec.taints,
+    // the eviction is the Eviction subresource, deleteNodeObject a delete:
+    // the served simulator reacts as the simulator does to its own steps.
+    for (min_available, refused) in [(3, true), (2, false)] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let drill = crate::sim_node_steps::node_steps_drill(dir.path(), min_available);
+        let (sim, kube) = both(&drill);
+        assert_eq!(verdicts(&kube), verdicts(&sim));
+        assert_eq!(kube.outcome, sim.outcome);
+        for report in [&sim, &kube] {
+            let has = |kind: EventKind, fragment: &str| {
+                report
+                    .timeline
+                    .iter()
+                    .any(|e| e.kind == kind && e.message.contains(fragment))
+            };
+            let backend = &report.backend;
+            assert!(has(EventKind::NodeCordoned, ""), "{backend}: cordon");
+            assert!(
+                has(EventKind::NodeTainted, "example.com/maintenance:NoExecute"),
+                "{backend}: taint"
+            );
+            assert!(
+                has(EventKind::NodeUntainted, "example.com/maintenance"),
+                "{backend}: untaint"
+            );
+            assert!(
+                has(EventKind::NodeRelabelled, "example.com/maintenance=true"),
+                "{backend}: label"
+            );
+            assert!(has(EventKind::NodeDeleted, ""), "{backend}: Node deleted");
+            // The NoExecute taint emptied baseline-1 of its web pod.
+            assert!(
+                report.timeline.iter().any(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::PodEvicted | EventKind::PodTerminating | EventKind::PodDeleted
+                    ) && e.node.as_deref() == Some("baseline-1")
+                        && e.object.name.starts_with("web-")
+                }),
+                "{backend}: the taint evicted the pod on baseline-1: {:#?}",
+                report
+                    .timeline
+                    .iter()
+                    .filter(|e| e.object.name.starts_with("web-")
+                        || e.node.as_deref() == Some("baseline-1"))
+                    .map(|e| format!(
+                        "{} {:?} {:?} {} {}",
+                        e.at_ms, e.kind, e.node, e.object.name, e.message
+                    ))
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(
+                has(EventKind::EvictionRefused, ""),
+                refused,
+                "{backend}: the budget decides the eviction"
+            );
+        }
+    }
 }

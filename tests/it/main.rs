@@ -74,6 +74,7 @@ mod serve_kubectl_strict;
 mod sim_cron;
 mod sim_drills;
 mod sim_incident;
+mod sim_node_steps;
 mod sim_props;
 mod sim_restore_namespace;
 mod sim_rollout;

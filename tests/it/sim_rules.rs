@@ -11,12 +11,12 @@ use drillbench_observe::EventKind;
 use drillbench_sim::Simulation;
 use drillbench_sim::world::{NodePhase, PodPhase};
 
-const MIN: u64 = 60_000;
+pub(crate) const MIN: u64 = 60_000;
 
 /// A small cluster: three control planes, two baseline workers (cx43), an
 /// autoscaled cx43 pool, an `hcloud` class released as `release` says,
 /// and the given manifests.
-fn cluster(manifests: &str, release: &str, autoscaled_min: u32) -> Simulation {
+pub(crate) fn cluster(manifests: &str, release: &str, autoscaled_min: u32) -> Simulation {
     let drill = cluster_drill(manifests, release, autoscaled_min);
     Simulation::new(&drill, 1).expect("provisions")
 }
@@ -59,14 +59,17 @@ assertions: [{{name: quorum, quorum: {{}}}}]
     Drill::from_source(source).unwrap_or_else(|d| panic!("{}", d.render(false)))
 }
 
-fn pods_of<'a>(sim: &'a Simulation, prefix: &str) -> Vec<&'a drillbench_sim::world::SimPod> {
+pub(crate) fn pods_of<'a>(
+    sim: &'a Simulation,
+    prefix: &str,
+) -> Vec<&'a drillbench_sim::world::SimPod> {
     sim.pods()
         .iter()
         .filter(|p| p.name.starts_with(prefix))
         .collect()
 }
 
-fn node_of(sim: &Simulation, pod: &str) -> Option<String> {
+pub(crate) fn node_of(sim: &Simulation, pod: &str) -> Option<String> {
     sim.pods()
         .iter()
         .rev()
@@ -75,7 +78,7 @@ fn node_of(sim: &Simulation, pod: &str) -> Option<String> {
         .map(|n| sim.nodes()[n].name.clone())
 }
 
-fn deployment(name: &str, replicas: u32, memory: &str, extra_spec: &str) -> String {
+pub(crate) fn deployment(name: &str, replicas: u32, memory: &str, extra_spec: &str) -> String {
     format!(
         "apiVersion: apps/v1
 kind: Deployment
@@ -95,7 +98,7 @@ spec:
     )
 }
 
-const ON_BASELINE: &str = "      nodeSelector: {tier: baseline}\n";
+pub(crate) const ON_BASELINE: &str = "      nodeSelector: {tier: baseline}\n";
 
 #[test]
 fn a_crashed_node_goes_not_ready_after_the_grace_period_and_its_pods_move_after_300s() {
@@ -255,7 +258,7 @@ fn a_volume_released_after_a_delay_lets_the_replacement_start_then() {
     assert_eq!(released.released, Some(deleted + 50_000 + 6 * MIN));
 }
 
-fn pdb(name: &str, spec: &str) -> String {
+pub(crate) fn pdb(name: &str, spec: &str) -> String {
     format!(
         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: {name}, namespace: apps}}\nspec: {{{spec}, selector: {{matchLabels: {{app: {name}}}}}}}\n---\n"
     )

@@ -188,6 +188,57 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "the drill deploys no workload `load/Deployment/burst`; none is defined",
     ),
     ("step-with-two-actions", "11:5", "sets 2 actions"),
+    (
+        "taint-unknown-node",
+        "14:21",
+        "`worker-9` is not a node of the cluster",
+    ),
+    (
+        "untaint-unknown-node",
+        "14:23",
+        "`worker-9` is not a node of the cluster",
+    ),
+    (
+        "cordon-undefined-pool",
+        "15:15",
+        "`gpu` is not a pool of the cluster",
+    ),
+    (
+        "taint-key-invalid",
+        "16:12",
+        "taint key `maintenance window` is not a qualified name",
+    ),
+    (
+        "taint-value-invalid",
+        "17:14",
+        "taint value `-yes-` is not a valid label value",
+    ),
+    ("taint-effect-unknown", "17:15", "unknown variant `NoEvict`"),
+    (
+        "label-value-invalid",
+        "16:12",
+        "label `tier` has value `gold plated`, not a valid label value",
+    ),
+    (
+        "label-sets-nothing",
+        "15:15",
+        "the label step sets and removes nothing",
+    ),
+    (
+        "annotate-set-and-removed",
+        "17:15",
+        "annotation `example.com/owner` is both set and removed",
+    ),
+    (
+        "evict-unknown-workload",
+        "14:23",
+        "the drill deploys no workload `apps/Deployment/web`",
+    ),
+    (
+        "delete-node-object-empty-pool",
+        "14:32",
+        "pool `spare` is a static pool of 0 nodes, so the step has no node to target",
+    ),
     ("two-documents", "11:1", "more than one YAML document"),
     ("unclosed-flow", "10:9", "unclosed bracket"),
     (

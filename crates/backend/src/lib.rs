@@ -23,6 +23,7 @@ pub mod tool;
 pub mod velero;
 
 use drillbench_model::duration::Duration;
+use drillbench_model::scenario::step::NodeChange;
 use drillbench_observe::{Observation, Time};
 use drillbench_preflight::Facts;
 
@@ -166,6 +167,15 @@ impl DryRunAnswer {
     }
 }
 
+/// What the Eviction API answered for one pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Eviction {
+    /// The pod (`namespace/name`) is being deleted.
+    Evicted(String),
+    /// The pod (`namespace/name`) stays: the API server's 429 message.
+    Refused(String, String),
+}
+
 /// A cluster a drill runs on.
 pub trait Backend {
     /// `sim`, `kind`, `talos` or `kubeconfig`.
@@ -280,6 +290,25 @@ pub trait Backend {
         Err(BackendError::Unsupported {
             backend: self.name(),
             what: format!("roll out `{workload}`"),
+        })
+    }
+
+    /// Changes one node through the API: taints, cordon, labels,
+    /// annotations, or the deletion of its Node object (the server stays).
+    fn change_node(&mut self, node: &str, change: &NodeChange) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: format!("{change} on node {node}"),
+        })
+    }
+    /// Evicts one running pod of a workload (`namespace/Kind/name`) through
+    /// the Eviction API, the pod drawn from the run's seed. A refusal (the
+    /// API's 429, a budget allowing no disruption) is an answer, not an
+    /// error: it is on the timeline as `EvictionRefused`.
+    fn evict_one(&mut self, workload: &str) -> Result<Eviction, BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: format!("evict a pod of `{workload}`"),
         })
     }
 

@@ -1,8 +1,9 @@
 //! The simulator as a [`Backend`].
 
-use super::{Backend, BackendError, Capabilities};
+use super::{Backend, BackendError, Capabilities, Eviction};
 use drillbench_model::duration::Duration;
 use drillbench_model::scenario::spec::BackupPhase;
+use drillbench_model::scenario::step::NodeChange;
 use drillbench_observe::{Observation, Time};
 use drillbench_preflight::{BackupFacts, EtcdCounts, Facts, NodeFacts, Readiness};
 use drillbench_sim::world::NodePhase;
@@ -194,6 +195,22 @@ impl Backend for SimBackend {
         self.sim
             .rollout_workload(workload, image, container)
             .map_err(|e| BackendError::NotFound(e.to_string()))
+    }
+
+    fn change_node(&mut self, node: &str, change: &NodeChange) -> Result<(), BackendError> {
+        let id = self.node(node)?;
+        self.sim
+            .change_node(id, change)
+            .map_err(|e| BackendError::NotFound(e.to_string()))
+    }
+
+    fn evict_one(&mut self, workload: &str) -> Result<Eviction, BackendError> {
+        // The simulator records the eviction or its refusal itself.
+        match self.sim.evict_one_of(workload) {
+            Ok(Ok(pod)) => Ok(Eviction::Evicted(pod)),
+            Ok(Err((pod, message))) => Ok(Eviction::Refused(pod, message)),
+            Err(e) => Err(BackendError::NotFound(e.to_string())),
+        }
     }
 
     fn preflight_facts(&self) -> (Facts, i64) {

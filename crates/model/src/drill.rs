@@ -992,6 +992,12 @@ fn check_references(
         if let Some(rollout) = &step.rollout {
             refs.workload(&rollout.workload, checker);
         }
+        if let Some(target) = step.node_target() {
+            refs.target(target, checker);
+        }
+        if let Some(evict) = &step.evict {
+            refs.workload(&evict.workload, checker);
+        }
         if let Some(wait) = &step.wait
             && let Some(until) = &wait.until
         {

@@ -24,6 +24,12 @@ pub(crate) fn check_fault_targets(
     // pool. Its nodes stay, stranded, and remain targets (`stranded-pool`).
     let mut removed: BTreeMap<&str, Position> = BTreeMap::new();
     for step in &spec.steps {
+        // A node step picks its node as a fault does.
+        if let Some(target) = step.node_target()
+            && let Target::RandomNodeOf(pool) | Target::AutoscalerPick(pool) = &target.value
+        {
+            pool_holds_nodes("step", pool, target.at, topology, checker);
+        }
         let Some(fault) = &step.fault else { continue };
         match &fault.value {
             Fault::DeleteNode(f)
@@ -31,7 +37,7 @@ pub(crate) fn check_fault_targets(
             | Fault::ReplaceNode(f)
             | Fault::RecreateControlPlane(f) => {
                 if let Target::RandomNodeOf(pool) | Target::AutoscalerPick(pool) = &f.target.value {
-                    pool_holds_nodes(pool, f.target.at, topology, checker);
+                    pool_holds_nodes("fault", pool, f.target.at, topology, checker);
                 }
             }
             Fault::RemovePool(f) => {
@@ -53,7 +59,13 @@ pub(crate) fn check_fault_targets(
     }
 }
 
-fn pool_holds_nodes(pool: &str, at: Position, topology: &Topology, checker: &mut Checker<'_>) {
+fn pool_holds_nodes(
+    what: &str,
+    pool: &str,
+    at: Position,
+    topology: &Topology,
+    checker: &mut Checker<'_>,
+) {
     // An autoscaled pool at min 0 may have grown by the time the fault fires;
     // a static pool of 0 never holds a node.
     if let Some(p) = topology.pool(pool)
@@ -62,7 +74,7 @@ fn pool_holds_nodes(pool: &str, at: Position, topology: &Topology, checker: &mut
         checker.error(
             at,
             format!(
-                "pool `{pool}` is a static pool of 0 nodes, so the fault has no node to target; \
+                "pool `{pool}` is a static pool of 0 nodes, so the {what} has no node to target; \
                  expected a pool with at least one node"
             ),
         );

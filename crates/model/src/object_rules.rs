@@ -202,7 +202,7 @@ fn label_values(
     }
 }
 
-fn is_label_value(value: &str) -> bool {
+pub(crate) fn is_label_value(value: &str) -> bool {
     let alphanumeric = |b: u8| b.is_ascii_alphanumeric();
     let bytes = value.as_bytes();
     value.is_empty()

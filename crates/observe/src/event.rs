@@ -49,6 +49,10 @@ pub enum EventKind {
     NodeUncordoned,
     /// A taint was added to a node (`message` names it).
     NodeTainted,
+    /// A taint was removed from a node (`message` names it).
+    NodeUntainted,
+    /// A node's labels or annotations changed (`message` says how).
+    NodeRelabelled,
     /// The Node object was deleted.
     NodeDeleted,
     // Pods.

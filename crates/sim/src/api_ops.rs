@@ -17,6 +17,7 @@ use drillbench_model::duration::Duration;
 use drillbench_model::k8s::disruption::{Budget, PdbSelector};
 use drillbench_model::manifest::Document;
 use drillbench_model::scenario::spec::GuardSpec;
+use drillbench_model::scenario::step::NodeChange;
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::EventKind;
 
@@ -81,7 +82,8 @@ impl Simulation {
         self.react();
     }
 
-    /// Replaces a node's taints.
+    /// Replaces a node's taints; the taint-eviction controller judges the
+    /// node's pods again.
     pub fn set_node_taints(&mut self, node: NodeId, taints: Vec<Taint>) {
         if self.world.node(node).taints() == taints.as_slice() {
             return;
@@ -91,24 +93,141 @@ impl Simulation {
             .filter(|t| !self.world.node(node).taints().contains(t))
             .map(|t| (t.key.clone(), t.effect.clone()))
             .collect();
+        let removed: Vec<(String, String)> = self
+            .world
+            .node(node)
+            .taints()
+            .iter()
+            .filter(|t| !taints.contains(t))
+            .map(|t| (t.key.clone(), t.effect.clone()))
+            .collect();
         self.world.set_taints(node, taints);
         self.reclassify(node);
         let name = self.world.node(node).name.clone();
-        for (key, effect) in added {
-            self.record(
-                EventKind::NodeTainted,
-                node_ref(&name),
-                Some(node),
-                &format!("{key}:{effect}"),
-            );
+        for (kind, changed) in [
+            (EventKind::NodeUntainted, removed),
+            (EventKind::NodeTainted, added),
+        ] {
+            for (key, effect) in changed {
+                self.record(
+                    kind,
+                    node_ref(&name),
+                    Some(node),
+                    &format!("{key}:{effect}"),
+                );
+            }
         }
+        self.no_execute_taints_changed(node);
         self.react();
+        // The evictions of pods that do not tolerate a new NoExecute taint
+        // are due at once: they happen at this instant, before the next
+        // request is answered, whether the clock runs or is stepped.
+        self.advance_to(self.now());
     }
 
     /// The scheduling class of a node follows its labels and taints.
     fn reclassify(&mut self, node: NodeId) {
         let class = self.scheduler.class_for(self.world.node(node));
         self.world.node_mut(node).class = class;
+    }
+
+    /// A drill's node step, as the API write it stands for: a taint edit
+    /// is a new `spec.taints`, cordon `spec.unschedulable`, a label edit new
+    /// labels; the same paths the façade's writes take, so the taint-eviction
+    /// controller, the scheduler and the node lifecycle react as they do
+    /// there. Reactions due at once run before it returns.
+    pub fn change_node(&mut self, node: NodeId, change: &NodeChange) -> Result<(), ApiOpError> {
+        let n = self.world.node(node);
+        if n.phase == NodePhase::Gone {
+            return Err(ApiOpError::NotFound(format!(
+                "nodes \"{}\" not found",
+                n.name
+            )));
+        }
+        match change {
+            NodeChange::Taint { key, value, effect } => {
+                let mut taints: Vec<Taint> = n
+                    .taints()
+                    .iter()
+                    .filter(|t| !change.drops_taint(&t.key, &t.effect))
+                    .cloned()
+                    .collect();
+                taints.push(Taint {
+                    key: key.clone(),
+                    value: (!value.is_empty()).then(|| value.clone()),
+                    effect: effect.as_str().to_owned(),
+                    time_added: None,
+                });
+                self.set_node_taints(node, taints);
+            }
+            NodeChange::Untaint { .. } => {
+                let taints: Vec<Taint> = n
+                    .taints()
+                    .iter()
+                    .filter(|t| !change.drops_taint(&t.key, &t.effect))
+                    .cloned()
+                    .collect();
+                self.set_node_taints(node, taints);
+            }
+            NodeChange::Cordon => self.set_unschedulable(node, true),
+            NodeChange::Uncordon => self.set_unschedulable(node, false),
+            NodeChange::Label { set, remove } | NodeChange::Annotate { set, remove } => {
+                let mut labels = n.labels().clone();
+                let mut annotations = n.object.metadata.annotations.clone().unwrap_or_default();
+                let edited = if matches!(change, NodeChange::Label { .. }) {
+                    &mut labels
+                } else {
+                    &mut annotations
+                };
+                NodeChange::edit_map(edited, set, remove);
+                let name = n.name.clone();
+                self.record(
+                    EventKind::NodeRelabelled,
+                    node_ref(&name),
+                    Some(node),
+                    &change.to_string(),
+                );
+                self.set_node_metadata(node, labels, annotations);
+            }
+            NodeChange::DeleteObject => self.delete_node_api(node)?,
+        }
+        // What the change makes due at once (a NoExecute taint's evictions
+        // of pods that do not tolerate it) happens at this instant, before
+        // the drill's next step looks.
+        self.advance_to(self.now());
+        Ok(())
+    }
+
+    /// Evicts one running pod of a workload, drawn from the run's seed,
+    /// through [`Simulation::evict_api`]: `Ok(pod)` when evicted,
+    /// `Err((pod, 429 message))` when a budget refused.
+    pub fn evict_one_of(
+        &mut self,
+        workload: &str,
+    ) -> Result<Result<String, (String, String)>, ApiOpError> {
+        let id = self
+            .world
+            .workload_id(workload)
+            .ok_or_else(|| ApiOpError::NotFound(format!("no workload `{workload}`")))?;
+        let running: Vec<PodId> = self
+            .world
+            .workload(id)
+            .pods
+            .iter()
+            .copied()
+            .filter(|&p| self.world.pod(p).is_active() && self.world.pod(p).node.is_some())
+            .collect();
+        if running.is_empty() {
+            return Err(ApiOpError::NotFound(format!(
+                "workload `{workload}` has no running pod to evict"
+            )));
+        }
+        let pod = running[self.engine.rng().index(running.len())];
+        let name = self.world.pod(pod).key();
+        Ok(self
+            .evict_api(pod, None)
+            .map(|()| name.clone())
+            .map_err(|m| (name, m)))
     }
 
     /// Cordons or uncordons a node.

@@ -262,6 +262,9 @@ impl Simulation {
         self.world.node_mut(node).server_up = true;
         self.world.node_mut(node).server_exists = true;
         self.remove_taint(node, "node.kubernetes.io/unreachable");
+        // The taint-eviction controller cancels the evictions the
+        // unreachable taint scheduled and that have not fired yet.
+        self.no_execute_taints_changed(node);
         if self.world.node(node).phase != NodePhase::Ready {
             self.world.node_mut(node).phase = NodePhase::Ready;
             let name = self.world.node(node).name.clone();

@@ -28,6 +28,7 @@ mod reconcile;
 mod run_budget;
 pub mod scheduler;
 mod state;
+mod taint_eviction;
 #[cfg(test)]
 mod tests;
 pub mod view;
@@ -52,6 +53,7 @@ pub use self::engine::Timings;
 use self::run_budget::RunBudget;
 use self::scheduler::Scheduler;
 use self::state::World;
+use self::taint_eviction::TaintEviction;
 use self::volumes::Volumes;
 use self::world::*;
 use drillbench_model::budget::Budgets;
@@ -136,6 +138,8 @@ pub struct Simulation {
     scheduler: Scheduler,
     /// What the workload controllers and the autoscaler remember.
     controllers: Controllers,
+    /// The evictions `NoExecute` taints have scheduled.
+    taint_eviction: TaintEviction,
     /// etcd's members and the endpoint.
     cp: ControlPlane,
     /// Velero's backups.
@@ -202,6 +206,7 @@ impl Simulation {
             volumes,
             scheduler: Scheduler::default(),
             controllers: Controllers::default(),
+            taint_eviction: TaintEviction::default(),
             cp: ControlPlane::new(next_cp_ordinal),
             backups: Backups::default(),
             obs: Observation::default(),
@@ -726,19 +731,7 @@ impl Simulation {
                 }
             }
             Action::PodStarted(pod) => self.pod_started(pod),
-            Action::TaintEvict(pod) => {
-                if self.world.pod(pod).is_active() {
-                    let node = self.world.pod(pod).node;
-                    let r = self.world.pod_ref(pod);
-                    self.record(
-                        EventKind::PodEvicted,
-                        r,
-                        node,
-                        "taint manager: NoExecute toleration expired",
-                    );
-                    self.delete_pod(pod);
-                }
-            }
+            Action::TaintEvict(pod) => self.taint_evict(pod),
             Action::PodTerminated(pod) => self.pod_gone(pod),
             Action::PodGc(node) => {
                 let pods: Vec<PodId> = self.world.node(node).pods.iter().copied().collect();

@@ -9,7 +9,6 @@ use super::clock::after;
 use super::world::{NodeId, NodePhase, PodId, PodPhase};
 use super::{Action, Simulation, endpoint_ref, etcd_member_ref, node_ref};
 use drillbench_model::duration::Duration;
-use drillbench_model::k8s::taints::{NoExecuteVerdict, no_execute_verdict};
 use drillbench_observe::{EventKind, Stranding};
 
 /// How often a learner's promotion is retried while etcd has no quorum
@@ -72,21 +71,8 @@ impl Simulation {
                 );
                 self.mark_owner_dirty(pod);
             }
-            let verdict = no_execute_verdict(
-                self.world.node(node).taints(),
-                &self.world.pod(pod).template.tolerations,
-            );
-            match verdict {
-                NoExecuteVerdict::Stay => {}
-                NoExecuteVerdict::EvictAfter { seconds } => {
-                    let at = self.now() + (seconds as u64) * 1000;
-                    self.schedule(at, Action::TaintEvict(pod));
-                }
-                NoExecuteVerdict::EvictNow { .. } => {
-                    self.schedule(self.now(), Action::TaintEvict(pod))
-                }
-            }
         }
+        self.no_execute_taints_changed(node);
         self.start_volume_release(node);
         self.for_members_on(node, false);
         if !self.world.node(node).server_exists {

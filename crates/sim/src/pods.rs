@@ -154,6 +154,7 @@ impl Simulation {
             self.bind_claim_for(claim, node);
         }
         self.try_start(pod);
+        self.pod_bound_to_tainted(pod, node);
     }
 
     pub(super) fn record_placement(&mut self, pod: PodId, node: NodeId) {

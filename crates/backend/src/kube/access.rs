@@ -33,8 +33,8 @@ pub fn decide(run_label: Option<&str>, context: &str, allowed: Option<&str>) -> 
     Access::ReadOnly
 }
 
-/// The steps of a drill that change the cluster (faults and scaling), by
-/// label; a read-only cluster refuses a drill that has any.
+/// The steps of a drill that change the cluster (faults, scaling,
+/// rollouts, node steps, evictions), by label; a read-only cluster refuses a drill that has any.
 pub fn changing_steps(drill: &Drill) -> Vec<String> {
     drill
         .steps
@@ -42,10 +42,15 @@ pub fn changing_steps(drill: &Drill) -> Vec<String> {
         .filter(|s| s.action.changes_the_cluster())
         .map(|s| {
             let label = &s.label;
-            let what = if matches!(s.action, Action::Fault(_)) {
-                "a fault"
-            } else {
-                "scaling"
+            let what = match &s.action {
+                Action::Fault(_) => "a fault".to_owned(),
+                Action::Rollout(_) => "a rollout".to_owned(),
+                Action::Node { change, .. } => change.to_string(),
+                Action::Evict(_) => "an eviction".to_owned(),
+                Action::Scale(_) => "scaling".to_owned(),
+                Action::Preflight(_) | Action::Sleep(_) | Action::WaitUntil { .. } => {
+                    "a change".to_owned()
+                }
             };
             format!("`{label}` ({what})")
         })

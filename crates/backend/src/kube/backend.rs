@@ -9,8 +9,9 @@ use super::drain::{self, DrainOutcome};
 use super::probe::etcd_ref;
 use super::sync::Drainer;
 use super::{FIELD_MANAGER, KubeBackend, KubeError, dry_run, requests};
-use crate::{Backend, BackendError, Capabilities, DryRunAnswer};
+use crate::{Backend, BackendError, Capabilities, DryRunAnswer, Eviction};
 use drillbench_model::duration::Duration;
+use drillbench_model::scenario::step::NodeChange;
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::{Event, EventKind, ObjectRef, Observation, Time};
 use drillbench_policy::drain::EVICTION_RETRY;
@@ -255,6 +256,72 @@ impl Backend for KubeBackend {
             });
         }
         Ok(self.restore_namespace_with_velero(namespace, schedule)?)
+    }
+
+    fn change_node(&mut self, node: &str, change: &NodeChange) -> Result<(), BackendError> {
+        if !self.observer.has_node(node) {
+            return Err(BackendError::NotFound(format!("no node `{node}`")));
+        }
+        let api_name = self.observer.api_name(node);
+        self.runtime
+            .block_on(requests::change_node(&self.client, &api_name, change))
+            .map_err(|source| KubeError::Api {
+                what: format!("{change} on node {node}"),
+                source,
+            })?;
+        if matches!(
+            change,
+            NodeChange::Label { .. } | NodeChange::Annotate { .. }
+        ) {
+            // The watch reports taints and cordons; metadata edits are said here.
+            self.event(
+                EventKind::NodeRelabelled,
+                ObjectRef {
+                    kind: "Node".to_owned(),
+                    namespace: String::new(),
+                    name: node.to_owned(),
+                },
+                Some(node),
+                change.to_string(),
+            );
+        }
+        self.sync()?;
+        Ok(())
+    }
+
+    fn evict_one(&mut self, workload: &str) -> Result<Eviction, BackendError> {
+        let running = self.observer.running_pods_of(workload);
+        if running.is_empty() {
+            return Err(BackendError::NotFound(format!(
+                "workload `{workload}` has no running pod to evict"
+            )));
+        }
+        let key = running[self.rng.index(running.len())].clone();
+        let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+        let outcome = self
+            .runtime
+            .block_on(requests::evict(&self.client, namespace, name))
+            .map_err(|source| KubeError::Api {
+                what: format!("evict pod {key}"),
+                source,
+            })?;
+        let r = ObjectRef {
+            kind: "Pod".to_owned(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        let answer = match outcome {
+            drain::Evicted::Accepted | drain::Evicted::Gone => {
+                self.event(EventKind::PodEvicted, r, None, format!("evicted {key}"));
+                Eviction::Evicted(key)
+            }
+            drain::Evicted::Refused(message) => {
+                self.event(EventKind::EvictionRefused, r, None, message.clone());
+                Eviction::Refused(key, message)
+            }
+        };
+        self.sync()?;
+        Ok(answer)
     }
 
     fn scale(&mut self, workload: &str, replicas: u32) -> Result<(), BackendError> {

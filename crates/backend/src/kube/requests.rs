@@ -3,12 +3,13 @@
 //! delete a Node, set a Deployment's image, scale, evict.
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::drain::Evicted;
 use drillbench_model::labels::RUN_LABEL;
+use drillbench_model::scenario::step::NodeChange;
 
 /// Labels a manifest with the run it belongs to.
 pub(super) fn label_with_run(value: &mut Value, run: &str) {
@@ -40,6 +41,60 @@ pub(super) async fn delete_node(client: &kube::Client, api_name: &str) -> Result
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Changes a Node as `kubectl` would: cordon and uncordon patch
+/// `spec.unschedulable`, label and annotate patch the metadata maps (a
+/// removed key as `null`), a taint edit writes the whole `spec.taints`
+/// list read just before (a merge patch replaces lists), the deletion
+/// deletes the Node.
+pub(super) async fn change_node(
+    client: &kube::Client,
+    api_name: &str,
+    change: &NodeChange,
+) -> Result<(), kube::Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    let edit = |set: &std::collections::BTreeMap<String, String>, remove: &[String]| {
+        let mut map = serde_json::Map::new();
+        for (k, v) in set {
+            map.insert(k.clone(), json!(v));
+        }
+        for k in remove {
+            map.insert(k.clone(), Value::Null);
+        }
+        Value::Object(map)
+    };
+    let patch = match change {
+        NodeChange::Cordon => json!({"spec": {"unschedulable": true}}),
+        NodeChange::Uncordon => json!({"spec": {"unschedulable": null}}),
+        NodeChange::Label { set, remove } => json!({"metadata": {"labels": edit(set, remove)}}),
+        NodeChange::Annotate { set, remove } => {
+            json!({"metadata": {"annotations": edit(set, remove)}})
+        }
+        NodeChange::Taint { .. } | NodeChange::Untaint { .. } => {
+            let node = api.get(api_name).await?;
+            let mut taints: Vec<Taint> = node
+                .spec
+                .and_then(|s| s.taints)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| !change.drops_taint(&t.key, &t.effect))
+                .collect();
+            if let NodeChange::Taint { key, value, effect } = change {
+                taints.push(Taint {
+                    key: key.clone(),
+                    value: (!value.is_empty()).then(|| value.clone()),
+                    effect: effect.as_str().to_owned(),
+                    time_added: None,
+                });
+            }
+            json!({"spec": {"taints": taints}})
+        }
+        NodeChange::DeleteObject => return delete_node(client, api_name).await,
+    };
+    api.patch(api_name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map(|_| ())
 }
 
 /// Sets the image of a Deployment's containers (only `container`, when

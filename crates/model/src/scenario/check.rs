@@ -377,10 +377,13 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
             checker.error(
                 step.at,
                 format!(
-                    "a step sets {set} actions; expected exactly one of preflight, fault, scale, rollout, wait"
+                    "a step sets {set} actions; expected exactly one of preflight, fault, scale, \
+                     rollout, wait, taint, untaint, cordon, uncordon, label, annotate, evict, \
+                     deleteNodeObject"
                 ),
             );
         }
+        check_node_step(step, checker);
         if let Some(rollout) = &step.rollout
             && WorkloadRef::parse(&rollout.workload).is_some_and(|w| w.kind != "Deployment")
         {
@@ -423,6 +426,77 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
         }
     }
     lowered
+}
+
+/// What the API server would refuse in a node step: a taint key that is
+/// not a qualified name or a value that is not a label value
+/// (`ValidateTaints`), label keys and values (`ValidateLabels`), annotation
+/// keys (`ValidateAnnotations`).
+fn check_node_step(step: &StepSpec, checker: &mut Checker<'_>) {
+    use crate::manifest_rules::is_qualified_name;
+    use crate::object_rules::is_label_value;
+    const QUALIFIED: &str = "expected an optional DNS subdomain and `/`, then at most 63 \
+                             letters, digits, `-`, `_`, `.`, starting and ending with a letter or digit";
+    const VALUE: &str = "expected at most 63 characters, empty or starting and ending with a \
+                         letter or digit, with `-`, `_`, `.` between";
+    let key = |what: &str, key: &Located<String>, checker: &mut Checker<'_>| {
+        if !is_qualified_name(key) {
+            checker.error(
+                key.at,
+                format!(
+                    "{what} key `{}` is not a qualified name; {QUALIFIED}",
+                    key.value
+                ),
+            );
+        }
+    };
+    if let Some(t) = &step.taint {
+        key("taint", &t.key, checker);
+        if let Some(value) = &t.value
+            && !is_label_value(value)
+        {
+            checker.error(
+                value.at,
+                format!(
+                    "taint value `{}` is not a valid label value; {VALUE}",
+                    value.value
+                ),
+            );
+        }
+    }
+    if let Some(t) = &step.untaint {
+        key("taint", &t.key, checker);
+    }
+    for (what, edit) in [("label", &step.label), ("annotation", &step.annotate)] {
+        let Some(edit) = edit else { continue };
+        if edit.set.is_empty() && edit.remove.is_empty() {
+            checker.error(
+                edit.target.at,
+                format!(
+                    "the {what} step sets and removes nothing; expected `set`, `remove` or both"
+                ),
+            );
+        }
+        for k in edit.set.keys().chain(edit.remove.iter()) {
+            key(what, &Located::at(k.clone(), edit.set.at), checker);
+        }
+        if let Some(both) = edit.remove.iter().find(|k| edit.set.contains_key(*k)) {
+            checker.error(
+                edit.remove.at,
+                format!("{what} `{both}` is both set and removed; expected one"),
+            );
+        }
+        if what == "label" {
+            for (k, v) in edit.set.iter() {
+                if !is_label_value(v) {
+                    checker.error(
+                        edit.set.at,
+                        format!("label `{k}` has value `{v}`, not a valid label value; {VALUE}"),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Checks every assertion and lowers each that passes into its typed form;

@@ -4,8 +4,14 @@
 //! an enum, so the runner matches instead of probing options and a new
 //! action is a compile error wherever it is not handled.
 
+use std::collections::BTreeMap;
+use std::fmt;
+
 use super::located::Located;
-use super::spec::{Condition, Fault, PreflightStep, RolloutStep, ScaleStep, StepSpec};
+use super::spec::{
+    Condition, EvictStep, Fault, MetadataStep, PreflightStep, RolloutStep, ScaleStep, StepSpec,
+    TaintEffect, Target,
+};
 use crate::duration::Duration;
 
 /// A validated step.
@@ -33,12 +39,121 @@ pub enum Action {
         condition: Condition,
         timeout: Duration,
     },
+    /// Change one node through the API (taints, cordon, labels, the Node
+    /// object itself); the target is resolved when the step runs.
+    Node {
+        target: Located<Target>,
+        change: NodeChange,
+    },
+    /// Evict one pod of a workload through the Eviction API.
+    Evict(EvictStep),
 }
 
 impl Action {
     /// Whether the step changes the cluster (a read-only cluster refuses it).
     pub fn changes_the_cluster(&self) -> bool {
-        matches!(self, Action::Fault(_) | Action::Scale(_))
+        matches!(
+            self,
+            Action::Fault(_)
+                | Action::Scale(_)
+                | Action::Rollout(_)
+                | Action::Node { .. }
+                | Action::Evict(_)
+        )
+    }
+}
+
+/// What a node step changes, as the API would: each is one write to the
+/// Node object (or its deletion).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeChange {
+    /// Add a taint; one of the same key and effect is replaced (`kubectl
+    /// taint --overwrite`).
+    Taint {
+        key: String,
+        /// Empty when unset.
+        value: String,
+        effect: TaintEffect,
+    },
+    /// Remove the taints of a key, of one effect or of every effect.
+    Untaint {
+        key: String,
+        effect: Option<TaintEffect>,
+    },
+    /// `spec.unschedulable: true`.
+    Cordon,
+    /// `spec.unschedulable` cleared.
+    Uncordon,
+    /// Labels set and removed.
+    Label {
+        set: BTreeMap<String, String>,
+        remove: Vec<String>,
+    },
+    /// Annotations set and removed.
+    Annotate {
+        set: BTreeMap<String, String>,
+        remove: Vec<String>,
+    },
+    /// The Node object deleted; the server keeps running.
+    DeleteObject,
+}
+
+impl NodeChange {
+    /// Applies a label or annotation edit to a map: removals after sets,
+    /// as `kubectl label k=v k-` would refuse and a drill cannot mean both.
+    pub fn edit_map(
+        map: &mut BTreeMap<String, String>,
+        set: &BTreeMap<String, String>,
+        remove: &[String],
+    ) {
+        map.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for key in remove {
+            map.remove(key);
+        }
+    }
+
+    /// Whether a node's taint of this key and effect is one the change
+    /// removes (an untaint) or replaces (a taint of the same key and effect).
+    pub fn drops_taint(&self, key: &str, effect: &str) -> bool {
+        match self {
+            NodeChange::Taint {
+                key: k, effect: e, ..
+            } => k == key && e.as_str() == effect,
+            NodeChange::Untaint { key: k, effect: e } => {
+                k == key && e.is_none_or(|e| e.as_str() == effect)
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for NodeChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys = |set: &BTreeMap<String, String>, remove: &[String]| {
+            set.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .chain(remove.iter().map(|k| format!("{k}-")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match self {
+            NodeChange::Taint { key, value, effect } if value.is_empty() => {
+                write!(f, "taint {key}:{}", effect.as_str())
+            }
+            NodeChange::Taint { key, value, effect } => {
+                write!(f, "taint {key}={value}:{}", effect.as_str())
+            }
+            NodeChange::Untaint {
+                key,
+                effect: Some(effect),
+            } => write!(f, "untaint {key}:{}", effect.as_str()),
+            NodeChange::Untaint { key, effect: None } => write!(f, "untaint {key}"),
+            NodeChange::Cordon => f.write_str("cordon"),
+            NodeChange::Uncordon => f.write_str("uncordon"),
+            NodeChange::Label { set, remove } => write!(f, "label {}", keys(set, remove)),
+            NodeChange::Annotate { set, remove } => write!(f, "annotate {}", keys(set, remove)),
+            NodeChange::DeleteObject => f.write_str("delete the Node object"),
+        }
     }
 }
 
@@ -53,6 +168,14 @@ impl StepSpec {
             scale,
             rollout,
             wait,
+            taint,
+            untaint,
+            cordon,
+            uncordon,
+            label,
+            annotate,
+            evict,
+            delete_node_object,
         } = self;
         [
             preflight.is_some(),
@@ -60,10 +183,76 @@ impl StepSpec {
             scale.is_some(),
             rollout.is_some(),
             wait.is_some(),
+            taint.is_some(),
+            untaint.is_some(),
+            cordon.is_some(),
+            uncordon.is_some(),
+            label.is_some(),
+            annotate.is_some(),
+            evict.is_some(),
+            delete_node_object.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
         .count()
+    }
+}
+
+impl StepSpec {
+    /// The node step's target and change, if the step is one.
+    fn node_change(&self) -> Option<(Located<Target>, NodeChange)> {
+        let edit = |m: &MetadataStep| (m.set.value.clone(), m.remove.value.clone());
+        if let Some(t) = &self.taint {
+            let change = NodeChange::Taint {
+                key: t.key.value.clone(),
+                value: t
+                    .value
+                    .as_ref()
+                    .map(|v| v.value.clone())
+                    .unwrap_or_default(),
+                effect: t.effect,
+            };
+            return Some((t.target.clone(), change));
+        }
+        if let Some(t) = &self.untaint {
+            let change = NodeChange::Untaint {
+                key: t.key.value.clone(),
+                effect: t.effect,
+            };
+            return Some((t.target.clone(), change));
+        }
+        if let Some(m) = &self.label {
+            let (set, remove) = edit(m);
+            return Some((m.target.clone(), NodeChange::Label { set, remove }));
+        }
+        if let Some(m) = &self.annotate {
+            let (set, remove) = edit(m);
+            return Some((m.target.clone(), NodeChange::Annotate { set, remove }));
+        }
+        let (step, change) = if let Some(n) = &self.cordon {
+            (n, NodeChange::Cordon)
+        } else if let Some(n) = &self.uncordon {
+            (n, NodeChange::Uncordon)
+        } else {
+            (self.delete_node_object.as_ref()?, NodeChange::DeleteObject)
+        };
+        Some((step.target.clone(), change))
+    }
+
+    /// The node a node step aims at, if the step is one.
+    pub fn node_target(&self) -> Option<&Located<Target>> {
+        fn metadata(m: &MetadataStep) -> &Located<Target> {
+            &m.target
+        }
+        self.taint
+            .as_ref()
+            .map(|t| &t.target)
+            .or(self.untaint.as_ref().map(|t| &t.target))
+            .or(self.cordon.as_ref().map(|n| &n.target))
+            .or(self.uncordon.as_ref().map(|n| &n.target))
+            .or(self.label.as_ref().map(metadata))
+            .or(self.annotate.as_ref().map(metadata))
+            .or(self.delete_node_object.as_ref().map(|n| &n.target))
     }
 }
 
@@ -83,6 +272,10 @@ impl Step {
             Action::Scale(scale.clone())
         } else if let Some(rollout) = &spec.rollout {
             Action::Rollout(rollout.clone())
+        } else if let Some((target, change)) = spec.node_change() {
+            Action::Node { target, change }
+        } else if let Some(evict) = &spec.evict {
+            Action::Evict(evict.clone())
         } else {
             let wait = spec.wait.as_ref()?;
             match (wait.duration, &wait.until, wait.timeout) {
@@ -137,11 +330,101 @@ mod tests {
     }
 
     #[test]
-    fn only_faults_and_scaling_change_the_cluster() {
+    fn node_steps_lower_to_one_change_each_and_change_the_cluster() {
+        let cases = [
+            (
+                "taint: {target: {node: w-1}, key: k, value: v, effect: NoExecute}\n",
+                NodeChange::Taint {
+                    key: "k".to_owned(),
+                    value: "v".to_owned(),
+                    effect: TaintEffect::NoExecute,
+                },
+            ),
+            (
+                "untaint: {target: {node: w-1}, key: k}\n",
+                NodeChange::Untaint {
+                    key: "k".to_owned(),
+                    effect: None,
+                },
+            ),
+            ("cordon: {target: {node: w-1}}\n", NodeChange::Cordon),
+            ("uncordon: {target: {node: w-1}}\n", NodeChange::Uncordon),
+            (
+                "label: {target: {node: w-1}, set: {a: b}, remove: [c]}\n",
+                NodeChange::Label {
+                    set: BTreeMap::from([("a".to_owned(), "b".to_owned())]),
+                    remove: vec!["c".to_owned()],
+                },
+            ),
+            (
+                "annotate: {target: {node: w-1}, remove: [c]}\n",
+                NodeChange::Annotate {
+                    set: BTreeMap::new(),
+                    remove: vec!["c".to_owned()],
+                },
+            ),
+            (
+                "deleteNodeObject: {target: {node: w-1}}\n",
+                NodeChange::DeleteObject,
+            ),
+        ];
+        for (yaml, expected) in cases {
+            let written = spec(yaml);
+            assert_eq!(written.actions_set(), 1, "{yaml}");
+            assert_eq!(
+                written.node_target().map(|t| t.value.clone()),
+                Some(Target::Node("w-1".to_owned()))
+            );
+            let step = Step::lower(&written, 0).expect(yaml);
+            assert!(step.action.changes_the_cluster(), "{yaml}");
+            let Action::Node { change, .. } = step.action else {
+                panic!("{yaml}: {:?}", step.action)
+            };
+            assert_eq!(change, expected, "{yaml}");
+        }
+        let evict = Step::lower(&spec("evict: {workload: a/Deployment/b}\n"), 0).expect("evict");
+        assert!(matches!(evict.action, Action::Evict(_)));
+        assert!(evict.action.changes_the_cluster());
+        let two = spec("cordon: {target: {node: a}}\nuncordon: {target: {node: a}}\n");
+        assert_eq!(two.actions_set(), 2);
+    }
+
+    #[test]
+    fn a_taint_replaces_its_key_and_effect_and_an_untaint_without_effect_drops_every_effect() {
+        let taint = NodeChange::Taint {
+            key: "k".to_owned(),
+            value: String::new(),
+            effect: TaintEffect::NoExecute,
+        };
+        assert!(taint.drops_taint("k", "NoExecute"));
+        assert!(!taint.drops_taint("k", "NoSchedule"));
+        let every = NodeChange::Untaint {
+            key: "k".to_owned(),
+            effect: None,
+        };
+        assert!(every.drops_taint("k", "NoSchedule") && every.drops_taint("k", "NoExecute"));
+        assert!(!every.drops_taint("other", "NoExecute"));
+        let one = NodeChange::Untaint {
+            key: "k".to_owned(),
+            effect: Some(TaintEffect::NoSchedule),
+        };
+        assert!(one.drops_taint("k", "NoSchedule") && !one.drops_taint("k", "NoExecute"));
+        assert_eq!(taint.to_string(), "taint k:NoExecute");
+    }
+
+    #[test]
+    fn faults_scaling_and_rollouts_change_the_cluster_waits_do_not() {
         let scale = spec("scale: {workload: a/Deployment/b, replicas: 1}\n");
         assert!(
             Step::lower(&scale, 0)
                 .expect("scale")
+                .action
+                .changes_the_cluster()
+        );
+        let rollout = spec("rollout: {workload: a/Deployment/b, image: x:2}\n");
+        assert!(
+            Step::lower(&rollout, 0)
+                .expect("rollout")
                 .action
                 .changes_the_cluster()
         );

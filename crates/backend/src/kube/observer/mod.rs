@@ -449,6 +449,21 @@ impl Observer {
             .collect()
     }
 
+    /// The running pods of a workload (`namespace/Kind/name`): bound, not
+    /// finished, not being deleted; as `namespace/name`, in name order.
+    pub(super) fn running_pods_of(&self, workload: &str) -> Vec<String> {
+        self.pods
+            .iter()
+            .filter(|(_, p)| {
+                p.workload.as_deref() == Some(workload)
+                    && p.node.is_some()
+                    && !p.deleting
+                    && !p.finished
+            })
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
     /// Whether a pod is being deleted (its termination is under way).
     pub(super) fn pod_deleting(&self, namespace: &str, name: &str) -> bool {
         self.pods

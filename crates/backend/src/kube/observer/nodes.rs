@@ -103,6 +103,9 @@ impl NodeState {
             };
             changes.push((kind, String::new()));
         }
+        for (key, effect) in before.taints.difference(&self.taints) {
+            changes.push((EventKind::NodeUntainted, format!("{key}:{effect}")));
+        }
         for (key, effect) in self.taints.difference(&before.taints) {
             changes.push((EventKind::NodeTainted, format!("{key}:{effect}")));
         }
@@ -178,12 +181,15 @@ mod tests {
                 (EventKind::NodeTainted, "b:NoExecute".to_owned()),
             ]
         );
-        // A taint removed is not an event; uncordoning is.
+        // Uncordoning is an event, and so is each taint removed (an
+        // `untaint` step, a node back from unreachable).
         assert_eq!(
             fresh.changes_since(Some(&cordoned)),
             [
                 (EventKind::NodeReady, "Ready".to_owned()),
                 (EventKind::NodeUncordoned, String::new()),
+                (EventKind::NodeUntainted, "a:NoSchedule".to_owned()),
+                (EventKind::NodeUntainted, "b:NoExecute".to_owned()),
             ]
         );
     }

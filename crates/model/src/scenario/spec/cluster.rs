@@ -146,6 +146,17 @@ pub enum TaintEffect {
     NoExecute,
 }
 
+impl TaintEffect {
+    /// The effect as a Node's `spec.taints` spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
 /// Cluster-autoscaler settings; unset fields take the upstream defaults.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -4,7 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::cluster::DurationRange;
+use std::collections::BTreeMap;
+
+use super::cluster::{DurationRange, TaintEffect};
 use crate::duration::Duration;
 use crate::scenario::located::Located;
 
@@ -31,6 +33,98 @@ pub struct StepSpec {
     /// Let time pass, or wait for a condition.
     #[serde(default)]
     pub wait: Option<WaitStep>,
+    /// Add a taint to a node (`kubectl taint node N key=value:Effect`). A
+    /// `NoExecute` taint evicts the pods that do not tolerate it at once and
+    /// those that tolerate it with `tolerationSeconds` that much later.
+    #[serde(default)]
+    pub taint: Option<TaintStep>,
+    /// Remove a node's taints of a key (`kubectl taint node N key:Effect-`);
+    /// evictions the taint had scheduled are cancelled.
+    #[serde(default)]
+    pub untaint: Option<UntaintStep>,
+    /// Mark a node unschedulable (`spec.unschedulable`); its pods stay.
+    #[serde(default)]
+    pub cordon: Option<NodeStep>,
+    /// Make a cordoned node schedulable again.
+    #[serde(default)]
+    pub uncordon: Option<NodeStep>,
+    /// Set or remove node labels. Later scheduling sees them; pods already
+    /// running stay (`IgnoredDuringExecution`).
+    #[serde(default)]
+    pub label: Option<MetadataStep>,
+    /// Set or remove node annotations.
+    #[serde(default)]
+    pub annotate: Option<MetadataStep>,
+    /// Evict one pod of a workload through the Eviction API: refused (a
+    /// 429) when a disruption budget allows no disruption, and the drill
+    /// goes on.
+    #[serde(default)]
+    pub evict: Option<EvictStep>,
+    /// Delete the Node object only (`kubectl delete node`): the server and
+    /// its kubelet keep running, but a registered kubelet does not register
+    /// again, so the node stays gone and the pod garbage collector deletes
+    /// its pods.
+    #[serde(default)]
+    pub delete_node_object: Option<NodeStep>,
+}
+
+/// A step aimed at one node.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeStep {
+    /// Which node, as a fault names it.
+    pub target: Located<Target>,
+}
+
+/// A taint added to a node.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TaintStep {
+    /// Which node, as a fault names it.
+    pub target: Located<Target>,
+    /// The taint's key (a qualified name).
+    pub key: Located<String>,
+    /// The taint's value (empty when unset).
+    #[serde(default)]
+    pub value: Option<Located<String>>,
+    /// What the taint does to pods that do not tolerate it.
+    pub effect: TaintEffect,
+}
+
+/// Taints removed from a node.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UntaintStep {
+    /// Which node, as a fault names it.
+    pub target: Located<Target>,
+    /// The key of the taints to remove.
+    pub key: Located<String>,
+    /// Only the taint of this effect (every effect of the key when unset).
+    #[serde(default)]
+    pub effect: Option<TaintEffect>,
+}
+
+/// Labels or annotations set on and removed from a node.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MetadataStep {
+    /// Which node, as a fault names it.
+    pub target: Located<Target>,
+    /// Keys set to these values (added or overwritten).
+    #[serde(default)]
+    pub set: Located<BTreeMap<String, String>>,
+    /// Keys removed (a key that is not there is no error, as with kubectl).
+    #[serde(default)]
+    pub remove: Located<Vec<String>>,
+}
+
+/// One pod evicted through the Eviction API.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EvictStep {
+    /// The workload, as `namespace/Kind/name`; one of its running pods,
+    /// drawn from the drill's seed, is evicted.
+    pub workload: Located<String>,
 }
 
 /// The control-plane recreate preflight, judged on the simulated cluster.
