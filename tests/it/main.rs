@@ -71,6 +71,7 @@ mod serve_kubectl_dry_run;
 mod serve_kubectl_status;
 mod serve_kubectl_storage;
 mod serve_kubectl_strict;
+mod serve_resource_versions;
 mod sim_cron;
 mod sim_drills;
 mod sim_incident;

@@ -481,6 +481,17 @@ fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBo
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
     );
+    // A Status that says when to retry says it in the header too, as the
+    // API server's response writer does (`Retry-After`).
+    if let Some(seconds) = body
+        .pointer("/details/retryAfterSeconds")
+        .and_then(serde_json::Value::as_u64)
+    {
+        response.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from(seconds),
+        );
+    }
     response
 }
 
