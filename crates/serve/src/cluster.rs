@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use super::events::Events;
 use super::history::{History, Key, key_of, strip_rv_mut};
 use super::objects::Objects;
 use super::resources::{self, Resource};
@@ -51,6 +52,8 @@ pub(super) struct Cluster {
     /// API as they admitted the drill's own.
     guards: Vec<GuardSpec>,
     history: History,
+    /// The timeline's events as the Event objects components record.
+    events: Events,
     watchers: Watchers,
     /// How many of the timeline's events have been turned into changes.
     seen_events: usize,
@@ -69,6 +72,7 @@ impl Cluster {
             written: Written::default(),
             guards: drill.spec.guards.iter().map(|g| g.value.clone()).collect(),
             history: History::new(window, rv),
+            events: Events::default(),
             watchers: Watchers::default(),
             seen_events: 0,
             max_pods: super::limits::DEFAULT_MAX_PODS,
@@ -108,6 +112,9 @@ impl Cluster {
             written: self.written.clone(),
             guards: self.guards.clone(),
             history: self.history.scratch(),
+            // A dry run reads no Event, and copying every one recorded
+            // would make each admission check cost the drill's length.
+            events: Events::default(),
             watchers: Watchers::default(),
             seen_events: self.seen_events,
             max_pods: self.max_pods,
@@ -119,6 +126,7 @@ impl Cluster {
             sim: &self.sim,
             written: &self.written,
             history: &self.history,
+            events: &self.events,
         }
     }
 
@@ -196,9 +204,10 @@ impl Cluster {
     /// Turns the timeline's new events (and objects that appeared without
     /// one) into changes, and sends them to the watchers.
     pub(super) fn sync(&mut self) {
-        let events: Vec<_> = self.sim.observation().events[self.seen_events..].to_vec();
+        let first = self.seen_events;
+        let events: Vec<_> = self.sim.observation().events[first..].to_vec();
         self.seen_events = self.sim.observation().events.len();
-        for event in events {
+        for (offset, event) in events.into_iter().enumerate() {
             let Some(kind) = Self::served_kind(&event.object.kind) else {
                 continue;
             };
@@ -221,7 +230,11 @@ impl Cluster {
             } else {
                 self.history.change_type(&key)
             };
+            let recorded = self.events.record(first + offset, &event, &object);
             self.push(key, kind_type, object);
+            if let Some((key, record)) = recorded {
+                self.push(key, "ADDED", record);
+            }
         }
         // Objects whose state follows from their pods' and the budgets'
         // events without one of their own (a workload's ready count, a
@@ -387,6 +400,44 @@ mod tests {
             before.as_ref(),
         );
         assert_eq!(cluster.history().rv(), rv + 1);
+    }
+
+    /// What `kubectl describe pod` asks for (client-go's
+    /// `events.Search`: the involved object's name, namespace and uid)
+    /// finds the scheduler's Event for that pod; a crash is announced to
+    /// Event watchers as the node controller's NodeNotReady. Control: no
+    /// Event names a pod of another uid.
+    #[test]
+    fn the_timeline_is_served_as_events_about_the_objects_it_names() {
+        let mut cluster = cluster();
+        let pod = cluster
+            .view("Pod", "apps", "api-00000", false)
+            .expect("a pod");
+        let events = resources::by_kind("Event").expect("events are served");
+        let about = |cluster: &Cluster, uid: &str| -> Vec<String> {
+            cluster
+                .objects()
+                .list(events)
+                .into_iter()
+                .filter(|e| e["involvedObject"]["uid"] == uid)
+                .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let uid = pod["metadata"]["uid"].as_str().expect("a uid");
+        assert_eq!(about(&cluster, uid), ["Scheduled"]);
+        assert!(about(&cluster, "no-such-uid").is_empty());
+        let mut watched = watch_kind(&mut cluster, "Event");
+        let node = cluster.sim.node_id("prod-worker-1").expect("a worker");
+        cluster.sim.crash_node_api(node);
+        cluster.advance_to(cluster.sim.now() + 120_000);
+        let seen = lines(&mut watched);
+        assert!(
+            seen.iter().any(|l| l["type"] == "ADDED"
+                && l["object"]["reason"] == "NodeNotReady"
+                && l["object"]["involvedObject"]["name"] == "prod-worker-1"
+                && l["object"]["metadata"]["namespace"] == "default"),
+            "{seen:?}"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod auth;
 mod cluster;
 mod commit;
 mod control;
+mod events;
 mod frozen;
 mod history;
 pub mod limits;

@@ -550,7 +550,7 @@ mod tests {
     /// older than the window is 410 "too old".
     #[test]
     fn an_exact_list_shows_its_version_and_not_older_than_shows_the_newest() {
-        let mut cluster = cluster_with_window(40);
+        let mut cluster = cluster_with_window(70);
         let (_, then) = listed(&cluster, "/api/v1/pods", None);
         let at = rv_of(&then);
         crash(&mut cluster, "prod-worker-1");

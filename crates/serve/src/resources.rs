@@ -99,6 +99,8 @@ pub const RESOURCES: &[Resource] = &[
         &["eviction", "status"],
         true,
     ),
+    // The timeline as the Events its components record (`super::events`).
+    res("", "events", "event", "Event", true, &["ev"], &[], false),
     // Plain stored objects: what a restore drill's marker writer writes
     // and a backup carries; the simulator gives them no behaviour.
     res(
