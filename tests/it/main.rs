@@ -67,6 +67,7 @@ mod serve_cli;
 mod serve_dry_run_control;
 mod serve_kube_rs;
 mod serve_kubectl;
+mod serve_kubectl_auth_leases;
 mod serve_kubectl_dry_run;
 mod serve_kubectl_events;
 mod serve_kubectl_status;

@@ -12,6 +12,7 @@
 //! changes it only through the simulator's primitives
 //! ([`drillbench_sim::api_ops`]); no Kubernetes rule is written here.
 
+mod access;
 mod admit;
 mod api;
 pub mod auth;
@@ -553,7 +554,11 @@ async fn answer(
     let content_type = header(hyper::header::CONTENT_TYPE);
     let accept = header(hyper::header::ACCEPT);
     let method = request.method().as_str().to_owned();
-    if let Err(e) = media::check(&method, &content_type) {
+    // A review is the one body read as protobuf (kubectl's typed client
+    // sends it so); every other protobuf body is a 415.
+    let protobuf_review = access::is_review(&path)
+        && media::media_type(&content_type) == "application/vnd.kubernetes.protobuf";
+    if !protobuf_review && let Err(e) = media::check(&method, &content_type) {
         return Ok(error_response(e));
     }
     let limit = gate.limits.max_body_bytes;

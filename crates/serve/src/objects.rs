@@ -65,6 +65,10 @@ impl Objects<'_> {
             }
             "ConfigMap" => self.written.config_map(namespace, name)?.clone(),
             "Event" => self.events.get(namespace, name)?.clone(),
+            "PriorityClass" | "Service" | "Secret" | "ServiceAccount" | "CronJob" => self
+                .written
+                .declared(&(kind, namespace.to_owned(), name.to_owned()))?
+                .clone(),
             "StorageClass" => sim
                 .storage_class_views()
                 .iter()
@@ -168,6 +172,9 @@ impl Objects<'_> {
             }
             "ConfigMap" => self.written.config_maps().cloned().collect(),
             "Event" => self.events.all().cloned().collect(),
+            "PriorityClass" | "Service" | "Secret" | "ServiceAccount" | "CronJob" => {
+                self.written.declared_of_kind(kind).cloned().collect()
+            }
             "StorageClass" => sim.storage_class_views().iter().map(to_json).collect(),
             "Lease" => sim.lease_views().iter().map(to_json).collect(),
             "PersistentVolume" => sim.volume_views().iter().map(to_json).collect(),
