@@ -468,9 +468,10 @@ mod tests {
         );
     }
 
-    /// A kind the simulator gives no behaviour (a CronJob) is served as
-    /// the drill's manifest declares it, stored as the API server would
-    /// (namespace, uid, creation). Control: a drill without one serves none.
+    /// A CronJob (which the simulator runs, but shows no object of) is
+    /// served as the drill's manifest declares it, stored as the API
+    /// server would (namespace, uid, creation). Control: a drill without
+    /// one serves none.
     #[test]
     fn kinds_without_behaviour_are_served_as_the_drill_declares_them() {
         let drill =

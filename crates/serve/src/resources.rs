@@ -237,7 +237,7 @@ pub const RESOURCES: &[Resource] = &[
         true,
         &["cj"],
         &[],
-        true,
+        false,
     ),
     res(
         "scheduling.k8s.io",

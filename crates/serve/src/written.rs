@@ -13,7 +13,9 @@ use super::history::Key;
 /// API, like ConfigMaps: the simulator models no behaviour for them, but
 /// a drill, a platform's preflight or an installer reads and writes them
 /// (a pod's PriorityClass, the Services, Secrets and ServiceAccounts an
-/// application ships, a backup's CronJob).
+/// application ships). A CronJob is read as its manifest declares it but
+/// never written here: the simulator runs the drill's CronJobs itself
+/// ([`READ_ONLY_DECLARED`]).
 pub(super) const DECLARED_KINDS: [&str; 5] = [
     "PriorityClass",
     "Service",
@@ -21,6 +23,11 @@ pub(super) const DECLARED_KINDS: [&str; 5] = [
     "ServiceAccount",
     "CronJob",
 ];
+
+/// Declared kinds the API may not write: the simulator loads the drill's
+/// CronJobs and runs them on their schedule, so one written, changed or
+/// deleted here would not run, change or stop there.
+pub(super) const READ_ONLY_DECLARED: [&str; 1] = ["CronJob"];
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct Written {
