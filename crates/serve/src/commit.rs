@@ -11,7 +11,7 @@ use super::api::ApiError;
 use super::cluster::Cluster;
 use super::history::strip_rv_mut;
 use super::resources::Resource;
-use super::written::{DECLARED_KINDS, READ_ONLY_DECLARED};
+use super::written::{DECLARED_KINDS, RUN_DECLARED};
 use drillbench_model::workload_ref::WorkloadRef;
 
 /// Applies what changed between `current` and `wanted`, then keeps the
@@ -108,7 +108,7 @@ pub(super) fn commit(
             strip_rv_mut(&mut object);
             cluster.written.put_config_map(namespace, name, object);
         }
-        kind if READ_ONLY_DECLARED.contains(&kind) => {
+        kind if RUN_DECLARED.contains(&kind) => {
             let content = |o: &Value| {
                 let mut o = o.clone();
                 if let Some(fields) = o.as_object_mut() {
@@ -118,7 +118,7 @@ pub(super) fn commit(
             };
             if content(wanted) != content(current) {
                 return Err(ApiError::invalid(format!(
-                    "{kind}: read as the drill declares it; only labels and annotations can change here"
+                    "{kind}: the simulator runs the schedule it loaded; only labels and annotations can change here"
                 )));
             }
         }

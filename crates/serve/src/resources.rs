@@ -237,7 +237,7 @@ pub const RESOURCES: &[Resource] = &[
         true,
         &["cj"],
         &[],
-        false,
+        true,
     ),
     res(
         "scheduling.k8s.io",

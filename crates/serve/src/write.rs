@@ -12,7 +12,7 @@ use super::history::{Key, strip_rv, strip_rv_mut};
 use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
-use super::written::{DECLARED_KINDS, READ_ONLY_DECLARED};
+use super::written::{DECLARED_KINDS, RUN_DECLARED};
 use super::{admit, names, patch};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
@@ -132,10 +132,13 @@ pub(super) fn create(
                 .written
                 .put_config_map(&namespace, &name, object.clone());
         }
-        kind if READ_ONLY_DECLARED.contains(&kind) => {
-            return Err(not_written_here(resource));
-        }
         kind if DECLARED_KINDS.contains(&kind) => {
+            if RUN_DECLARED.contains(&kind) {
+                if let Some(refusal) = cluster.admission_refusal(&object) {
+                    return Err(admit::denied(&refusal));
+                }
+                cluster.apply_manifest(object.clone())?;
+            }
             strip_rv_mut(&mut object);
             if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert(
@@ -187,19 +190,6 @@ pub(super) fn create(
             ))
         })?;
     Ok(Reply::Json(201, created))
-}
-
-/// The refusal of a write to a kind the drill's manifests alone define
-/// ([`READ_ONLY_DECLARED`]).
-fn not_written_here(resource: &Resource) -> ApiError {
-    ApiError::new(
-        405,
-        "MethodNotAllowed",
-        format!(
-            "{} are read as the drill declares them: the simulator runs the drill's own, and one written through the API would not run",
-            resource.qualified()
-        ),
-    )
 }
 
 /// `Kind[.group] "NAME" is invalid: ` and the field errors, as the API
@@ -514,10 +504,14 @@ pub(super) fn delete(
             cluster.written.remove_config_map(namespace, name);
             cluster.written.forget_metadata(&key);
         }
-        kind if READ_ONLY_DECLARED.contains(&kind) => {
-            return Err(not_written_here(resource));
-        }
         kind if DECLARED_KINDS.contains(&kind) => {
+            if RUN_DECLARED.contains(&kind)
+                && let Some(w) = cluster
+                    .sim
+                    .workload_id(&format!("{namespace}/{kind}/{name}"))
+            {
+                cluster.sim.delete_workload(w, propagation);
+            }
             cluster.written.undeclare(&key);
             cluster.written.forget_metadata(&key);
         }
@@ -736,8 +730,8 @@ mod tests {
             secrets,
             "apps".to_owned(),
         ));
-        // A CronJob is the drill's alone: the simulator would not run
-        // one written here.
+        // A CronJob written here is loaded by the simulator, which runs
+        // it, and reads as written.
         let cronjob = r#"{"apiVersion": "batch/v1", "kind": "CronJob",
             "metadata": {"name": "nightly", "namespace": "apps"},
             "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {
@@ -748,7 +742,9 @@ mod tests {
             kind("CronJob"),
             "apps".to_owned(),
         ));
-        assert_eq!(code, 405);
+        assert_eq!(code, 201);
+        assert!(cluster.sim.workload_id("apps/CronJob/nightly").is_some());
+        assert!(cluster.view("CronJob", "apps", "nightly", false).is_some());
         super::super::namespaces::delete_namespace(&mut cluster, "apps");
         assert!(
             cluster.view("Secret", "apps", "db", false).is_none(),

@@ -13,9 +13,8 @@ use super::history::Key;
 /// API, like ConfigMaps: the simulator models no behaviour for them, but
 /// a drill, a platform's preflight or an installer reads and writes them
 /// (a pod's PriorityClass, the Services, Secrets and ServiceAccounts an
-/// application ships). A CronJob is read as its manifest declares it but
-/// never written here: the simulator runs the drill's CronJobs itself
-/// ([`READ_ONLY_DECLARED`]).
+/// application ships). A CronJob reads as written too, and the simulator
+/// also runs it ([`RUN_DECLARED`]).
 pub(super) const DECLARED_KINDS: [&str; 5] = [
     "PriorityClass",
     "Service",
@@ -24,10 +23,12 @@ pub(super) const DECLARED_KINDS: [&str; 5] = [
     "CronJob",
 ];
 
-/// Declared kinds the API may not write: the simulator loads the drill's
-/// CronJobs and runs them on their schedule, so one written, changed or
-/// deleted here would not run, change or stop there.
-pub(super) const READ_ONLY_DECLARED: [&str; 1] = ["CronJob"];
+/// Declared kinds the simulator also runs: it loads a CronJob, from the
+/// drill or written through the API, and starts its Jobs on its
+/// schedule; the object reads as written, and only its labels and
+/// annotations change afterwards (the simulator keeps the schedule it
+/// loaded).
+pub(super) const RUN_DECLARED: [&str; 1] = ["CronJob"];
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct Written {
