@@ -258,7 +258,11 @@ fn a_served_cluster_is_captured_whole_and_the_same_twice() {
             .not_served
             .contains(&"velero.io/v1 Backup".to_owned())
     );
-    assert!(snapshot.not_served.contains(&"v1 Secret".to_owned()));
+    assert!(
+        !snapshot.not_served.contains(&"v1 Secret".to_owned()),
+        "Secrets are stored and served, none here: {:?}",
+        snapshot.not_served
+    );
     assert!(
         !snapshot.not_served.contains(&"v1 Pod".to_owned()),
         "{:?}",

@@ -67,6 +67,18 @@ pub(super) struct ApiError {
     code: u16,
     reason: &'static str,
     message: String,
+    /// What few errors add to their Status, boxed so every `Result`
+    /// carrying an error stays small.
+    extra: Option<Box<Extra>>,
+}
+
+#[derive(Debug, Default)]
+struct Extra {
+    /// The Status's `details` (causes, `retryAfterSeconds`), if any.
+    details: Option<Value>,
+    /// A continue token in the Status's list metadata: what an expired
+    /// continuation answers, so the client may go on inconsistently.
+    continue_token: Option<String>,
 }
 
 impl ApiError {
@@ -75,7 +87,18 @@ impl ApiError {
             code,
             reason,
             message: message.into(),
+            extra: None,
         }
+    }
+
+    pub(super) fn with_details(mut self, details: Value) -> Self {
+        self.extra.get_or_insert_default().details = Some(details);
+        self
+    }
+
+    pub(super) fn with_list_continue(mut self, token: String) -> Self {
+        self.extra.get_or_insert_default().continue_token = Some(token);
+        self
     }
 
     pub(super) fn not_found(resource: &Resource, name: &str) -> Self {
@@ -104,10 +127,20 @@ impl ApiError {
     }
 
     pub(super) fn reply(self) -> Reply {
-        Reply::Json(
-            self.code,
-            status_body(self.code, self.reason, &self.message),
-        )
+        Reply::Json(self.code, self.status())
+    }
+
+    /// The `Status` object of this error.
+    pub(super) fn status(&self) -> Value {
+        let mut status = status_body(self.code, self.reason, &self.message);
+        let extra = self.extra.as_deref();
+        if let Some(details) = extra.and_then(|e| e.details.as_ref()) {
+            status["details"] = details.clone();
+        }
+        if let Some(token) = extra.and_then(|e| e.continue_token.as_ref()) {
+            status["metadata"] = json!({"continue": token});
+        }
+        status
     }
 }
 

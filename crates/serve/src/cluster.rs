@@ -11,11 +11,13 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use super::events::Events;
 use super::history::{History, Key, key_of, strip_rv_mut};
 use super::objects::Objects;
+use super::objects::stamp;
 use super::resources::{self, Resource};
 use super::watch::{Watcher, Watchers};
-use super::written::Written;
+use super::written::{DECLARED_KINDS, Written};
 use drillbench_model::drill::Drill;
 use drillbench_model::labels::RUN_LABEL;
 use drillbench_model::scenario::spec::GuardSpec;
@@ -27,11 +29,16 @@ use drillbench_sim::clock::Time;
 /// Derived kinds whose objects come and go with the state they show, so
 /// [`Cluster::sync`] announces their disappearance itself: no timeline
 /// event and no API call deletes a VolumeAttachment.
-const DERIVED_LIFETIMES: [&str; 2] = ["PersistentVolume", "VolumeAttachment"];
+const DERIVED_LIFETIMES: [&str; 3] = ["PersistentVolume", "VolumeAttachment", "Lease"];
 
 /// Kinds whose state follows from other objects' events without one of
 /// their own, compared with their last announced state at every sync.
-const DERIVED_KINDS: [&str; 8] = [
+const DERIVED_KINDS: [&str; 9] = [
+    // A node's kubelet renews its Lease every ten seconds while it is up
+    // (the simulator's `LEASE_RENEW_INTERVAL_MS`): each renewal is a
+    // change, so a watch of Leases sees heartbeats stop when a node is
+    // lost; a node's Lease goes with it (its owner reference).
+    "Lease",
     "PersistentVolumeClaim",
     "PersistentVolume",
     "VolumeAttachment",
@@ -51,6 +58,8 @@ pub(super) struct Cluster {
     /// API as they admitted the drill's own.
     guards: Vec<GuardSpec>,
     history: History,
+    /// The timeline's events as the Event objects components record.
+    events: Events,
     watchers: Watchers,
     /// How many of the timeline's events have been turned into changes.
     seen_events: usize,
@@ -69,6 +78,7 @@ impl Cluster {
             written: Written::default(),
             guards: drill.spec.guards.iter().map(|g| g.value.clone()).collect(),
             history: History::new(window, rv),
+            events: Events::default(),
             watchers: Watchers::default(),
             seen_events: 0,
             max_pods: super::limits::DEFAULT_MAX_PODS,
@@ -78,7 +88,7 @@ impl Cluster {
             json!({ RUN_LABEL: format!("served-{}", drill.name()) }),
             Value::Null,
         );
-        for doc in &drill.workloads {
+        for (index, doc) in drill.workloads.iter().enumerate() {
             let kind = doc.kind().unwrap_or_default();
             if let Some(resource) = resources::by_kind(kind) {
                 let key = (
@@ -90,6 +100,11 @@ impl Cluster {
                     },
                     doc.name().unwrap_or_default().to_owned(),
                 );
+                if DECLARED_KINDS.contains(&resource.kind) {
+                    cluster
+                        .written
+                        .declare(key.clone(), declared(&doc.value, &key, index));
+                }
                 cluster.written.remember_metadata(key, &doc.value);
             }
         }
@@ -108,6 +123,9 @@ impl Cluster {
             written: self.written.clone(),
             guards: self.guards.clone(),
             history: self.history.scratch(),
+            // A dry run reads no Event, and copying every one recorded
+            // would make each admission check cost the drill's length.
+            events: Events::default(),
             watchers: Watchers::default(),
             seen_events: self.seen_events,
             max_pods: self.max_pods,
@@ -119,6 +137,7 @@ impl Cluster {
             sim: &self.sim,
             written: &self.written,
             history: &self.history,
+            events: &self.events,
         }
     }
 
@@ -196,9 +215,10 @@ impl Cluster {
     /// Turns the timeline's new events (and objects that appeared without
     /// one) into changes, and sends them to the watchers.
     pub(super) fn sync(&mut self) {
-        let events: Vec<_> = self.sim.observation().events[self.seen_events..].to_vec();
+        let first = self.seen_events;
+        let events: Vec<_> = self.sim.observation().events[first..].to_vec();
         self.seen_events = self.sim.observation().events.len();
-        for event in events {
+        for (offset, event) in events.into_iter().enumerate() {
             let Some(kind) = Self::served_kind(&event.object.kind) else {
                 continue;
             };
@@ -221,7 +241,11 @@ impl Cluster {
             } else {
                 self.history.change_type(&key)
             };
+            let recorded = self.events.record(first + offset, &event, &object);
             self.push(key, kind_type, object);
+            if let Some((key, record)) = recorded {
+                self.push(key, "ADDED", record);
+            }
         }
         // Objects whose state follows from their pods' and the budgets'
         // events without one of their own (a workload's ready count, a
@@ -292,6 +316,23 @@ impl Cluster {
             }
         }
     }
+}
+
+/// A declared manifest as the API server would have stored it: in its
+/// namespace, with a uid and the drill's start as its creation.
+fn declared(manifest: &Value, key: &Key, index: usize) -> Value {
+    let mut object = manifest.clone();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        if !key.1.is_empty() {
+            meta.insert("namespace".to_owned(), json!(key.1));
+        }
+        meta.insert(
+            "uid".to_owned(),
+            json!(drillbench_sim::view::uid(33, index)),
+        );
+        meta.insert("creationTimestamp".to_owned(), json!(stamp(0)));
+    }
+    object
 }
 
 #[cfg(test)]
@@ -387,6 +428,117 @@ mod tests {
             before.as_ref(),
         );
         assert_eq!(cluster.history().rv(), rv + 1);
+    }
+
+    /// What `kubectl describe pod` asks for (client-go's
+    /// `events.Search`: the involved object's name, namespace and uid)
+    /// finds the scheduler's Event for that pod; a crash is announced to
+    /// Event watchers as the node controller's NodeNotReady. Control: no
+    /// Event names a pod of another uid.
+    #[test]
+    fn the_timeline_is_served_as_events_about_the_objects_it_names() {
+        let mut cluster = cluster();
+        let pod = cluster
+            .view("Pod", "apps", "api-00000", false)
+            .expect("a pod");
+        let events = resources::by_kind("Event").expect("events are served");
+        let about = |cluster: &Cluster, uid: &str| -> Vec<String> {
+            cluster
+                .objects()
+                .list(events)
+                .into_iter()
+                .filter(|e| e["involvedObject"]["uid"] == uid)
+                .map(|e| e["reason"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let uid = pod["metadata"]["uid"].as_str().expect("a uid");
+        assert_eq!(about(&cluster, uid), ["Scheduled"]);
+        assert!(about(&cluster, "no-such-uid").is_empty());
+        let mut watched = watch_kind(&mut cluster, "Event");
+        let node = cluster.sim.node_id("prod-worker-1").expect("a worker");
+        cluster.sim.crash_node_api(node);
+        cluster.advance_to(cluster.sim.now() + 120_000);
+        let seen = lines(&mut watched);
+        assert!(
+            seen.iter().any(|l| l["type"] == "ADDED"
+                && l["object"]["reason"] == "NodeNotReady"
+                && l["object"]["involvedObject"]["name"] == "prod-worker-1"
+                && l["object"]["metadata"]["namespace"] == "default"),
+            "{seen:?}"
+        );
+    }
+
+    /// A CronJob (which the simulator runs, but shows no object of) is
+    /// served as the drill's manifest declares it, stored as the API
+    /// server would (namespace, uid, creation). Control: a drill without
+    /// one serves none.
+    #[test]
+    fn kinds_without_behaviour_are_served_as_the_drill_declares_them() {
+        let drill =
+            crate::testing::drill_at("harness/examples/autoscaler-scale-down-without-guard.yaml");
+        let sim = Simulation::new(&drill, 7).expect("the drill provisions");
+        let served = Cluster::new(&drill, sim, 100, 0);
+        let cronjobs = resources::by_kind("CronJob").expect("served");
+        let listed = served.objects().list(cronjobs);
+        assert_eq!(crate::testing::names(&listed), ["openbao/vault-snapshot"]);
+        let declared = drill
+            .workloads
+            .iter()
+            .find(|d| d.kind() == Some("CronJob"))
+            .expect("the manifest");
+        assert_eq!(listed[0]["spec"], declared.value["spec"]);
+        assert_eq!(
+            listed[0]["metadata"]["creationTimestamp"],
+            "2026-01-01T00:00:00Z"
+        );
+        assert!(listed[0]["metadata"]["uid"].is_string());
+        assert!(
+            served
+                .view("CronJob", "openbao", "vault-snapshot", false)
+                .is_some()
+        );
+        assert!(cluster().objects().list(cronjobs).is_empty());
+    }
+
+    /// kubelet renews its node Lease every ten seconds while its server
+    /// runs (`nodeLeaseRenewIntervalFraction` × 40 s): a Lease watcher sees
+    /// each renewal on that grid; a crashed node's renewals stop at once
+    /// (control: the other nodes' go on).
+    #[test]
+    fn node_leases_are_renewed_every_ten_seconds_until_the_node_is_lost() {
+        let mut cluster = cluster();
+        cluster.advance_to(60_000);
+        let mut leases = watch_kind(&mut cluster, "Lease");
+        let node = cluster.sim.node_id("prod-worker-1").expect("a worker");
+        cluster.sim.crash_node_api(node);
+        cluster.sync();
+        cluster.advance_to(100_000);
+        let seen = lines(&mut leases);
+        let renewals = |name: &str| -> Vec<String> {
+            seen.iter()
+                .filter(|l| l["type"] == "MODIFIED" && l["object"]["metadata"]["name"] == name)
+                .map(|l| {
+                    l["object"]["spec"]["renewTime"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        };
+        assert_eq!(
+            renewals("prod-worker-2"),
+            [
+                "2026-01-01T00:01:10.000000Z",
+                "2026-01-01T00:01:20.000000Z",
+                "2026-01-01T00:01:30.000000Z",
+                "2026-01-01T00:01:40.000000Z"
+            ]
+        );
+        assert!(renewals("prod-worker-1").is_empty(), "{seen:?}");
+        let lease = cluster
+            .view("Lease", "kube-node-lease", "prod-worker-1", false)
+            .expect("the lost node's lease");
+        assert_eq!(lease["spec"]["renewTime"], "2026-01-01T00:01:00.000000Z");
     }
 
     #[test]

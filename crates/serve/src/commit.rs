@@ -11,6 +11,7 @@ use super::api::ApiError;
 use super::cluster::Cluster;
 use super::history::strip_rv_mut;
 use super::resources::Resource;
+use super::written::{DECLARED_KINDS, RUN_DECLARED};
 use drillbench_model::workload_ref::WorkloadRef;
 
 /// Applies what changed between `current` and `wanted`, then keeps the
@@ -106,6 +107,36 @@ pub(super) fn commit(
             let mut object = wanted.clone();
             strip_rv_mut(&mut object);
             cluster.written.put_config_map(namespace, name, object);
+        }
+        kind if RUN_DECLARED.contains(&kind) => {
+            let content = |o: &Value| {
+                let mut o = o.clone();
+                if let Some(fields) = o.as_object_mut() {
+                    fields.remove("metadata");
+                }
+                o
+            };
+            if content(wanted) != content(current) {
+                return Err(ApiError::invalid(format!(
+                    "{kind}: the simulator runs the schedule it loaded; only labels and annotations can change here"
+                )));
+            }
+        }
+        kind if DECLARED_KINDS.contains(&kind) => {
+            let mut object = wanted.clone();
+            strip_rv_mut(&mut object);
+            // What the server set at creation stays as it was.
+            for field in ["creationTimestamp", "uid", "namespace"] {
+                if let (Some(meta), Some(kept)) = (
+                    object.get_mut("metadata").and_then(Value::as_object_mut),
+                    current.pointer(&format!("/metadata/{field}")),
+                ) {
+                    meta.insert(field.to_owned(), kept.clone());
+                }
+            }
+            cluster
+                .written
+                .declare((kind, namespace.to_owned(), name.to_owned()), object);
         }
         _ => {
             if changed("/spec") {

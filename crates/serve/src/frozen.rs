@@ -97,6 +97,9 @@ impl Frozen {
     }
 
     fn route(&mut self, request: &Request) -> ApiResult {
+        if let Some(review) = super::access::answer(request, true) {
+            return review;
+        }
         let path = request.path.trim_end_matches('/');
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         if !matches!(request.method.as_str(), "GET" | "HEAD") {

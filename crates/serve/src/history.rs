@@ -22,10 +22,13 @@ pub(super) struct Change {
     pub(super) kind_type: &'static str,
     /// The object with its resourceVersion (a deleted one's last state).
     pub(super) object: Value,
-    /// A modification's previous state, without its resourceVersion: a
-    /// filtered watch tells from it whether the object entered or left
-    /// its selection.
+    /// A modification's or deletion's previous state, without its
+    /// resourceVersion: a filtered watch tells from it whether the object
+    /// entered or left its selection, and a list at an older version
+    /// ([`History::rewind`]) puts it back.
     pub(super) before: Option<Value>,
+    /// The resourceVersion `before` had (0 without one).
+    pub(super) before_rv: u64,
 }
 
 /// The last state announced of an object that exists.
@@ -88,10 +91,9 @@ impl History {
         self.rv += 1;
         set_rv(&mut object, self.rv);
         self.latest.insert(key.0, self.rv);
-        let before = if kind_type == "MODIFIED" {
-            self.announced.get(&key).map(|a| a.bare.clone())
-        } else {
-            None
+        let (before, before_rv) = match self.announced.get(&key) {
+            Some(a) if kind_type != "ADDED" => (Some(a.bare.clone()), a.rv),
+            _ => (None, 0),
         };
         if kind_type == "DELETED" {
             self.announced.remove(&key);
@@ -109,6 +111,7 @@ impl History {
             kind_type,
             object,
             before,
+            before_rv,
         });
         if self.changes.len() > self.window {
             self.changes.pop_front();
@@ -165,6 +168,33 @@ impl History {
     /// The changes after `rv` still in the window, oldest first.
     pub(super) fn since(&self, rv: u64) -> impl Iterator<Item = &Change> {
         self.changes.iter().filter(move |c| c.rv > rv)
+    }
+
+    /// Turns `objects` (a kind's objects now, by key) back into what they
+    /// were at `rv`: every change after it is undone, newest first (an
+    /// addition removed, a modification or deletion put back as it was
+    /// before). Exact only while `rv` is in the window
+    /// (`rv >= oldest_rv()`); the caller checks.
+    pub(super) fn rewind(&self, kind: &str, rv: u64, objects: &mut BTreeMap<Key, Value>) {
+        for change in self.changes.iter().rev() {
+            if change.rv <= rv {
+                break;
+            }
+            if change.kind != kind {
+                continue;
+            }
+            let key = key_of(change.kind, &change.object);
+            match &change.before {
+                Some(before) if change.kind_type != "ADDED" => {
+                    let mut before = before.clone();
+                    set_rv(&mut before, change.before_rv);
+                    objects.insert(key, before);
+                }
+                _ => {
+                    objects.remove(&key);
+                }
+            }
+        }
     }
 
     /// The newest resourceVersion of each kind that changed.

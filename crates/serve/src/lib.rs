@@ -12,12 +12,14 @@
 //! changes it only through the simulator's primitives
 //! ([`drillbench_sim::api_ops`]); no Kubernetes rule is written here.
 
+mod access;
 mod admit;
 mod api;
 pub mod auth;
 mod cluster;
 mod commit;
 mod control;
+mod events;
 mod frozen;
 mod history;
 pub mod limits;
@@ -481,6 +483,17 @@ fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBo
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
     );
+    // A Status that says when to retry says it in the header too, as the
+    // API server's response writer does (`Retry-After`).
+    if let Some(seconds) = body
+        .pointer("/details/retryAfterSeconds")
+        .and_then(serde_json::Value::as_u64)
+    {
+        response.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from(seconds),
+        );
+    }
     response
 }
 
@@ -541,7 +554,11 @@ async fn answer(
     let content_type = header(hyper::header::CONTENT_TYPE);
     let accept = header(hyper::header::ACCEPT);
     let method = request.method().as_str().to_owned();
-    if let Err(e) = media::check(&method, &content_type) {
+    // A review is the one body read as protobuf (kubectl's typed client
+    // sends it so); every other protobuf body is a 415.
+    let protobuf_review = access::is_review(&path)
+        && media::media_type(&content_type) == "application/vnd.kubernetes.protobuf";
+    if !protobuf_review && let Err(e) = media::check(&method, &content_type) {
         return Ok(error_response(e));
     }
     let limit = gate.limits.max_body_bytes;

@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::api::ApiError;
 
 /// What a create, update or delete body may be. Protobuf, which the API
-/// server also accepts, is not spoken by the façade.
+/// server also accepts, is not spoken by the façade, but for the access
+/// reviews `kubectl auth can-i` sends (`super::access`).
 pub(super) const OBJECT_TYPES: [&str; 2] = ["application/json", "application/yaml"];
 
 /// The patch types of a PATCH (`application/apply-patch+yaml` is

@@ -11,6 +11,11 @@ use drillbench_sim::world::WorkloadKind;
 /// and workloads (their pods with them) and bare pods. Claims stay:
 /// the simulator does not model deleting them.
 pub(super) fn delete_namespace(cluster: &mut Cluster, namespace: &str) {
+    for key in cluster.written.declared_in(namespace) {
+        let before = cluster.written.undeclare(&key);
+        cluster.written.forget_metadata(&key);
+        cluster.api_change(key, before.as_ref());
+    }
     for name in cluster.written.config_maps_in(namespace) {
         let before = cluster.written.remove_config_map(namespace, &name);
         let key = ("ConfigMap", namespace.to_owned(), name);

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::events::Events;
 use super::history::{History, Key, key_of, set_rv, text};
 use super::resources::{self, Resource};
 use super::status;
@@ -17,6 +18,7 @@ pub(super) struct Objects<'a> {
     pub(super) sim: &'a Simulation,
     pub(super) written: &'a Written,
     pub(super) history: &'a History,
+    pub(super) events: &'a Events,
 }
 
 impl Objects<'_> {
@@ -62,6 +64,11 @@ impl Objects<'_> {
                 object
             }
             "ConfigMap" => self.written.config_map(namespace, name)?.clone(),
+            "Event" => self.events.get(namespace, name)?.clone(),
+            "PriorityClass" | "Service" | "Secret" | "ServiceAccount" | "CronJob" => self
+                .written
+                .declared(&(kind, namespace.to_owned(), name.to_owned()))?
+                .clone(),
             "StorageClass" => sim
                 .storage_class_views()
                 .iter()
@@ -164,6 +171,10 @@ impl Objects<'_> {
                     .collect()
             }
             "ConfigMap" => self.written.config_maps().cloned().collect(),
+            "Event" => self.events.all().cloned().collect(),
+            "PriorityClass" | "Service" | "Secret" | "ServiceAccount" | "CronJob" => {
+                self.written.declared_of_kind(kind).cloned().collect()
+            }
             "StorageClass" => sim.storage_class_views().iter().map(to_json).collect(),
             "Lease" => sim.lease_views().iter().map(to_json).collect(),
             "PersistentVolume" => sim.volume_views().iter().map(to_json).collect(),

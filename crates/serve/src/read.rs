@@ -1,11 +1,14 @@
 //! The read path: get, list (with selectors, pagination and server-side
 //! tables) and watch.
 
+use std::collections::BTreeMap;
+
 use kube::core::Selector;
 use serde_json::{Value, json};
 
 use super::api::{ApiError, ApiResult, Reply, Request, status_body};
 use super::cluster::Cluster;
+use super::history::{Key, key_of, text};
 use super::partial;
 use super::resources::Resource;
 use super::select::{self, FieldTerm};
@@ -52,17 +55,26 @@ fn selectors(request: &Request) -> Result<(Selector, Vec<FieldTerm>), ApiError> 
 }
 
 /// The objects of a resource that the request's namespace and selectors
-/// let through.
+/// let through, as they were at `rv` (now, or a version still in the
+/// change window).
 fn selected(
     cluster: &Cluster,
     request: &Request,
     resource: &Resource,
     namespace: &Option<String>,
+    rv: u64,
 ) -> Result<Vec<Value>, ApiError> {
     let (labels, fields) = selectors(request)?;
-    Ok(cluster
-        .objects()
-        .list(resource)
+    let mut objects = cluster.objects().list(resource);
+    if rv < cluster.history().rv() {
+        let mut by_key: BTreeMap<Key, Value> = objects
+            .into_iter()
+            .map(|o| (key_of(resource.kind, &o), o))
+            .collect();
+        cluster.history().rewind(resource.kind, rv, &mut by_key);
+        objects = by_key.into_values().collect();
+    }
+    Ok(objects
         .into_iter()
         .filter(|o| {
             namespace.as_ref().is_none_or(|ns| {
@@ -73,48 +85,196 @@ fn selected(
         .collect())
 }
 
-/// A list, paginated by `limit` and `continue` (a token of the list's
-/// resourceVersion and the offset, valid while that version is in the
-/// change window).
+/// Where a list starts: the version it shows and the key after which its
+/// page begins.
+struct ListStart {
+    rv: u64,
+    after: Option<(String, String)>,
+}
+
+/// The API server's `504 Timeout` for a version it has not reached
+/// (apiserver's `watchCache.waitUntilFreshAndBlock`, after its
+/// three-second wait: `Too large resource version: N, current: M`, cause
+/// `ResourceVersionTooLarge`, retry after one second). Nothing moves the
+/// façade's versions while a request is answered, so it answers at once
+/// what the wait would end with.
+fn too_large(requested: u64, current: u64) -> ApiError {
+    ApiError::new(
+        504,
+        "Timeout",
+        format!("Timeout: Too large resource version: {requested}, current: {current}"),
+    )
+    .with_details(json!({
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }))
+}
+
+/// A `ListOptions` the API server refuses before reading anything
+/// (apimachinery's `ValidateListOptions`, answered as 422 `Invalid`).
+fn invalid_options(detail: &str) -> ApiError {
+    ApiError::invalid(format!(
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: {detail}"
+    ))
+}
+
+/// A continue token: the list's version and the last key it returned
+/// (`-1` for a version: continue at the newest, as the token in an
+/// expired continuation's 410 does).
+fn continue_token(rv: i64, key: &(String, String)) -> String {
+    format!("{rv}:{}/{}", key.0, key.1)
+}
+
+fn parse_continue(token: &str) -> Option<(i64, (String, String))> {
+    let (rv, key) = token.split_once(':')?;
+    let (namespace, name) = key.split_once('/')?;
+    Some((rv.parse().ok()?, (namespace.to_owned(), name.to_owned())))
+}
+
+/// The version a list shows and where its page starts, by the API
+/// Concepts' table of `resourceVersion`, `resourceVersionMatch`, `limit`
+/// and `continue` ("The ResourceVersion Parameter"): unset or `0`, the
+/// newest; a version with `Exact` (or, legacy, with a `limit`), exactly
+/// that one; any other version, not older than it. A continuation shows
+/// the version of its first page, whatever changed since (apiserver's
+/// `TestAPIListChunking`); a version older than the window is `410
+/// Expired`, one not reached yet `504` ([`too_large`]).
+fn list_start(cluster: &Cluster, request: &Request, limit: usize) -> Result<ListStart, ApiError> {
+    let history = cluster.history();
+    let (current, oldest) = (history.rv(), history.oldest_rv());
+    let rv = request
+        .query
+        .get("resourceVersion")
+        .filter(|v| !v.is_empty());
+    let matching = request
+        .query
+        .get("resourceVersionMatch")
+        .filter(|m| !m.is_empty());
+    let token = request.query.get("continue").filter(|c| !c.is_empty());
+    if let Some(matching) = matching {
+        if rv.is_none() {
+            return Err(invalid_options(
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if token.is_some() {
+            return Err(invalid_options(
+                "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if matching != "Exact" && matching != "NotOlderThan" {
+            return Err(invalid_options(&format!(
+                "Unsupported value: \"{matching}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+            )));
+        }
+        if matching == "Exact" && rv.is_some_and(|v| v == "0") {
+            return Err(invalid_options(
+                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if let Some(token) = token {
+        if rv.is_some_and(|v| v != "0") {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let (from, after) =
+            parse_continue(token).ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
+        if from == -1 {
+            return Ok(ListStart {
+                rv: current,
+                after: Some(after),
+            });
+        }
+        let from =
+            u64::try_from(from).map_err(|_| ApiError::bad_request("invalid continue token"))?;
+        if from > current {
+            return Err(too_large(from, current));
+        }
+        if from < oldest {
+            // etcd3's `handleCompactedErrorForPaging`: the snapshot is
+            // gone; the answer carries a token that continues at the
+            // newest version, an inconsistent list the client may accept.
+            return Err(ApiError::new(410, "Expired", INCONSISTENT_CONTINUE)
+                .with_list_continue(continue_token(-1, &after)));
+        }
+        return Ok(ListStart {
+            rv: from,
+            after: Some(after),
+        });
+    }
+    let Some(rv) = rv.filter(|v| *v != "0") else {
+        return Ok(ListStart {
+            rv: current,
+            after: None,
+        });
+    };
+    let rv: u64 = rv
+        .parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion `{rv}`")))?;
+    if rv > current {
+        return Err(too_large(rv, current));
+    }
+    let exact = matching.is_some_and(|m| m == "Exact") || (matching.is_none() && limit > 0);
+    if !exact {
+        return Ok(ListStart {
+            rv: current,
+            after: None,
+        });
+    }
+    if rv < oldest {
+        return Err(ApiError::new(
+            410,
+            "Expired",
+            "The resourceVersion for the provided list is too old.",
+        ));
+    }
+    Ok(ListStart { rv, after: None })
+}
+
+/// etcd3's message for a continuation whose version was compacted.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// A list, paginated by `limit` and `continue` (a token of the first
+/// page's resourceVersion and the last key returned), served from the
+/// state at that version while it is in the change window.
 pub(super) fn list(
     cluster: &Cluster,
     request: &Request,
     resource: &Resource,
     namespace: Option<String>,
 ) -> ApiResult {
-    let rv = cluster.history().rv();
-    let mut items = selected(cluster, request, resource, &namespace)?;
-    let offset = match request.query.get("continue").filter(|c| !c.is_empty()) {
-        Some(token) => {
-            let (from, offset) = token
-                .split_once(':')
-                .and_then(|(rv, o)| Some((rv.parse::<u64>().ok()?, o.parse::<usize>().ok()?)))
-                .ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
-            if from < cluster.history().oldest_rv() {
-                return Err(ApiError::new(
-                    410,
-                    "Expired",
-                    "the provided continue parameter is too old to display a consistent list result",
-                ));
-            }
-            offset
-        }
-        None => 0,
-    };
     let limit = match request.query.get("limit") {
         Some(l) => l
             .parse::<usize>()
             .map_err(|_| ApiError::bad_request(format!("invalid limit `{l}`")))?,
         None => 0,
     };
-    let total = items.len();
-    items = items.into_iter().skip(offset).collect();
+    let start = list_start(cluster, request, limit)?;
+    let rv = start.rv;
+    let mut items = selected(cluster, request, resource, &namespace, rv)?;
+    if let Some(after) = &start.after {
+        items.retain(|o| (text(o, "/metadata/namespace"), text(o, "/metadata/name")) > *after);
+    }
     let mut metadata = json!({"resourceVersion": rv.to_string()});
     if limit > 0 && items.len() > limit {
+        let remaining = items.len() - limit;
         items.truncate(limit);
-        let next = offset + limit;
-        metadata["continue"] = json!(format!("{rv}:{next}"));
-        metadata["remainingItemCount"] = json!(total - next);
+        let last = items
+            .last()
+            .map(|o| (text(o, "/metadata/namespace"), text(o, "/metadata/name")));
+        if let Some(last) = last {
+            metadata["continue"] = json!(continue_token(rv as i64, &last));
+        }
+        // etcd3 counts what is left only when no selector filters it
+        // (`remainingItemCount` is unset for a filtered list).
+        let unfiltered = ["labelSelector", "fieldSelector"]
+            .iter()
+            .all(|k| request.query.get(*k).is_none_or(|v| v.is_empty()));
+        if unfiltered {
+            metadata["remainingItemCount"] = json!(remaining);
+        }
     }
     if partial::wants_metadata(&request.accept) {
         return Ok(Reply::Json(200, partial::list(&items, metadata)));
@@ -144,7 +304,7 @@ pub(super) fn watch(
     namespace: Option<String>,
 ) -> ApiResult {
     let (labels, fields) = selectors(request)?;
-    let (watcher, rx) = Watcher::new(WatchFilter {
+    let (mut watcher, rx) = Watcher::new(WatchFilter {
         resource,
         namespace: namespace.clone(),
         labels,
@@ -175,7 +335,10 @@ pub(super) fn watch(
             let rv: u64 = rv
                 .parse()
                 .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion `{rv}`")))?;
-            if rv < history.oldest_rv() {
+            if rv > history.rv() {
+                // Not reached yet: waited for (see `Watcher::start_after`).
+                watcher.start_after(rv);
+            } else if rv < history.oldest_rv() {
                 let status = status_body(
                     410,
                     "Expired",
@@ -189,14 +352,27 @@ pub(super) fn watch(
                     events: rx,
                     timeout: Some(std::time::Duration::ZERO),
                 });
+            } else {
+                for change in history.since(rv) {
+                    watcher.send_change(change, now);
+                }
             }
-            for change in history.since(rv) {
-                watcher.send_change(change, now);
-            }
+        }
+        Some(rv) if rv.parse::<u64>().is_ok_and(|rv| rv > history.rv()) => {
+            // A watch list (`sendInitialEvents`) from a version the cache
+            // has not reached: the API server waits for it
+            // (`Cacher.waitUntilWatchCacheFreshAndForceAllEvents`), then
+            // ends the watch with the timeout as its ERROR event.
+            let rv = rv.parse::<u64>().unwrap_or_default();
+            watcher.send_raw("ERROR", too_large(rv, history.rv()).status());
+            return Ok(Reply::Watch {
+                events: rx,
+                timeout: Some(std::time::Duration::ZERO),
+            });
         }
         _ => {
             // No resourceVersion: the current state as ADDED events.
-            for object in selected(cluster, request, resource, &namespace)? {
+            for object in selected(cluster, request, resource, &namespace, history.rv())? {
                 watcher.send_event("ADDED", &object, now);
             }
             if send_initial {
@@ -295,6 +471,291 @@ mod tests {
         crash(&mut cluster, "prod-worker-1");
         let (code, body) = listed(&cluster, &format!("/api/v1/pods?continue={token}"), None);
         assert_eq!((code, body["reason"].as_str()), (410, Some("Expired")));
+    }
+
+    fn token_of(page: &Value) -> String {
+        page["metadata"]["continue"]
+            .as_str()
+            .expect("a continue token")
+            .to_owned()
+    }
+
+    /// API Concepts, "Retrieving large results sets in chunks", and
+    /// apiserver's `TestAPIListChunking`: every page shows the first
+    /// page's version, and what changed between pages is not shown.
+    /// Control: a list without the token shows the change.
+    #[test]
+    fn a_continued_list_is_the_snapshot_of_its_first_page() {
+        let mut cluster = cluster();
+        let (_, whole) = listed(&cluster, "/api/v1/pods", None);
+        let at = whole["metadata"]["resourceVersion"].clone();
+        let (_, first) = listed(&cluster, "/api/v1/pods?limit=2", None);
+        assert_eq!(first["metadata"]["resourceVersion"], at);
+        crash(&mut cluster, "prod-worker-1");
+        crash(&mut cluster, "prod-worker-2");
+        let (_, now) = listed(&cluster, "/api/v1/pods", None);
+        assert_ne!(now["items"], whole["items"], "the crashes changed the pods");
+        let (code, rest) = listed(
+            &cluster,
+            &format!("/api/v1/pods?limit=100&continue={}", token_of(&first)),
+            None,
+        );
+        assert_eq!(code, 200, "{rest}");
+        assert_eq!(rest["metadata"]["resourceVersion"], at);
+        assert!(rest["metadata"].get("continue").is_none());
+        let mut paged = first["items"].as_array().expect("items").clone();
+        paged.extend(rest["items"].as_array().expect("items").iter().cloned());
+        assert_eq!(paged, *whole["items"].as_array().expect("items"));
+    }
+
+    /// API Concepts, "Unavailable resource versions", as apiserver's
+    /// `watchCache.waitUntilFreshAndBlock` answers: a list at a version
+    /// not reached is 504 `Timeout` with a `ResourceVersionTooLarge`
+    /// cause; paired with the current version, which lists.
+    #[test]
+    fn a_list_at_a_version_not_reached_is_a_timeout_with_its_cause() {
+        let cluster = cluster();
+        let current = cluster.history().rv();
+        let (code, body) = listed(
+            &cluster,
+            &format!("/api/v1/pods?resourceVersion={}", current + 5),
+            None,
+        );
+        assert_eq!((code, body["reason"].as_str()), (504, Some("Timeout")));
+        assert_eq!(
+            body["message"],
+            format!(
+                "Timeout: Too large resource version: {}, current: {current}",
+                current + 5
+            )
+        );
+        assert_eq!(
+            body["details"]["causes"][0]["reason"],
+            "ResourceVersionTooLarge"
+        );
+        assert_eq!(body["details"]["retryAfterSeconds"], 1);
+        for query in ["", "&resourceVersionMatch=Exact", "&limit=2"] {
+            let (code, body) = listed(
+                &cluster,
+                &format!("/api/v1/pods?resourceVersion={current}{query}"),
+                None,
+            );
+            assert_eq!(code, 200, "{query}: {body}");
+        }
+    }
+
+    /// API Concepts, "The ResourceVersion Parameter" (apiserver's
+    /// `TestListOptions`): `Exact` (or legacy: a `limit`) lists at that
+    /// version, `NotOlderThan` (or nothing) the newest; an exact version
+    /// older than the window is 410 "too old".
+    #[test]
+    fn an_exact_list_shows_its_version_and_not_older_than_shows_the_newest() {
+        let mut cluster = cluster();
+        let (_, then) = listed(&cluster, "/api/v1/pods", None);
+        let at = rv_of(&then);
+        crash(&mut cluster, "prod-worker-1");
+        let (_, now) = listed(&cluster, "/api/v1/pods", None);
+        let at_now = rv_of(&now);
+        assert!(at_now > at);
+        assert!(at >= cluster.history().oldest_rv(), "still in the window");
+        for query in ["resourceVersionMatch=Exact", "limit=100"] {
+            let (_, exact) = listed(
+                &cluster,
+                &format!("/api/v1/pods?resourceVersion={at}&{query}"),
+                None,
+            );
+            assert_eq!(rv_of(&exact), at, "{query}");
+            assert_eq!(exact["items"], then["items"], "{query}");
+        }
+        for query in ["resourceVersionMatch=NotOlderThan", "x=y"] {
+            let (_, newest) = listed(
+                &cluster,
+                &format!("/api/v1/pods?resourceVersion={at}&{query}"),
+                None,
+            );
+            assert_eq!(rv_of(&newest), at_now, "{query}");
+            assert_eq!(newest["items"], now["items"], "{query}");
+        }
+        // A window of two changes: a version is soon older than it.
+        let mut cluster = cluster_with_window(2);
+        let at = cluster.history().rv();
+        crash(&mut cluster, "prod-worker-2");
+        assert!(
+            at < cluster.history().oldest_rv(),
+            "the window moved past it"
+        );
+        let (code, body) = listed(
+            &cluster,
+            &format!("/api/v1/pods?resourceVersion={at}&resourceVersionMatch=Exact"),
+            None,
+        );
+        assert_eq!((code, body["reason"].as_str()), (410, Some("Expired")));
+        assert_eq!(
+            body["message"],
+            "The resourceVersion for the provided list is too old."
+        );
+    }
+
+    /// etcd3's `handleCompactedErrorForPaging`: a continuation whose
+    /// version left the window is 410 with a token that continues at the
+    /// newest version, inconsistently; that token lists the rest.
+    #[test]
+    fn an_expired_continuation_offers_an_inconsistent_token() {
+        let mut cluster = cluster_with_window(2);
+        let (_, first) = listed(&cluster, "/api/v1/pods?limit=3", None);
+        crash(&mut cluster, "prod-worker-1");
+        let (code, gone) = listed(
+            &cluster,
+            &format!("/api/v1/pods?limit=3&continue={}", token_of(&first)),
+            None,
+        );
+        assert_eq!((code, gone["reason"].as_str()), (410, Some("Expired")));
+        assert!(
+            gone["message"].as_str().is_some_and(|m| m
+                .contains("Continuing with the provided token results in an inconsistent list")),
+            "{gone}"
+        );
+        let inconsistent = token_of(&gone);
+        assert!(inconsistent.starts_with("-1:"), "{inconsistent}");
+        let (code, rest) = listed(
+            &cluster,
+            &format!("/api/v1/pods?limit=100&continue={inconsistent}"),
+            None,
+        );
+        assert_eq!(code, 200);
+        assert_eq!(rv_of(&rest), cluster.history().rv(), "the newest version");
+        let last_first = names(first["items"].as_array().expect("items")).pop();
+        let rest_names = names(rest["items"].as_array().expect("items"));
+        assert!(
+            rest_names.iter().all(|n| Some(n) > last_first.as_ref()),
+            "{rest_names:?} after {last_first:?}"
+        );
+    }
+
+    /// apimachinery's `ValidateListOptions` (422) and etcd3's `GetList`
+    /// (400 for a version beside a continue token); each paired with the
+    /// same request made valid.
+    #[test]
+    fn list_options_the_api_server_refuses_are_refused_with_its_words() {
+        let cluster = cluster();
+        let rv = cluster.history().rv();
+        let (_, first) = listed(&cluster, "/api/v1/pods?limit=2", None);
+        let token = token_of(&first);
+        let cases: [(String, u16, &str, String); 4] = [
+            (
+                "resourceVersionMatch=Exact".to_owned(),
+                422,
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                format!("resourceVersionMatch=Exact&resourceVersion={rv}"),
+            ),
+            (
+                "resourceVersionMatch=Exact&resourceVersion=0".to_owned(),
+                422,
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                "resourceVersionMatch=NotOlderThan&resourceVersion=0".to_owned(),
+            ),
+            (
+                format!("resourceVersionMatch=Newest&resourceVersion={rv}"),
+                422,
+                "Unsupported value: \"Newest\"",
+                format!("resourceVersionMatch=NotOlderThan&resourceVersion={rv}"),
+            ),
+            (
+                format!("continue={token}&resourceVersion={rv}"),
+                400,
+                "specifying resource version is not allowed when using continue",
+                format!("continue={token}&resourceVersion=0"),
+            ),
+        ];
+        for (bad, code, message, good) in cases {
+            let (got, body) = listed(&cluster, &format!("/api/v1/pods?{bad}"), None);
+            assert_eq!(got, code, "{bad}: {body}");
+            assert!(
+                body["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(message)),
+                "{bad}: {body}"
+            );
+            let (got, body) = listed(&cluster, &format!("/api/v1/pods?{good}"), None);
+            assert_eq!(got, 200, "{good}: {body}");
+        }
+    }
+
+    /// API Concepts: "Watch requests for an unrecognized resource version
+    /// may wait indefinitely"; apiserver's `cacheWatcher.process` sends
+    /// only events newer than the watch's version. Control: the same
+    /// changes reach a watch from the current version.
+    #[test]
+    fn a_watch_at_a_version_not_reached_waits_for_it() {
+        let mut cluster = cluster();
+        let current = cluster.history().rv();
+        let future = current + 3;
+        let (mut waiting, _) = testing::watch(
+            watch(
+                &mut cluster,
+                &get(&format!("/api/v1/pods?watch=true&resourceVersion={future}")),
+                pods(),
+                None,
+            )
+            .expect("a watch"),
+        );
+        let (mut now, _) = testing::watch(
+            watch(
+                &mut cluster,
+                &get(&format!(
+                    "/api/v1/pods?watch=true&resourceVersion={current}"
+                )),
+                pods(),
+                None,
+            )
+            .expect("a watch"),
+        );
+        assert!(lines(&mut waiting).is_empty(), "nothing before the version");
+        crash(&mut cluster, "prod-worker-1");
+        let all: Vec<u64> = lines(&mut now)
+            .iter()
+            .map(|l| rv_of(&l["object"]))
+            .collect();
+        let after: Vec<u64> = lines(&mut waiting)
+            .iter()
+            .map(|l| rv_of(&l["object"]))
+            .collect();
+        assert!(all.iter().any(|rv| *rv <= future), "{all:?}");
+        let expected: Vec<u64> = all.into_iter().filter(|rv| *rv > future).collect();
+        assert!(!expected.is_empty());
+        assert_eq!(after, expected);
+    }
+
+    /// apiserver's `Cacher.Watch` for a watch list (`sendInitialEvents`)
+    /// at a version not reached: an ERROR event with the 504, then the
+    /// end. Control: at the current version it lists and stays open.
+    #[test]
+    fn a_watch_list_at_a_version_not_reached_ends_with_a_timeout() {
+        let mut cluster = cluster();
+        let current = cluster.history().rv();
+        let path = |rv: u64| {
+            get(&format!(
+                "/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={rv}"
+            ))
+        };
+        let (mut events, timeout) =
+            testing::watch(watch(&mut cluster, &path(current + 1), pods(), None).expect("a watch"));
+        assert_eq!(timeout, Some(std::time::Duration::ZERO));
+        let seen = lines(&mut events);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0]["type"], "ERROR");
+        assert_eq!(seen[0]["object"]["code"], 504);
+        assert_eq!(
+            seen[0]["object"]["details"]["causes"][0]["reason"],
+            "ResourceVersionTooLarge"
+        );
+        let (mut events, timeout) =
+            testing::watch(watch(&mut cluster, &path(current), pods(), None).expect("a watch"));
+        assert_eq!(timeout, None);
+        assert_eq!(
+            lines(&mut events).last().map(|l| l["type"].clone()),
+            Some(json!("BOOKMARK"))
+        );
     }
 
     #[test]

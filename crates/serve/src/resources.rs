@@ -99,6 +99,8 @@ pub const RESOURCES: &[Resource] = &[
         &["eviction", "status"],
         true,
     ),
+    // The timeline as the Events its components record (`super::events`).
+    res("", "events", "event", "Event", true, &["ev"], &[], false),
     // Plain stored objects: what a restore drill's marker writer writes
     // and a backup carries; the simulator gives them no behaviour.
     res(
@@ -204,13 +206,55 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         false,
     ),
+    // Stored as written, from the drill's manifests and through the API
+    // (`DECLARED_KINDS` in `super::written`); no behaviour.
+    res("", "secrets", "secret", "Secret", true, &[], &[], true),
+    res(
+        "",
+        "services",
+        "service",
+        "Service",
+        true,
+        &["svc"],
+        &[],
+        true,
+    ),
+    res(
+        "",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        true,
+        &["sa"],
+        &[],
+        true,
+    ),
+    res(
+        "batch",
+        "cronjobs",
+        "cronjob",
+        "CronJob",
+        true,
+        &["cj"],
+        &[],
+        true,
+    ),
+    res(
+        "scheduling.k8s.io",
+        "priorityclasses",
+        "priorityclass",
+        "PriorityClass",
+        false,
+        &["pc"],
+        &[],
+        true,
+    ),
 ];
 
 /// Kinds a captured snapshot holds that the simulator does not serve:
 /// `bench sim serve --snapshot` serves them beside [`RESOURCES`], read-only
 /// like everything a frozen snapshot serves.
 pub const SNAPSHOT_ONLY: &[Resource] = &[
-    res("", "secrets", "secret", "Secret", true, &[], &[], false),
     res(
         "apps",
         "replicasets",
@@ -222,32 +266,12 @@ pub const SNAPSHOT_ONLY: &[Resource] = &[
         false,
     ),
     res(
-        "batch",
-        "cronjobs",
-        "cronjob",
-        "CronJob",
-        true,
-        &["cj"],
-        &[],
-        false,
-    ),
-    res(
         "storage.k8s.io",
         "csinodes",
         "csinode",
         "CSINode",
         false,
         &[],
-        &[],
-        false,
-    ),
-    res(
-        "scheduling.k8s.io",
-        "priorityclasses",
-        "priorityclass",
-        "PriorityClass",
-        false,
-        &["pc"],
         &[],
         false,
     ),
@@ -300,6 +324,8 @@ pub const GROUPS: &[&str] = &[
     "policy",
     "storage.k8s.io",
     "coordination.k8s.io",
+    "scheduling.k8s.io",
+    "authorization.k8s.io",
 ];
 
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
@@ -373,6 +399,18 @@ pub fn group_of(names: &[&str], name: &str) -> Option<Value> {
 
 /// `/api/v1` or `/apis/GROUP/v1`: the resources with their subresources.
 pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    if group == "authorization.k8s.io" && version == "v1" {
+        // Reviews are created and answered, never stored (`super::access`).
+        let review = |plural: &str, kind: &str| {
+            json!({"name": plural, "singularName": "", "namespaced": false,
+                   "kind": kind, "verbs": ["create"]})
+        };
+        return Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
+        "groupVersion": "authorization.k8s.io/v1", "resources": [
+            review("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+            review("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+        ]}));
+    }
     resource_list_of(RESOURCES.iter(), GROUPS, group, version, false)
 }
 

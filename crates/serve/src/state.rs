@@ -120,6 +120,9 @@ impl Facade {
     }
 
     fn route(&mut self, request: &Request) -> ApiResult {
+        if let Some(review) = super::access::answer(request, false) {
+            return review;
+        }
         let path = request.path.trim_end_matches('/');
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         let ok = |v| Ok(Reply::Json(200, v));

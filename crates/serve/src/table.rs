@@ -85,6 +85,19 @@ fn columns(kind: &str) -> Vec<Value> {
             age,
         ],
         "Namespace" => vec![name, column("Status", "string", 0, ""), age],
+        // kubectl's event printer (`printEvent`): the wide columns at
+        // priority 1.
+        "Event" => vec![
+            column("Last Seen", "string", 0, ""),
+            column("Type", "string", 0, ""),
+            column("Reason", "string", 0, ""),
+            column("Object", "string", 0, ""),
+            column("Source", "string", 1, ""),
+            column("Message", "string", 0, ""),
+            column("First Seen", "string", 1, ""),
+            column("Count", "integer", 1, ""),
+            column("Name", "string", 1, "name"),
+        ],
         _ => vec![name, age],
     }
 }
@@ -305,6 +318,21 @@ fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
             age,
         ],
         "Namespace" => vec![name, json!(text(object, "/status/phase")), age],
+        "Event" => vec![
+            json!(self::age(&object["lastTimestamp"], now_ms)),
+            json!(text(object, "/type")),
+            json!(text(object, "/reason")),
+            json!(format!(
+                "{}/{}",
+                text(object, "/involvedObject/kind").to_lowercase(),
+                text(object, "/involvedObject/name")
+            )),
+            json!(text(object, "/source/component")),
+            json!(text(object, "/message")),
+            json!(self::age(&object["firstTimestamp"], now_ms)),
+            json!(int(object, "/count")),
+            json!(text(object, "/metadata/name")),
+        ],
         _ => vec![name, age],
     }
 }

@@ -23,6 +23,9 @@ pub(super) struct Watcher {
     fields: Vec<FieldTerm>,
     table: bool,
     bookmarks: bool,
+    /// The version the watch started at: nothing at or before it is sent
+    /// (one not reached yet when the watch opened is waited for).
+    after: u64,
     tx: mpsc::UnboundedSender<Bytes>,
 }
 
@@ -57,9 +60,20 @@ impl Watcher {
             fields,
             table,
             bookmarks,
+            after: 0,
             tx,
         };
         (watcher, rx)
+    }
+
+    /// Starts the watch at `rv`: as the API server's cache watcher only
+    /// sends events newer than the version it started at (apiserver's
+    /// `cacheWatcher.process`), a watch at a version the server has not
+    /// reached yet waits for it, as the API Concepts page allows ("Watch
+    /// requests for an unrecognized resource version may wait
+    /// indefinitely"), instead of sending changes older than it.
+    pub(super) fn start_after(&mut self, rv: u64) {
+        self.after = rv;
     }
 
     /// Sends an event about one object, whatever the filter.
@@ -104,7 +118,7 @@ impl Watchers {
     /// Sends a bookmark at `rv` to every watcher that asked for them.
     pub(super) fn bookmarks(&mut self, rv: u64) {
         self.open.retain(|w| {
-            if !w.bookmarks {
+            if !w.bookmarks || rv <= w.after {
                 return !w.tx.is_closed();
             }
             let object = json!({"kind": w.resource.kind, "apiVersion": w.resource.api_version(),
@@ -138,6 +152,7 @@ fn event_line(watcher: &Watcher, kind_type: &str, object: &Value, now: Time) -> 
 
 fn watch_line(watcher: &Watcher, change: &Change, now: Time) -> Option<Bytes> {
     if change.kind != watcher.resource.kind
+        || change.rv <= watcher.after
         || watcher
             .namespace
             .as_ref()
@@ -212,6 +227,7 @@ mod tests {
                                         "labels": {"app": app}},
                            "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
             before: None,
+            before_rv: 0,
         }
     }
 

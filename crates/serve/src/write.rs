@@ -12,6 +12,7 @@ use super::history::{Key, strip_rv, strip_rv_mut};
 use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
+use super::written::{DECLARED_KINDS, RUN_DECLARED};
 use super::{admit, names, patch};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
@@ -131,7 +132,26 @@ pub(super) fn create(
                 .written
                 .put_config_map(&namespace, &name, object.clone());
         }
-        "Node" | "StorageClass" | "Lease" => {
+        kind if DECLARED_KINDS.contains(&kind) => {
+            if RUN_DECLARED.contains(&kind) {
+                if let Some(refusal) = cluster.admission_refusal(&object) {
+                    return Err(admit::denied(&refusal));
+                }
+                cluster.apply_manifest(object.clone())?;
+            }
+            strip_rv_mut(&mut object);
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert(
+                    "creationTimestamp".to_owned(),
+                    json!(stamp(cluster.sim.now() as i64)),
+                );
+                if !namespace.is_empty() {
+                    meta.insert("namespace".to_owned(), json!(namespace));
+                }
+            }
+            cluster.written.declare(key.clone(), object.clone());
+        }
+        "Node" | "StorageClass" | "Lease" | "Event" => {
             return Err(ApiError::new(
                 405,
                 "MethodNotAllowed",
@@ -484,6 +504,17 @@ pub(super) fn delete(
             cluster.written.remove_config_map(namespace, name);
             cluster.written.forget_metadata(&key);
         }
+        kind if DECLARED_KINDS.contains(&kind) => {
+            if RUN_DECLARED.contains(&kind)
+                && let Some(w) = cluster
+                    .sim
+                    .workload_id(&format!("{namespace}/{kind}/{name}"))
+            {
+                cluster.sim.delete_workload(w, propagation);
+            }
+            cluster.written.undeclare(&key);
+            cluster.written.forget_metadata(&key);
+        }
         "Namespace" => {
             delete_namespace(cluster, name);
             // Terminating until its pods are gone (no finalizers are
@@ -622,6 +653,103 @@ mod tests {
             "propagationPolicy: Unsupported value: \"Sideways\""
         );
         assert!(cluster.view("Deployment", "apps", "api", false).is_some());
+    }
+
+    /// Kinds without behaviour are stored as written, like ConfigMaps: a
+    /// Secret is created (with its creation time), replaced whole,
+    /// deleted, and goes with its namespace; a PriorityClass is
+    /// cluster-scoped. Control: a Secret in a namespace that does not
+    /// exist is a 404, as for every kind.
+    #[test]
+    fn kinds_without_behaviour_are_stored_as_written() {
+        let mut cluster = cluster();
+        let secrets = kind("Secret");
+        let secret = |value: &str| {
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "db", "namespace": "apps"},
+                   "data": {"password": value}})
+            .to_string()
+        };
+        let (code, created) = answer(create(
+            &mut cluster,
+            &request("POST", "/", &secret("YQ==")),
+            secrets,
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 201, "{created}");
+        assert_eq!(created["data"]["password"], "YQ==");
+        assert_eq!(
+            created["metadata"]["creationTimestamp"],
+            "2026-01-01T00:00:00Z"
+        );
+        let (code, replaced) = answer(update(
+            &mut cluster,
+            &request("PUT", "/", &secret("Yg==")),
+            secrets,
+            "apps",
+            "db",
+            None,
+        ));
+        assert_eq!(code, 200, "{replaced}");
+        assert_eq!(replaced["data"]["password"], "Yg==");
+        assert_eq!(
+            replaced["metadata"]["creationTimestamp"],
+            "2026-01-01T00:00:00Z"
+        );
+        assert!(rv_of(&replaced) > rv_of(&created));
+        let (code, _) = answer(delete(
+            &mut cluster,
+            &request("DELETE", "/", ""),
+            secrets,
+            "apps",
+            "db",
+        ));
+        assert_eq!(code, 200);
+        assert!(cluster.view("Secret", "apps", "db", false).is_none());
+        let elsewhere = secret("YQ==").replace("\"apps\"", "\"nowhere\"");
+        let (code, _) = answer(create(
+            &mut cluster,
+            &request("POST", "/", &elsewhere),
+            secrets,
+            "nowhere".to_owned(),
+        ));
+        assert_eq!(code, 404);
+        let class = r#"{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                        "metadata": {"name": "critical"}, "value": 1000}"#;
+        let (code, created) = answer(create(
+            &mut cluster,
+            &request("POST", "/", class),
+            kind("PriorityClass"),
+            String::new(),
+        ));
+        assert_eq!(code, 201, "{created}");
+        assert!(created["metadata"].get("namespace").is_none());
+        answer(create(
+            &mut cluster,
+            &request("POST", "/", &secret("YQ==")),
+            secrets,
+            "apps".to_owned(),
+        ));
+        // A CronJob written here is loaded by the simulator, which runs
+        // it, and reads as written.
+        let cronjob = r#"{"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": "nightly", "namespace": "apps"},
+            "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}}"#;
+        let (code, _) = answer(create(
+            &mut cluster,
+            &request("POST", "/", cronjob),
+            kind("CronJob"),
+            "apps".to_owned(),
+        ));
+        assert_eq!(code, 201);
+        assert!(cluster.sim.workload_id("apps/CronJob/nightly").is_some());
+        assert!(cluster.view("CronJob", "apps", "nightly", false).is_some());
+        super::super::namespaces::delete_namespace(&mut cluster, "apps");
+        assert!(
+            cluster.view("Secret", "apps", "db", false).is_none(),
+            "gone with its namespace"
+        );
     }
 
     #[test]

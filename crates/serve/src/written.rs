@@ -9,6 +9,27 @@ use serde_json::Value;
 
 use super::history::Key;
 
+/// Kinds stored as written, from the drill's manifests and through the
+/// API, like ConfigMaps: the simulator models no behaviour for them, but
+/// a drill, a platform's preflight or an installer reads and writes them
+/// (a pod's PriorityClass, the Services, Secrets and ServiceAccounts an
+/// application ships). A CronJob reads as written too, and the simulator
+/// also runs it ([`RUN_DECLARED`]).
+pub(super) const DECLARED_KINDS: [&str; 5] = [
+    "PriorityClass",
+    "Service",
+    "Secret",
+    "ServiceAccount",
+    "CronJob",
+];
+
+/// Declared kinds the simulator also runs: it loads a CronJob, from the
+/// drill or written through the API, and starts its Jobs on its
+/// schedule; the object reads as written, and only its labels and
+/// annotations change afterwards (the simulator keeps the schedule it
+/// loaded).
+pub(super) const RUN_DECLARED: [&str; 1] = ["CronJob"];
+
 #[derive(Debug, Clone, Default)]
 pub(super) struct Written {
     /// Labels and annotations (each `null` when not given) written for
@@ -23,6 +44,9 @@ pub(super) struct Written {
     /// Terminating while its pods terminate, then gone (the simulator
     /// itself keeps a namespace as long as anything ever lived in it).
     deleted_namespaces: BTreeSet<String>,
+    /// Objects of the kinds the simulator gives no behaviour
+    /// ([`DECLARED_KINDS`]), as the drill's manifests or the API wrote them.
+    declared: BTreeMap<Key, Value>,
     /// `metadata.generation` of workloads whose spec the API changed:
     /// the API server increments it on every spec change and never on a
     /// status change. Absent means 1, a workload as created.
@@ -68,6 +92,37 @@ impl Written {
     pub(super) fn bump_generation(&mut self, key: &Key) {
         let next = self.generation(key).saturating_add(1);
         self.generations.insert(key.clone(), next);
+    }
+
+    /// Keeps a manifest of a [`DECLARED_KINDS`] kind as served.
+    pub(super) fn declare(&mut self, key: Key, object: Value) {
+        self.declared.insert(key, object);
+    }
+
+    pub(super) fn declared(&self, key: &Key) -> Option<&Value> {
+        self.declared.get(key)
+    }
+
+    /// Removes a declared object, returning what it was.
+    pub(super) fn undeclare(&mut self, key: &Key) -> Option<Value> {
+        self.declared.remove(key)
+    }
+
+    /// The keys of the declared objects in a namespace, in order.
+    pub(super) fn declared_in(&self, namespace: &str) -> Vec<Key> {
+        self.declared
+            .keys()
+            .filter(|k| k.1 == namespace)
+            .cloned()
+            .collect()
+    }
+
+    /// The declared objects of a kind, by namespace then name.
+    pub(super) fn declared_of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> {
+        self.declared
+            .iter()
+            .filter(move |(k, _)| k.0 == kind)
+            .map(|(_, v)| v)
     }
 
     pub(super) fn config_map(&self, namespace: &str, name: &str) -> Option<&Value> {

@@ -245,6 +245,7 @@ impl Simulation {
             return;
         }
         self.world.node_mut(node).server_up = false;
+        self.world.node_mut(node).server_stopped_at = Some(self.now());
         let at = after(self.now(), self.engine.timings().node_monitor_grace);
         self.schedule(at, Action::NodeUnresponsive(node));
         self.for_members_on(node, false);

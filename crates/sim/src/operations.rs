@@ -121,6 +121,7 @@ impl Simulation {
     /// What follows from a server that stops heartbeating: the node goes
     /// NotReady after the grace period; etcd loses the member's vote now.
     fn server_lost(&mut self, node: NodeId) {
+        self.world.node_mut(node).server_stopped_at = Some(self.now());
         let at = after(self.now(), self.engine.timings().node_monitor_grace);
         self.schedule(at, Action::NodeUnresponsive(node));
         self.for_members_on(node, false);

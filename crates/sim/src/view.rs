@@ -78,6 +78,11 @@ pub fn uid(kind: u8, index: usize) -> String {
     format!("00000000-0000-4000-8{kind:03x}-{index:012x}")
 }
 
+/// How often a kubelet renews its node's Lease: a quarter of the lease's
+/// 40 s (`nodeLeaseRenewIntervalFraction` in kubelet's `kubelet.go`
+/// times the `nodeLeaseDurationSeconds` default).
+pub const LEASE_RENEW_INTERVAL_MS: u64 = 10_000;
+
 /// What a served StatefulSet's claim templates ask for: the API server
 /// requires a claim's `resources.requests.storage`, and a client that
 /// reads a StatefulSet back (a snapshot of the served cluster) must find
@@ -691,7 +696,8 @@ impl Simulation {
     }
 
     /// Node heartbeats as the kubelet's Leases in `kube-node-lease`: a
-    /// node whose server is up renews now; a lost one stopped when it went.
+    /// node whose server is up renewed at the last multiple of
+    /// [`LEASE_RENEW_INTERVAL_MS`]; a lost one stopped when it went.
     pub fn lease_views(&self) -> Vec<Lease> {
         self.world
             .nodes()
@@ -699,20 +705,14 @@ impl Simulation {
             .enumerate()
             .filter(|(_, n)| n.phase != NodePhase::Gone)
             .map(|(i, n)| {
-                let renewed = if n.server_up {
+                // The last renewal on the kubelet's grid before the server
+                // stopped (or now, while it runs).
+                let until = if n.server_up {
                     self.now()
                 } else {
-                    self.obs
-                        .events
-                        .iter()
-                        .rev()
-                        .find(|e| e.kind == EventKind::NodeNotReady && e.object.name == n.name)
-                        .map_or(self.now(), |e| {
-                            e.at_ms.saturating_sub(
-                                self.engine.timings().node_monitor_grace.as_millis(),
-                            )
-                        })
+                    n.server_stopped_at.unwrap_or(0)
                 };
+                let renewed = until - until % LEASE_RENEW_INTERVAL_MS;
                 Lease {
                     metadata: ObjectMeta {
                         name: Some(n.name.clone()),

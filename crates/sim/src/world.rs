@@ -99,6 +99,9 @@ pub struct SimNode {
     pub phase: NodePhase,
     /// Whether its server is running and heartbeating.
     pub server_up: bool,
+    /// When its server last stopped: its kubelet's last heartbeat (Lease
+    /// renewal) came before it.
+    pub server_stopped_at: Option<Time>,
     /// Whether the cloud server still exists.
     pub server_exists: bool,
     /// Scheduling equivalence class (nodes that only differ by name).
@@ -146,6 +149,7 @@ impl SimNode {
             pods: BTreeSet::new(),
             phase: NodePhase::Booting,
             server_up: true,
+            server_stopped_at: None,
             server_exists: true,
             class: 0,
             unneeded_since: None,
