@@ -620,3 +620,29 @@ fn the_second_drain_starts_after_the_first_node_is_gone_and_its_control_drains_b
         }
     }
 }
+
+/// A node booting for exactly two minutes after a scan becomes Ready at a
+/// later scan's very instant, before the scheduler has placed the pod it
+/// was added for. cluster-autoscaler does not grow again for a pod an
+/// existing node can take (`core/podlistprocessor/
+/// filter_out_schedulable.go`; upcoming nodes count as capacity,
+/// `core/scaleup/orchestrator` "upcoming nodes"): one node is added. The
+/// control asks for two nodes' worth and gets two, so the count is the
+/// need, not a cap.
+#[test]
+fn a_node_ready_at_a_scan_instant_is_not_grown_twice_and_its_control_needs_two() {
+    for (replicas, memory, want) in [(1, "4Gi", 1), (2, "10Gi", 2)] {
+        let filler = deployment("filler", 2, "13Gi", ON_BASELINE);
+        let burst = deployment("burst", replicas, memory, "");
+        let mut sim = cluster_with(&(filler + &burst), "    bootDelay: {min: 2m, max: 2m}\n");
+        sim.advance_to(15 * MIN);
+        let ups = sim
+            .observation()
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::ScaleUp)
+            .count();
+        assert_eq!(ups, want, "{replicas} x {memory}");
+        assert_eq!(sim.ready_nodes_of("burst"), want as u32);
+    }
+}

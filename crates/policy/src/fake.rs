@@ -168,6 +168,8 @@ pub(super) struct Fake {
     pub(super) provisionable: Option<u32>,
     pub(super) cooldown: crate::cooldown::Cooldown,
     pub(super) in_progress: crate::scale_down::InProgress,
+    /// When every pod was created (`None`: unknown, old enough).
+    pub(super) created_at: Option<u64>,
 }
 
 impl Fake {
@@ -276,6 +278,10 @@ impl AutoscalerView for Fake {
 
     fn unneeded_since(&self, node: usize) -> Option<u64> {
         self.nodes[node].unneeded_since
+    }
+
+    fn created_at(&self, _pod: usize) -> Option<u64> {
+        self.created_at
     }
 
     fn cooldown(&self) -> crate::cooldown::Cooldown {

@@ -221,6 +221,24 @@ fn fits_elsewhere_among<V: ClusterView>(
     if pods.is_empty() {
         return true;
     }
+    simulate(view, standing, Some(node), pods, removing, true)
+        .iter()
+        .all(|&placed| placed)
+}
+
+/// Which of `pods` the other nodes take, first fit, in order (see
+/// [`fits_elsewhere`]): `node`, when given, is the one being drained,
+/// whose pods leave with it. With `all_or_nothing`, it stops at the first
+/// pod that fits nowhere.
+pub(crate) fn simulate<V: ClusterView>(
+    view: &V,
+    standing: &OnceCell<Standing<V>>,
+    node: Option<V::Node>,
+    pods: &[V::Pod],
+    removing: &[V::Node],
+    all_or_nothing: bool,
+) -> Vec<bool> {
+    let mut fitted = Vec::with_capacity(pods.len());
     let standing = standing.get_or_init(|| Standing::read(view));
     let mut extra: BTreeMap<V::Node, Room> = BTreeMap::new();
     // The pods placed so far by this simulation; with the standing pods
@@ -232,7 +250,7 @@ fn fits_elsewhere_among<V: ClusterView>(
             standing
                 .pods
                 .iter()
-                .filter(|&&(_, on, _)| on != node)
+                .filter(|&&(_, on, _)| Some(on) != node)
                 .chain(&placed)
         };
         let facts = view.pod(pod);
@@ -272,7 +290,7 @@ fn fits_elsewhere_among<V: ClusterView>(
                     state
                 });
         for other in view.nodes() {
-            if other == node || removing.contains(&other) {
+            if Some(other) == node || removing.contains(&other) {
                 continue;
             }
             let target = view.node(other);
@@ -299,11 +317,15 @@ fn fits_elsewhere_among<V: ClusterView>(
             extra.entry(other).or_default().add(facts.requests);
             placed.push((pod, other, !facts.anti_affinity.is_empty()));
             repelling |= !facts.anti_affinity.is_empty();
+            fitted.push(true);
             continue 'pods;
         }
-        return false;
+        fitted.push(false);
+        if all_or_nothing {
+            return fitted;
+        }
     }
-    true
+    fitted
 }
 
 fn labels(node: &Node) -> &BTreeMap<String, String> {

@@ -10,7 +10,10 @@
 //! gets a node of its own. The expander chain ([`super::expander`]) then
 //! picks one option.
 
+use std::cell::OnceCell;
+
 use super::expander::Growth;
+use super::scale_down::simulate;
 use super::view::{AutoscalerView, PodFacts, Resources, Room, Template};
 use drillbench_model::topology::{PoolSize, Topology};
 
@@ -94,8 +97,30 @@ pub fn pool_size<V: AutoscalerView>(view: &V, pool: &str) -> u32 {
 /// The growth options for the pods the scheduler could not place, one per
 /// autoscaled pool that could take some of them, in topology order; empty
 /// when nothing waits.
-pub fn options<V: AutoscalerView>(view: &V, topology: &Topology) -> Vec<Growth> {
-    let pending = view.unschedulable_pods();
+///
+/// Before packing, as upstream's pod list processors do: pods younger than
+/// `newPodScaleUpDelay` wait (`filterOutYoungPods`; this rule set lets a
+/// pod exactly that old through), and pods the existing nodes can take
+/// now, by the same filters the scale-down simulation runs, ask for
+/// nothing (`core/podlistprocessor/filter_out_schedulable.go`): a node
+/// that became Ready at this very instant, before the scheduler placed
+/// the pod, is not grown again.
+pub fn options<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Vec<Growth> {
+    let delay = topology.autoscaler.new_pod_scale_up_delay.as_millis();
+    let mut pending: Vec<V::Pod> = view
+        .unschedulable_pods()
+        .into_iter()
+        .filter(|&p| {
+            view.created_at(p)
+                .is_none_or(|at| now.saturating_sub(at) >= delay)
+        })
+        .collect();
+    if pending.is_empty() {
+        return Vec::new();
+    }
+    let fits = simulate(view, &OnceCell::new(), None, &pending, &[], false);
+    let mut fit = fits.into_iter();
+    pending.retain(|_| !fit.next().unwrap_or(false));
     if pending.is_empty() {
         return Vec::new();
     }
@@ -170,6 +195,8 @@ pub fn options<V: AutoscalerView>(view: &V, topology: &Topology) -> Vec<Growth> 
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
+
+    use std::collections::BTreeMap;
 
     use super::*;
     use crate::fake::{Fake, GI, pod, res, toleration, topology};
@@ -329,13 +356,15 @@ mod tests {
         let cluster = || {
             let mut fake = Fake::default();
             fake.nodes.push(crate::fake::node("base"));
+            // Full: the pod is unschedulable on it.
+            fake.nodes[0].requested.cpu = 4000;
             let p = fake.add(pod(None, 1000));
             fake.unschedulable.push(p);
             fake.add_template("auto", None);
             fake
         };
         let topology = topology(0, 3);
-        let grown = options(&cluster(), &topology);
+        let grown = options(&cluster(), &topology, 0);
         assert_eq!(grown.len(), 1);
         assert_eq!(
             (grown[0].pool.as_str(), grown[0].nodes, grown[0].pods),
@@ -347,32 +376,105 @@ mod tests {
             .booting
             .push(("auto".to_owned(), booting.templates[0].1.room));
         assert!(
-            options(&booting, &topology).is_empty(),
+            options(&booting, &topology, 0).is_empty(),
             "a booting node takes it"
         );
 
         let mut full = topology.clone();
         full.autoscaler.max_nodes_total = Some(1);
         assert!(
-            options(&cluster(), &full).is_empty(),
+            options(&cluster(), &full, 0).is_empty(),
             "maxNodesTotal reached"
         );
         full.autoscaler.max_nodes_total = Some(2);
-        assert_eq!(options(&cluster(), &full).len(), 1, "control: room for one");
+        assert_eq!(
+            options(&cluster(), &full, 0).len(),
+            1,
+            "control: room for one"
+        );
 
         let mut at_max = cluster();
         for _ in 0..3 {
             at_max.nodes.push(crate::fake::node("auto"));
         }
         assert!(
-            options(&at_max, &topology).is_empty(),
+            options(&at_max, &topology, 0).is_empty(),
             "the pool is at its max"
         );
         let mut none_left = cluster();
         none_left.provisionable = Some(0);
         assert!(
-            options(&none_left, &topology).is_empty(),
+            options(&none_left, &topology, 0).is_empty(),
             "no standby node left"
         );
+    }
+
+    /// Upstream's pod list processors before a scale-up
+    /// (`core/podlistprocessor/filter_out_schedulable.go`: pods the
+    /// existing nodes can take are not helped by new ones, as checked by
+    /// the scheduler's filters; `core/static_autoscaler.go`
+    /// `filterOutYoungPods` and FAQ flag `new-pod-scale-up-delay`). Each
+    /// row has its control, with the scale-up back.
+    #[test]
+    fn pods_an_existing_node_takes_or_too_young_ask_for_no_growth() {
+        type Edit = fn(&mut Fake);
+        let rows: &[(&str, Edit, u64, u64, bool)] = &[
+            ("nothing takes the pod", |_| {}, 0, 0, true),
+            (
+                "a Ready node with room takes it (it just became Ready)",
+                |f| f.nodes[0].requested.cpu = 0,
+                0,
+                0,
+                false,
+            ),
+            (
+                "control: that node is cordoned",
+                |f| {
+                    f.nodes[0].requested.cpu = 0;
+                    f.nodes[0].schedulable = false;
+                },
+                0,
+                0,
+                true,
+            ),
+            (
+                "a node with room whose pod repels it",
+                |f| {
+                    f.nodes[0].requested.cpu = 0;
+                    let mut db = pod(Some(0), 0);
+                    db.labels = BTreeMap::from([("app".to_owned(), "db".to_owned())]);
+                    db.anti_affinity = vec![crate::fake::repels("web")];
+                    f.add(db);
+                    f.pods[0].labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+                    crate::fake::hostname(&mut f.nodes[0], "base");
+                },
+                0,
+                0,
+                true,
+            ),
+            (
+                "a pod 30 s old under a 1m newPodScaleUpDelay",
+                |_| {},
+                60_000,
+                30_000,
+                false,
+            ),
+            ("control: 1 minute old", |_| {}, 60_000, 60_000, true),
+        ];
+        for (why, edit, delay, age, grows) in rows {
+            let mut fake = Fake::default();
+            fake.nodes.push(crate::fake::node("base"));
+            fake.nodes[0].requested.cpu = 4000;
+            let p = fake.add(pod(None, 1000));
+            fake.unschedulable.push(p);
+            fake.created_at = Some(1_000_000 - age);
+            fake.add_template("auto", None);
+            edit(&mut fake);
+            let mut topology = topology(0, 3);
+            topology.autoscaler.new_pod_scale_up_delay =
+                drillbench_model::duration::Duration::from_millis(*delay);
+            let grown = options(&fake, &topology, 1_000_000);
+            assert_eq!(!grown.is_empty(), *grows, "{why}: {grown:?}");
+        }
     }
 }

@@ -235,6 +235,11 @@ pub trait AutoscalerView: ClusterView {
     }
     /// Since when the autoscaler has seen the node unneeded.
     fn unneeded_since(&self, node: Self::Node) -> Option<u64>;
+    /// When the pod was created, when the world knows it in its own time
+    /// (`None`: old enough for any `newPodScaleUpDelay`).
+    fn created_at(&self, _pod: Self::Pod) -> Option<u64> {
+        None
+    }
     /// When the autoscaler last scaled up, started deleting, failed.
     fn cooldown(&self) -> Cooldown;
     /// The removals the autoscaler has started and not finished.

@@ -210,6 +210,10 @@ impl AutoscalerView for SimView<'_> {
         self.sim.world.node(node).unneeded_since
     }
 
+    fn created_at(&self, pod: PodId) -> Option<u64> {
+        Some(self.sim.world.pod(pod).created_at)
+    }
+
     fn cooldown(&self) -> Cooldown {
         self.sim.controllers.cooldown
     }
@@ -250,7 +254,7 @@ impl Simulation {
     }
 
     fn scale_up(&mut self) {
-        let options = scale_up::options(&SimView { sim: self }, &self.topology);
+        let options = scale_up::options(&SimView { sim: self }, &self.topology, self.now());
         let expanders = self.topology.autoscaler.expanders.clone();
         let rng = self.engine.rng();
         let Some(chosen) = expand(options, &expanders, |n| rng.index(n)) else {

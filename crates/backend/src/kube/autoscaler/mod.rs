@@ -178,7 +178,7 @@ impl EmulatedAutoscaler {
     }
 
     fn scale_up(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
-        let options = scale_up::options(&self.view(cluster), &self.topology);
+        let options = scale_up::options(&self.view(cluster), &self.topology, now);
         let rng = &mut self.rng;
         let Some(chosen) = expand(options, &self.topology.autoscaler.expanders, |n| {
             rng.index(n)
