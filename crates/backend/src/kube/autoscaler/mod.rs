@@ -513,4 +513,37 @@ mod tests {
             "{decisions:?}"
         );
     }
+
+    /// The emulated autoscaler keeps upstream's cooldown too (FAQ: "a
+    /// failed scale-down … in the last 3 minutes",
+    /// `--scale-down-delay-after-failure`): once its drain was refused,
+    /// the node, unneeded again for the unneeded time, waits until three
+    /// minutes after the failure; the control one scan later goes.
+    #[test]
+    fn after_a_refused_drain_no_scale_down_for_three_minutes_and_its_control_after() {
+        let observer = idle_autoscaler_node(vec![budget(1)]);
+        let mut scaler = scaler();
+        scaler.step(SCAN, &observer);
+        let first = scaler.step(SCAN + UNNEEDED, &observer);
+        assert!(matches!(first.as_slice(), [Decision::ScaleDown { .. }]));
+        // The eviction API refused it a moment later.
+        let failed_at = SCAN + UNNEEDED;
+        scaler.aborted("autoscale-cx43-1", failed_at);
+        // With a 1 s unneeded time the node is eligible again at once.
+        scaler.topology.autoscaler.scale_down_unneeded_time =
+            drillbench_model::duration::Duration::from_secs(1);
+        let mut now = failed_at + SCAN;
+        let mut downs = Vec::new();
+        while now <= failed_at + 4 * 60_000 {
+            if scaler
+                .step(now, &observer)
+                .iter()
+                .any(|d| matches!(d, Decision::ScaleDown { .. }))
+            {
+                downs.push(now);
+            }
+            now += SCAN;
+        }
+        assert_eq!(downs.first(), Some(&(failed_at + 3 * 60_000)), "{downs:?}");
+    }
 }
