@@ -1,8 +1,9 @@
 //! Invariants of the simulator over random clusters, workloads, faults and
 //! seeds: a pod is never bound to two nodes, a single-attach volume is never
 //! attached to two nodes, no eviction takes a budget below what it
-//! protects, no pod is bound to a node its required affinity refuses, and
-//! every run replays byte for byte.
+//! protects, no pod is bound to a node its required affinity refuses, the
+//! autoscaler never drains two non-empty nodes at once, and every run
+//! replays byte for byte.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -411,6 +412,44 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
             EventKind::PodDeleted if e.object.namespace == "apps" => {
                 on.remove(&e.object.name);
                 terminating.remove(&e.object.name);
+            }
+            _ => {}
+        }
+    }
+    // cluster-autoscaler drains one non-empty node at a time
+    // (`--max-drain-parallelism` 1): when a removal of a node with pods
+    // starts, no other node the autoscaler is removing still holds one of
+    // the drill's pods (a removal ends when its node is deleted, goes
+    // NotReady, or the scale-down is aborted).
+    let mut held: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut removing: BTreeSet<String> = BTreeSet::new();
+    for e in &report.timeline {
+        let node = e.node.clone().unwrap_or_default();
+        match e.kind {
+            EventKind::PodScheduled if e.object.namespace == "apps" => {
+                held.entry(node).or_default().insert(e.object.name.clone());
+            }
+            EventKind::PodDeleted if e.object.namespace == "apps" => {
+                for pods in held.values_mut() {
+                    pods.remove(&e.object.name);
+                }
+            }
+            EventKind::ScaleDown => {
+                let has_pods = held.get(&node).is_some_and(|p| !p.is_empty());
+                if has_pods {
+                    for other in &removing {
+                        let left = held.get(other).map_or(0, BTreeSet::len);
+                        assert!(
+                            left == 0,
+                            "drain of {node} started at {} while {other} still held {left} pod(s)",
+                            e.at_ms
+                        );
+                    }
+                }
+                removing.insert(node);
+            }
+            EventKind::ScaleDownAborted | EventKind::NodeDeleted | EventKind::NodeNotReady => {
+                removing.remove(&node);
             }
             _ => {}
         }

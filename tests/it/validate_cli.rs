@@ -60,6 +60,22 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     ("binary-garbage", "4:9", "not UTF-8 text"),
     (
+        "autoscaler-drain-parallelism-zero",
+        "7:26",
+        "maxDrainParallelism is 0; expected at least 1",
+    ),
+    (
+        "autoscaler-graceful-termination-negative",
+        "7:32",
+        "invalid u32; expected a whole number, not negative",
+    ),
+    (
+        "autoscaler-delay-without-unit",
+        "7:29",
+        "duration `10` lacks a unit",
+    ),
+    ("autoscaler-skip-flag-not-bool", "7:32", "invalid boolean"),
+    (
         "cluster-above-max-nodes-total",
         "7:20",
         "starts with 7 nodes",

@@ -93,6 +93,8 @@ pub(super) struct FakePod {
     pub(super) controlled: bool,
     pub(super) terminating: bool,
     pub(super) budgets: Vec<Budget>,
+    /// A DaemonSet's pod: on its node, never moved.
+    pub(super) daemon: bool,
 }
 
 /// A ReplicaSet's pod in namespace `load` requesting `cpu` millicores and
@@ -113,6 +115,7 @@ pub(super) fn pod(node: Option<usize>, cpu: i64) -> FakePod {
         controlled: true,
         terminating: false,
         budgets: Vec::new(),
+        daemon: false,
     }
 }
 
@@ -163,6 +166,10 @@ pub(super) struct Fake {
     pub(super) templates: Vec<(String, Template<'static>)>,
     pub(super) booting: Vec<(String, Room)>,
     pub(super) provisionable: Option<u32>,
+    pub(super) cooldown: crate::cooldown::Cooldown,
+    pub(super) in_progress: crate::scale_down::InProgress,
+    /// When every pod was created (`None`: unknown, old enough).
+    pub(super) created_at: Option<u64>,
 }
 
 impl Fake {
@@ -214,12 +221,14 @@ impl ClusterView for Fake {
 
     fn movable_pods(&self, node: usize) -> Vec<usize> {
         (0..self.pods.len())
-            .filter(|&p| self.pods[p].node == Some(node))
+            .filter(|&p| self.pods[p].node == Some(node) && !self.pods[p].daemon)
             .collect()
     }
 
     fn pods_on(&self, node: usize) -> Vec<usize> {
-        self.movable_pods(node)
+        (0..self.pods.len())
+            .filter(|&p| self.pods[p].node == Some(node))
+            .collect()
     }
 
     fn pod(&self, pod: usize) -> PodFacts<'_> {
@@ -269,6 +278,18 @@ impl AutoscalerView for Fake {
 
     fn unneeded_since(&self, node: usize) -> Option<u64> {
         self.nodes[node].unneeded_since
+    }
+
+    fn created_at(&self, _pod: usize) -> Option<u64> {
+        self.created_at
+    }
+
+    fn cooldown(&self) -> crate::cooldown::Cooldown {
+        self.cooldown
+    }
+
+    fn deletions_in_progress(&self) -> crate::scale_down::InProgress {
+        self.in_progress
     }
 }
 

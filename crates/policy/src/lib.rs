@@ -13,6 +13,7 @@
 //! client, no clock.
 
 pub mod admission;
+pub mod cooldown;
 pub mod drain;
 pub mod expander;
 #[cfg(test)]

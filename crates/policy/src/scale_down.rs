@@ -18,11 +18,12 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::{Node, PodSpec};
 
+use super::cooldown::Hold;
 use super::interpod::InterPodState;
 use super::scale_up::pool_size;
 use super::spread::SpreadState;
 use super::view::{AutoscalerView, ClusterView, NodeFacts, Resources, Room};
-use drillbench_model::topology::{PoolSize, Topology};
+use drillbench_model::topology::{Autoscaler, PoolSize, Topology};
 
 /// The node annotation that keeps the autoscaler from removing a node.
 pub const SCALE_DOWN_DISABLED: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
@@ -129,7 +130,12 @@ pub fn blocking_local_storage(spec: &PodSpec, annotations: &BTreeMap<String, Str
 /// `safe-to-evict: "true"` ends the checks (the pod is drainable), then
 /// the blocking checks replicated, system, not-safe-to-evict, local
 /// storage, budgets; the first that applies.
-pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> {
+///
+/// The system and local-storage rules apply only while
+/// `skipNodesWithSystemPods` and `skipNodesWithLocalStorage` are on (both
+/// are by default), as upstream's `rules/system` and `rules/localstorage`
+/// check `SkipNodesWithSystemPods`/`SkipNodesWithLocalStorage` first.
+pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod, settings: &Autoscaler) -> Option<Blocker> {
     let facts = view.pod(pod);
     if facts.safe_to_evict == Some(true) {
         return None;
@@ -138,13 +144,16 @@ pub fn blocker<V: ClusterView>(view: &V, pod: V::Pod) -> Option<Blocker> {
         return Some(Blocker::NoController);
     }
     let budgets = view.budgets(pod);
-    if facts.namespace == "kube-system" && budgets.is_empty() {
+    if settings.skip_nodes_with_system_pods
+        && facts.namespace == "kube-system"
+        && budgets.is_empty()
+    {
         return Some(Blocker::KubeSystemWithoutBudget);
     }
     if facts.safe_to_evict == Some(false) {
         return Some(Blocker::NotSafeToEvict);
     }
-    if facts.local_storage {
+    if settings.skip_nodes_with_local_storage && facts.local_storage {
         return Some(Blocker::LocalStorage);
     }
     budgets
@@ -212,6 +221,24 @@ fn fits_elsewhere_among<V: ClusterView>(
     if pods.is_empty() {
         return true;
     }
+    simulate(view, standing, Some(node), pods, removing, true)
+        .iter()
+        .all(|&placed| placed)
+}
+
+/// Which of `pods` the other nodes take, first fit, in order (see
+/// [`fits_elsewhere`]): `node`, when given, is the one being drained,
+/// whose pods leave with it. With `all_or_nothing`, it stops at the first
+/// pod that fits nowhere.
+pub(crate) fn simulate<V: ClusterView>(
+    view: &V,
+    standing: &OnceCell<Standing<V>>,
+    node: Option<V::Node>,
+    pods: &[V::Pod],
+    removing: &[V::Node],
+    all_or_nothing: bool,
+) -> Vec<bool> {
+    let mut fitted = Vec::with_capacity(pods.len());
     let standing = standing.get_or_init(|| Standing::read(view));
     let mut extra: BTreeMap<V::Node, Room> = BTreeMap::new();
     // The pods placed so far by this simulation; with the standing pods
@@ -223,7 +250,7 @@ fn fits_elsewhere_among<V: ClusterView>(
             standing
                 .pods
                 .iter()
-                .filter(|&&(_, on, _)| on != node)
+                .filter(|&&(_, on, _)| Some(on) != node)
                 .chain(&placed)
         };
         let facts = view.pod(pod);
@@ -263,7 +290,7 @@ fn fits_elsewhere_among<V: ClusterView>(
                     state
                 });
         for other in view.nodes() {
-            if other == node || removing.contains(&other) {
+            if Some(other) == node || removing.contains(&other) {
                 continue;
             }
             let target = view.node(other);
@@ -290,11 +317,15 @@ fn fits_elsewhere_among<V: ClusterView>(
             extra.entry(other).or_default().add(facts.requests);
             placed.push((pod, other, !facts.anti_affinity.is_empty()));
             repelling |= !facts.anti_affinity.is_empty();
+            fitted.push(true);
             continue 'pods;
         }
-        return false;
+        fitted.push(false);
+        if all_or_nothing {
+            return fitted;
+        }
     }
-    true
+    fitted
 }
 
 fn labels(node: &Node) -> &BTreeMap<String, String> {
@@ -325,12 +356,71 @@ pub struct Pass<N> {
     pub unneeded: Vec<(N, Option<u64>)>,
     /// The nodes to remove now, in order.
     pub remove: Vec<N>,
+    /// The delay that kept this scan from removing anything.
+    pub held: Option<Hold>,
+}
+
+/// The nodes the autoscaler is removing now: how many were empty when
+/// their removal started, and how many it is draining. Upstream's
+/// `DeletionsInProgress`: a removal is in progress from the taint until
+/// the node is deleted (or the removal fails).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InProgress {
+    pub empty: u32,
+    pub drained: u32,
+}
+
+/// A node's utilisation as the autoscaler measures it: its requests over
+/// its allocatable, without its DaemonSet pods' requests when
+/// `ignoreDaemonSetsUtilization` is on (`simulator/utilization`).
+pub fn node_utilisation<V: ClusterView>(view: &V, node: V::Node, settings: &Autoscaler) -> f64 {
+    let facts = view.node(node);
+    let mut requested = facts.requested.resources();
+    if settings.ignore_daemon_sets_utilization {
+        // The pods a drain leaves are the DaemonSet pods.
+        let daemons = view.pods_on(node).len() - view.movable_pods(node).len();
+        if daemons > 0 {
+            let movable = view
+                .movable_pods(node)
+                .iter()
+                .fold(Room::default(), |mut r, &p| {
+                    r.add(view.pod(p).requests);
+                    r
+                });
+            let all = view
+                .pods_on(node)
+                .iter()
+                .fold(Room::default(), |mut r, &p| {
+                    r.add(view.pod(p).requests);
+                    r
+                });
+            requested.cpu -= all.cpu - movable.cpu;
+            requested.memory -= all.memory - movable.memory;
+        }
+    }
+    utilisation(requested, facts.allocatable.resources())
 }
 
 /// One scale-down scan at `now` (milliseconds).
+///
+/// Unneeded times are kept up to date whatever happens next; then, unless
+/// a delay of the [`crate::cooldown::Cooldown`] holds, the nodes unneeded
+/// long enough are removed within upstream's parallelism budgets
+/// (`core/scaledown/budgets` `CropNodes`): at most
+/// `maxScaleDownParallelism` removals in progress in all, of which at most
+/// `maxDrainParallelism` drains; empty nodes are served first.
 pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<V::Node> {
-    let threshold = topology.autoscaler.scale_down_utilization_threshold;
-    let unneeded_for = topology.autoscaler.scale_down_unneeded_time.as_millis();
+    let settings = &topology.autoscaler;
+    let threshold = settings.scale_down_utilization_threshold;
+    let unneeded_for = settings.scale_down_unneeded_time.as_millis();
+    let held = view.cooldown().holds(settings, now);
+    let in_progress = view.deletions_in_progress();
+    let mut total_budget = settings
+        .max_scale_down_parallelism
+        .saturating_sub(in_progress.empty + in_progress.drained);
+    let drain_budget = settings
+        .max_drain_parallelism
+        .saturating_sub(in_progress.drained);
     let candidates: Vec<V::Node> = view
         .nodes()
         .filter(|&n| candidate(&view.node(n), topology))
@@ -338,15 +428,18 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
     let mut out = Pass {
         unneeded: Vec::new(),
         remove: Vec::new(),
+        held,
     };
-    let mut non_empty_started = false;
+    let mut empty = Vec::new();
+    let mut drained = Vec::new();
     let standing = OnceCell::new();
     for node in candidates {
         let facts = view.node(node);
         let movable = view.movable_pods(node);
-        let unneeded = utilisation(facts.requested.resources(), facts.allocatable.resources())
-            < threshold
-            && movable.iter().all(|&p| blocker(view, p).is_none())
+        let unneeded = node_utilisation(view, node, settings) < threshold
+            && movable
+                .iter()
+                .all(|&p| blocker(view, p, settings).is_none())
             && fits_elsewhere_among(view, &standing, node, &movable, &out.remove);
         if !unneeded {
             out.unneeded.push((node, None));
@@ -354,7 +447,7 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
         }
         let since = view.unneeded_since(node).unwrap_or(now);
         out.unneeded.push((node, Some(since)));
-        if now < since + unneeded_for {
+        if held.is_some() || now < since + unneeded_for {
             continue;
         }
         let Some(PoolSize::Autoscaled { min, .. }) = topology.pool(facts.pool).map(|p| p.size)
@@ -369,14 +462,23 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
         if pool_size(view, facts.pool).saturating_sub(leaving) <= min {
             continue;
         }
-        if !movable.is_empty() {
-            if non_empty_started {
-                continue;
-            }
-            non_empty_started = true;
+        // A drain beyond the budget is not simulated either: the next
+        // candidates may still count on its node as a destination.
+        if movable.is_empty() {
+            empty.push(node);
+        } else if (drained.len() as u32) < drain_budget {
+            drained.push(node);
+        } else {
+            continue;
         }
         out.remove.push(node);
     }
+    // Empty nodes first, then drains within what is left of both budgets.
+    empty.truncate(total_budget as usize);
+    total_budget -= empty.len() as u32;
+    drained.truncate(total_budget.min(drain_budget) as usize);
+    out.remove
+        .retain(|n| empty.contains(n) || drained.contains(n));
     out
 }
 
@@ -513,7 +615,7 @@ mod tests {
         for (why, edit, want) in rows {
             let (mut fake, p) = cluster();
             edit(&mut fake.pods[p]);
-            assert_eq!(blocker(&fake, p), *want, "{why}");
+            assert_eq!(blocker(&fake, p, &Autoscaler::default()), *want, "{why}");
         }
     }
 
@@ -926,6 +1028,205 @@ mod tests {
         fake.nodes[1].requested = Room::default();
         fake.nodes[2].requested = Room::default();
         assert_eq!(pass(&fake, &topology(0, 3), UNNEEDED).remove, [1, 2]);
+    }
+
+    /// Upstream's parallelism budgets (`core/scaledown/budgets/budgets.go`
+    /// `CropNodes`; FAQ flags `max-drain-parallelism` 1,
+    /// `max-scale-down-parallelism` 10): a drain in progress holds the next
+    /// non-empty node back until it is deleted, while empty nodes still go
+    /// within the total. Each row has its control.
+    #[test]
+    fn a_drain_in_progress_holds_the_next_drain_and_empty_nodes_share_the_total() {
+        /// `base` with room, then `drains` non-empty and `empties` empty
+        /// `auto` nodes, all unneeded long enough.
+        fn cluster(drains: usize, empties: usize) -> Fake {
+            let mut fake = Fake::default();
+            fake.nodes.push(node("base"));
+            for i in 0..drains + empties {
+                fake.nodes.push(node("auto"));
+                if i < drains {
+                    fake.add(pod(Some(i + 1), 100));
+                }
+            }
+            for n in &mut fake.nodes {
+                n.unneeded_since = Some(0);
+            }
+            fake
+        }
+        let topology = topology(0, 20);
+        type Row<'a> = (&'a str, Fake, InProgress, Option<(u32, u32)>, usize);
+        let rows: Vec<Row> = vec![
+            (
+                "a drain in progress: no other drain starts",
+                cluster(1, 0),
+                InProgress {
+                    empty: 0,
+                    drained: 1,
+                },
+                None,
+                0,
+            ),
+            (
+                "control: the first drain is done",
+                cluster(1, 0),
+                InProgress::default(),
+                None,
+                1,
+            ),
+            (
+                "two drainable nodes, none in progress: one at a time",
+                cluster(2, 0),
+                InProgress::default(),
+                None,
+                1,
+            ),
+            (
+                "control: maxDrainParallelism 2",
+                cluster(2, 0),
+                InProgress::default(),
+                Some((2, 10)),
+                2,
+            ),
+            (
+                "a drain in progress does not hold empty nodes",
+                cluster(0, 3),
+                InProgress {
+                    empty: 0,
+                    drained: 1,
+                },
+                None,
+                3,
+            ),
+            (
+                "nine removals in progress leave room for one more",
+                cluster(0, 3),
+                InProgress {
+                    empty: 8,
+                    drained: 1,
+                },
+                None,
+                1,
+            ),
+            (
+                "control: ten in progress leave none",
+                cluster(0, 3),
+                InProgress {
+                    empty: 9,
+                    drained: 1,
+                },
+                None,
+                0,
+            ),
+            (
+                "empty nodes are served before a drain",
+                cluster(1, 2),
+                InProgress::default(),
+                Some((1, 2)),
+                2,
+            ),
+        ];
+        for (why, mut fake, in_progress, limits, want) in rows {
+            fake.in_progress = in_progress;
+            let mut topology = topology.clone();
+            if let Some((drain, total)) = limits {
+                topology.autoscaler.max_drain_parallelism = drain;
+                topology.autoscaler.max_scale_down_parallelism = total;
+            }
+            let scan = pass(&fake, &topology, UNNEEDED);
+            assert_eq!(scan.remove.len(), want, "{why}: {:?}", scan.remove);
+            if why.starts_with("empty nodes are served") {
+                assert!(
+                    scan.remove.iter().all(|&n| fake.movable_pods(n).is_empty()),
+                    "{why}"
+                );
+            }
+        }
+    }
+
+    /// FAQ "I have a couple of nodes with low utilization, but they are not
+    /// scaled down. Why?": "there was a scale-up in the last 10 min", "a
+    /// failed scale-down … in the last 3 minutes"; and upstream keeps
+    /// counting unneeded time meanwhile (`core/static_autoscaler.go`
+    /// updates unneeded nodes before `isScaleDownInCooldown`). The control
+    /// at the end of the delay removes the node.
+    #[test]
+    fn a_recent_scale_up_or_failure_holds_removal_but_not_the_unneeded_count() {
+        let topology = topology(0, 3);
+        let (mut fake, _) = cluster();
+        fake.nodes[1].unneeded_since = Some(0);
+        let at = |fake: &mut Fake, cooldown: crate::cooldown::Cooldown, now: u64| {
+            fake.cooldown = cooldown;
+            pass(&*fake, &topology, now)
+        };
+        let up = crate::cooldown::Cooldown {
+            last_scale_up: Some(UNNEEDED - 60_000),
+            ..Default::default()
+        };
+        let held = at(&mut fake, up, UNNEEDED);
+        assert!(held.remove.is_empty(), "9 minutes short of the delay");
+        assert_eq!(held.held, Some(Hold::AfterAdd));
+        assert_eq!(held.unneeded, [(1, Some(0))], "still counted unneeded");
+        let later = at(&mut fake, up, 2 * UNNEEDED - 60_000);
+        assert_eq!(later.remove, [1], "control: 10 minutes after the scale-up");
+        let failed = crate::cooldown::Cooldown {
+            last_failure: Some(UNNEEDED),
+            ..Default::default()
+        };
+        assert!(at(&mut fake, failed, UNNEEDED + 179_000).remove.is_empty());
+        assert_eq!(
+            at(&mut fake, failed, UNNEEDED + 180_000).remove,
+            [1],
+            "control: 3 minutes after the failure"
+        );
+    }
+
+    /// `skip-nodes-with-local-storage` and `skip-nodes-with-system-pods`
+    /// (FAQ "What are the parameters to CA?", both true by default;
+    /// `simulator/drainability/rules/localstorage` and `rules/system`
+    /// check them first): turned off, the rule no longer keeps the pod.
+    #[test]
+    fn the_skip_flags_turned_off_let_local_storage_and_system_pods_move() {
+        let (mut fake, p) = cluster();
+        let mut off = Autoscaler::default();
+        fake.pods[p].local_storage = true;
+        assert_eq!(
+            blocker(&fake, p, &Autoscaler::default()),
+            Some(Blocker::LocalStorage)
+        );
+        off.skip_nodes_with_local_storage = false;
+        assert_eq!(blocker(&fake, p, &off), None, "control");
+        fake.pods[p].local_storage = false;
+        fake.pods[p].namespace = "kube-system".to_owned();
+        assert_eq!(
+            blocker(&fake, p, &Autoscaler::default()),
+            Some(Blocker::KubeSystemWithoutBudget)
+        );
+        off.skip_nodes_with_system_pods = false;
+        assert_eq!(blocker(&fake, p, &off), None, "control");
+    }
+
+    /// `ignore-daemonsets-utilization` (FAQ "What are the parameters to
+    /// CA?", false by default; `simulator/utilization` leaves DaemonSet
+    /// pods out when it is set): a node whose 2 CPU DaemonSet pod and
+    /// 0.5 CPU pod make it 62.5 % used is needed, and unneeded at 12.5 %
+    /// once DaemonSet pods are left out.
+    #[test]
+    fn ignoring_daemon_set_pods_in_utilisation_makes_a_node_unneeded() {
+        let (mut fake, _) = cluster();
+        let mut daemon = pod(Some(1), 2000);
+        daemon.daemon = true;
+        fake.add(daemon);
+        let mut topology = topology(0, 3);
+        fake.nodes[1].unneeded_since = Some(0);
+        assert_eq!(
+            node_utilisation(&fake, 1, &topology.autoscaler),
+            0.625,
+            "2.5 of 4 CPUs"
+        );
+        assert!(pass(&fake, &topology, UNNEEDED).remove.is_empty());
+        topology.autoscaler.ignore_daemon_sets_utilization = true;
+        assert_eq!(node_utilisation(&fake, 1, &topology.autoscaler), 0.125);
+        assert_eq!(pass(&fake, &topology, UNNEEDED).remove, [1], "control");
     }
 
     #[test]

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 
+use crate::cooldown::Cooldown;
 use crate::interpod::{AffinityTerm, PodTerms};
+use crate::scale_down::InProgress;
 use crate::spread::{SpreadConstraint, SpreadPod};
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 use drillbench_model::k8s::taints::scheduling_blocker;
@@ -233,4 +235,13 @@ pub trait AutoscalerView: ClusterView {
     }
     /// Since when the autoscaler has seen the node unneeded.
     fn unneeded_since(&self, node: Self::Node) -> Option<u64>;
+    /// When the pod was created, when the world knows it in its own time
+    /// (`None`: old enough for any `newPodScaleUpDelay`).
+    fn created_at(&self, _pod: Self::Pod) -> Option<u64> {
+        None
+    }
+    /// When the autoscaler last scaled up, started deleting, failed.
+    fn cooldown(&self) -> Cooldown;
+    /// The removals the autoscaler has started and not finished.
+    fn deletions_in_progress(&self) -> InProgress;
 }

@@ -16,17 +16,24 @@
 use std::borrow::Cow;
 
 use super::clock::after;
+use super::controllers::Removal;
 use super::operations::utilisation;
 use super::world::{self, NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadKind};
 use super::{Action, Simulation, node_ref};
 use drillbench_model::k8s::taints::TAINT_TO_BE_DELETED_BY_CLUSTER_AUTOSCALER as TO_BE_DELETED;
 use drillbench_observe::EventKind;
+use drillbench_policy::cooldown::Cooldown;
 use drillbench_policy::drain::{self, Evicted, Next};
 use drillbench_policy::expander::expand;
+use drillbench_policy::scale_down::InProgress;
 use drillbench_policy::view::{
     AutoscalerView, Budget, ClusterView, NodeFacts, Placement, PodFacts, Resources, Room, Template,
 };
 use drillbench_policy::{scale_down, scale_up};
+
+/// Upstream's `PodEvictionHeadroom`: how much longer than the longest
+/// grace period a scale-down waits for evicted pods.
+const POD_EVICTION_HEADROOM_MS: u64 = 30_000;
 
 /// The simulation as the autoscaler's rules read it.
 struct SimView<'a> {
@@ -202,6 +209,26 @@ impl AutoscalerView for SimView<'_> {
     fn unneeded_since(&self, node: NodeId) -> Option<u64> {
         self.sim.world.node(node).unneeded_since
     }
+
+    fn created_at(&self, pod: PodId) -> Option<u64> {
+        Some(self.sim.world.pod(pod).created_at)
+    }
+
+    fn cooldown(&self) -> Cooldown {
+        self.sim.controllers.cooldown
+    }
+
+    fn deletions_in_progress(&self) -> InProgress {
+        let mut in_progress = InProgress::default();
+        for removal in self.sim.controllers.removing.values() {
+            if removal.drained {
+                in_progress.drained += 1;
+            } else {
+                in_progress.empty += 1;
+            }
+        }
+        in_progress
+    }
 }
 
 impl Simulation {
@@ -227,7 +254,7 @@ impl Simulation {
     }
 
     fn scale_up(&mut self) {
-        let options = scale_up::options(&SimView { sim: self }, &self.topology);
+        let options = scale_up::options(&SimView { sim: self }, &self.topology, self.now());
         let expanders = self.topology.autoscaler.expanders.clone();
         let rng = self.engine.rng();
         let Some(chosen) = expand(options, &expanders, |n| rng.index(n)) else {
@@ -236,6 +263,7 @@ impl Simulation {
         let Some(pool) = self.topology.pool(&chosen.pool).cloned() else {
             return;
         };
+        self.controllers.cooldown.last_scale_up = Some(self.now());
         for _ in 0..chosen.nodes {
             // The next ordinal after the pool's size, unless a live node
             // holds its name (a middle node went, a later one stayed): then
@@ -287,12 +315,23 @@ impl Simulation {
         for (node, since) in pass.unneeded {
             self.world.node_mut(node).unneeded_since = since;
         }
+        if !pass.remove.is_empty() {
+            self.controllers.cooldown.last_delete = Some(self.now());
+        }
         for node in pass.remove {
             self.start_scale_down(node);
         }
     }
 
     fn start_scale_down(&mut self, node: NodeId) {
+        let drained = !self.world.movable_pods(node).is_empty();
+        self.controllers.removing.insert(
+            node,
+            Removal {
+                drained,
+                evicted_at: None,
+            },
+        );
         self.add_taint(node, TO_BE_DELETED, "NoSchedule");
         self.world.node_mut(node).draining = true;
         let name = self.world.node(node).name.clone();
@@ -316,6 +355,9 @@ impl Simulation {
     /// Evicts the node's pods; a refused eviction aborts the scale-down.
     pub(super) fn autoscaler_drain(&mut self, node: NodeId) {
         if self.world.node(node).phase != NodePhase::Ready {
+            // Lost before its drain: the removal is over, and failed.
+            self.controllers.removing.remove(&node);
+            self.controllers.cooldown.last_failure = Some(self.now());
             return;
         }
         let pods = self.world.movable_pods(node);
@@ -326,18 +368,12 @@ impl Simulation {
             })
         });
         if let Ok(Some(refusal)) = refused {
-            // Upstream gives up on this node and lets it schedule again.
-            self.remove_taint(node, TO_BE_DELETED);
-            self.world.node_mut(node).draining = false;
-            self.world.node_mut(node).unneeded_since = None;
-            let name = self.world.node(node).name.clone();
-            self.record(
-                EventKind::ScaleDownAborted,
-                node_ref(&name),
-                Some(node),
-                &format!("scale-down aborted: {refusal}"),
-            );
+            self.abort_scale_down(node, &refusal);
             return;
+        }
+        let now = self.now();
+        if let Some(removal) = self.controllers.removing.get_mut(&node) {
+            removal.evicted_at = Some(now);
         }
         self.schedule(
             after(self.now(), self.engine.timings().eviction_retry),
@@ -345,13 +381,55 @@ impl Simulation {
         );
     }
 
-    /// Deletes the server once the evicted pods have terminated.
+    /// Upstream gives up on the node and lets it schedule again; the
+    /// failure holds every scale-down back for
+    /// `scaleDownDelayAfterFailure`.
+    fn abort_scale_down(&mut self, node: NodeId, why: &str) {
+        self.remove_taint(node, TO_BE_DELETED);
+        self.world.node_mut(node).draining = false;
+        self.world.node_mut(node).unneeded_since = None;
+        self.controllers.removing.remove(&node);
+        self.controllers.cooldown.last_failure = Some(self.now());
+        let name = self.world.node(node).name.clone();
+        self.record(
+            EventKind::ScaleDownAborted,
+            node_ref(&name),
+            Some(node),
+            &format!("scale-down aborted: {why}"),
+        );
+    }
+
+    /// Deletes the server once the evicted pods have terminated. Upstream
+    /// waits `maxGracefulTerminationSec` plus a 30 s headroom
+    /// (`core/scaledown/actuation/drain.go`, `PodEvictionHeadroom`) and
+    /// then fails the removal rather than delete a node still running
+    /// pods.
     pub(super) fn autoscaler_delete(&mut self, node: NodeId) {
         let retry = self.engine.timings().eviction_retry.as_millis();
-        match drain::after_pass(self.world.pods_left(node), self.now(), None, retry) {
+        let deadline = self
+            .controllers
+            .removing
+            .get(&node)
+            .and_then(|r| r.evicted_at)
+            .map(|at| {
+                at + u64::from(self.topology.autoscaler.max_graceful_termination_sec) * 1_000
+                    + POD_EVICTION_HEADROOM_MS
+            });
+        match drain::after_pass(self.world.pods_left(node), self.now(), deadline, retry) {
             Next::RetryAt(at) => self.schedule(at, Action::AutoscalerDelete(node)),
-            Next::Drained | Next::TimedOut => {
+            Next::TimedOut => {
+                let left = self.world.pods_left(node);
+                self.abort_scale_down(
+                    node,
+                    &format!(
+                        "{left} pod(s) still terminating after maxGracefulTerminationSec {} s and 30 s headroom",
+                        self.topology.autoscaler.max_graceful_termination_sec
+                    ),
+                );
+            }
+            Next::Drained => {
                 self.world.node_mut(node).draining = false;
+                self.controllers.removing.remove(&node);
                 self.delete_server_now(node);
             }
         }

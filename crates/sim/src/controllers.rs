@@ -1,14 +1,14 @@
 //! The controllers' bookkeeping: which workloads changed since they were
 //! last reconciled, the readiness each last reported, the spans during
 //! which each writer acknowledged writes, and the node each autoscaled
-//! pool would add.
+//! pool would add, and what the autoscaler remembers of its own actions.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use drillbench_model::snapshot_workloads::{CapturedPod, Placements};
 
 use super::clock::Time;
-use super::world::{SimNode, WorkloadId};
+use super::world::{NodeId, SimNode, WorkloadId};
 use drillbench_observe::DataLoss;
 
 /// What the controllers remember between reconciles.
@@ -27,6 +27,21 @@ pub(crate) struct Controllers {
     /// once, by the pod the controller first creates in its place, so only
     /// the drill's starting pods run where production's do.
     placements: BTreeMap<String, VecDeque<CapturedPod>>,
+    /// When the autoscaler last scaled up, started deleting, failed.
+    pub(crate) cooldown: drillbench_policy::cooldown::Cooldown,
+    /// The nodes the autoscaler is removing: whether each had pods to
+    /// drain, and when its drain started.
+    pub(crate) removing: BTreeMap<NodeId, Removal>,
+}
+
+/// One node the autoscaler is removing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Removal {
+    /// It had pods to move when its removal started.
+    pub(crate) drained: bool,
+    /// When its evictions were done: the wait for its pods is measured
+    /// from here.
+    pub(crate) evicted_at: Option<Time>,
 }
 
 impl Controllers {

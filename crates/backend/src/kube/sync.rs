@@ -345,7 +345,7 @@ impl KubeBackend {
                         // Upstream gives up on the node and lets it
                         // schedule again.
                         self.retaint(&node, TO_BE_DELETED, None, false)?;
-                        scaler.aborted(&node);
+                        scaler.aborted(&node, at);
                         self.event(
                             EventKind::ScaleDownAborted,
                             node_ref(&node),

@@ -217,6 +217,23 @@ fn check_cluster(cluster: &ClusterSpec, checker: &mut Checker<'_>) {
         if let Some(range) = &autoscaler.boot_delay {
             check_range(checker, range);
         }
+        // A parallelism of 0 would remove no node ever, silently: a drill
+        // that means it says so with a pool's min or the scale-down-disabled
+        // annotation. A drain parallelism above the total is capped by it,
+        // as upstream's budgets do (`core/scaledown/budgets`).
+        for (flag, value) in [
+            ("maxDrainParallelism", &autoscaler.max_drain_parallelism),
+            (
+                "maxScaleDownParallelism",
+                &autoscaler.max_scale_down_parallelism,
+            ),
+        ] {
+            if let Some(n) = value
+                && n.value == 0
+            {
+                checker.error(n.at, format!("{flag} is 0; expected at least 1"));
+            }
+        }
     }
     let mut class_names = BTreeMap::new();
     let mut default_class: Option<&Located<String>> = None;

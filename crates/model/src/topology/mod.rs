@@ -207,9 +207,10 @@ pub struct Taint {
     pub effect: TaintEffect,
 }
 
-/// Cluster-autoscaler settings, defaults filled in.
+/// Cluster-autoscaler settings, defaults filled in. A report written
+/// before a setting existed reads it as its default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Autoscaler {
     /// Most nodes in the cluster, counting static nodes; none means no limit.
     pub max_nodes_total: Option<u32>,
@@ -223,6 +224,27 @@ pub struct Autoscaler {
     pub boot_delay: DurationRange,
     /// How often the autoscaler looks at the cluster.
     pub scan_interval: Duration,
+    /// No scale-down for this long after a scale-up.
+    pub scale_down_delay_after_add: Duration,
+    /// No scale-down for this long after a scale-down started deleting.
+    pub scale_down_delay_after_delete: Duration,
+    /// No scale-down for this long after a failed scale-down.
+    pub scale_down_delay_after_failure: Duration,
+    /// Most non-empty nodes drained and deleted at once.
+    pub max_drain_parallelism: u32,
+    /// Most nodes, empty or drained, deleted at once.
+    pub max_scale_down_parallelism: u32,
+    /// Whether a pod with local storage keeps its node.
+    pub skip_nodes_with_local_storage: bool,
+    /// Whether a kube-system pod without a PodDisruptionBudget keeps its node.
+    pub skip_nodes_with_system_pods: bool,
+    /// How long a scale-down waits for evicted pods before deleting the
+    /// node anyway, in seconds.
+    pub max_graceful_termination_sec: u32,
+    /// Whether DaemonSet pods are left out of a node's utilisation.
+    pub ignore_daemon_sets_utilization: bool,
+    /// Pods younger than this do not ask for a scale-up.
+    pub new_pod_scale_up_delay: Duration,
 }
 
 impl Default for Autoscaler {
@@ -239,6 +261,20 @@ impl Default for Autoscaler {
                 max: Duration::from_mins(3),
             },
             scan_interval: Duration::from_secs(10),
+            // cluster-autoscaler's flag defaults (`config/flags/flags.go`,
+            // FAQ "What are the parameters to CA?"). Upstream's
+            // delay-after-delete is 0s ("defaults to scanInterval" in
+            // older help texts: either way the next scan may go on).
+            scale_down_delay_after_add: Duration::from_mins(10),
+            scale_down_delay_after_delete: Duration::from_secs(0),
+            scale_down_delay_after_failure: Duration::from_mins(3),
+            max_drain_parallelism: 1,
+            max_scale_down_parallelism: 10,
+            skip_nodes_with_local_storage: true,
+            skip_nodes_with_system_pods: true,
+            max_graceful_termination_sec: 600,
+            ignore_daemon_sets_utilization: false,
+            new_pod_scale_up_delay: Duration::from_secs(0),
         }
     }
 }
@@ -457,6 +493,36 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
         }
         if let Some(s) = spec.scan_interval {
             autoscaler.scan_interval = s;
+        }
+        if let Some(d) = spec.scale_down_delay_after_add {
+            autoscaler.scale_down_delay_after_add = d;
+        }
+        if let Some(d) = spec.scale_down_delay_after_delete {
+            autoscaler.scale_down_delay_after_delete = d;
+        }
+        if let Some(d) = spec.scale_down_delay_after_failure {
+            autoscaler.scale_down_delay_after_failure = d;
+        }
+        if let Some(n) = &spec.max_drain_parallelism {
+            autoscaler.max_drain_parallelism = n.value;
+        }
+        if let Some(n) = &spec.max_scale_down_parallelism {
+            autoscaler.max_scale_down_parallelism = n.value;
+        }
+        if let Some(b) = spec.skip_nodes_with_local_storage {
+            autoscaler.skip_nodes_with_local_storage = b;
+        }
+        if let Some(b) = spec.skip_nodes_with_system_pods {
+            autoscaler.skip_nodes_with_system_pods = b;
+        }
+        if let Some(s) = &spec.max_graceful_termination_sec {
+            autoscaler.max_graceful_termination_sec = s.value;
+        }
+        if let Some(b) = spec.ignore_daemon_sets_utilization {
+            autoscaler.ignore_daemon_sets_utilization = b;
+        }
+        if let Some(d) = spec.new_pod_scale_up_delay {
+            autoscaler.new_pod_scale_up_delay = d;
         }
     }
     if let Some(max) = autoscaler.max_nodes_total {

@@ -24,8 +24,10 @@ use super::observer::Observer;
 use drillbench_model::rng::SeededRng;
 use drillbench_model::topology::Topology;
 use drillbench_observe::Time;
+use drillbench_policy::cooldown::Cooldown;
 use drillbench_policy::drain::{self, EVICTION_RETRY, Next};
 use drillbench_policy::expander::expand;
+use drillbench_policy::scale_down::InProgress;
 use drillbench_policy::view::ClusterView;
 use drillbench_policy::{scale_down, scale_up};
 
@@ -73,6 +75,11 @@ pub struct EmulatedAutoscaler {
     booting: BTreeMap<String, Time>,
     /// Nodes being drained for removal.
     removing: BTreeSet<String>,
+    /// Those of `removing` that had pods to drain when their removal
+    /// started (the others were empty).
+    drained: BTreeSet<String>,
+    /// When it last scaled up, started deleting, failed.
+    cooldown: Cooldown,
     /// When the nodes being removed are next looked at.
     removal_check: Option<Time>,
 }
@@ -91,6 +98,8 @@ impl EmulatedAutoscaler {
             unneeded_since: BTreeMap::new(),
             booting: BTreeMap::new(),
             removing: BTreeSet::new(),
+            drained: BTreeSet::new(),
+            cooldown: Cooldown::default(),
             removal_check: None,
         })
     }
@@ -105,11 +114,14 @@ impl EmulatedAutoscaler {
             .unwrap_or(self.next_scan)
     }
 
-    /// A scale-down the eviction API refused: the node schedules again and
-    /// its unneeded time starts over, as upstream does.
-    pub fn aborted(&mut self, node: &str) {
+    /// A scale-down the eviction API refused: the node schedules again,
+    /// its unneeded time starts over, and the failure holds scale-down
+    /// back for `scaleDownDelayAfterFailure`, as upstream does.
+    pub fn aborted(&mut self, node: &str, now: Time) {
         self.removing.remove(node);
+        self.drained.remove(node);
         self.unneeded_since.remove(node);
+        self.cooldown.last_failure = Some(now);
     }
 
     /// What to do at `now`, given the cluster as observed.
@@ -139,6 +151,7 @@ impl EmulatedAutoscaler {
         };
         for node in emptied {
             self.removing.remove(&node);
+            self.drained.remove(&node);
             self.unneeded_since.remove(&node);
             decisions.push(Decision::Delete { node });
         }
@@ -155,11 +168,17 @@ impl EmulatedAutoscaler {
     }
 
     fn view<'a>(&'a self, cluster: &'a Observer) -> ObservedView<'a> {
+        let drained = self.drained.len() as u32;
+        let in_progress = InProgress {
+            empty: self.removing.len() as u32 - drained,
+            drained,
+        };
         ObservedView::new(cluster, &self.booting, &self.removing, &self.unneeded_since)
+            .remembering(self.cooldown, in_progress)
     }
 
     fn scale_up(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
-        let options = scale_up::options(&self.view(cluster), &self.topology);
+        let options = scale_up::options(&self.view(cluster), &self.topology, now);
         let rng = &mut self.rng;
         let Some(chosen) = expand(options, &self.topology.autoscaler.expanders, |n| {
             rng.index(n)
@@ -167,6 +186,7 @@ impl EmulatedAutoscaler {
             return;
         };
         let boot = self.topology.autoscaler.boot_delay;
+        self.cooldown.last_scale_up = Some(now);
         let free = self.view(cluster).free_standby(&chosen.pool);
         for node in free.into_iter().take(chosen.nodes as usize) {
             let boot_ms = self.rng.duration_between(boot.min, boot.max).as_millis();
@@ -189,14 +209,13 @@ impl EmulatedAutoscaler {
                 .into_iter()
                 .map(|(n, since)| (n.to_owned(), since))
                 .collect();
-            let remove: Vec<(String, f64)> = pass
+            let remove: Vec<(String, f64, bool)> = pass
                 .remove
                 .into_iter()
                 .map(|n| {
-                    let node = view.node(n);
-                    let used = node.requested.resources();
-                    let utilisation = scale_down::utilisation(used, node.allocatable.resources());
-                    (n.to_owned(), utilisation)
+                    let utilisation =
+                        scale_down::node_utilisation(&view, n, &self.topology.autoscaler);
+                    (n.to_owned(), utilisation, !view.movable_pods(n).is_empty())
                 })
                 .collect();
             (unneeded, remove)
@@ -211,7 +230,13 @@ impl EmulatedAutoscaler {
                 }
             }
         }
-        for (node, utilisation) in remove {
+        if !remove.is_empty() {
+            self.cooldown.last_delete = Some(now);
+        }
+        for (node, utilisation, drained) in remove {
+            if drained {
+                self.drained.insert(node.clone());
+            }
             self.removing.insert(node.clone());
             decisions.push(Decision::ScaleDown { node, utilisation });
         }
@@ -487,5 +512,38 @@ mod tests {
                 .any(|d| matches!(d, Decision::ScaleDown { .. })),
             "{decisions:?}"
         );
+    }
+
+    /// The emulated autoscaler keeps upstream's cooldown too (FAQ: "a
+    /// failed scale-down … in the last 3 minutes",
+    /// `--scale-down-delay-after-failure`): once its drain was refused,
+    /// the node, unneeded again for the unneeded time, waits until three
+    /// minutes after the failure; the control one scan later goes.
+    #[test]
+    fn after_a_refused_drain_no_scale_down_for_three_minutes_and_its_control_after() {
+        let observer = idle_autoscaler_node(vec![budget(1)]);
+        let mut scaler = scaler();
+        scaler.step(SCAN, &observer);
+        let first = scaler.step(SCAN + UNNEEDED, &observer);
+        assert!(matches!(first.as_slice(), [Decision::ScaleDown { .. }]));
+        // The eviction API refused it a moment later.
+        let failed_at = SCAN + UNNEEDED;
+        scaler.aborted("autoscale-cx43-1", failed_at);
+        // With a 1 s unneeded time the node is eligible again at once.
+        scaler.topology.autoscaler.scale_down_unneeded_time =
+            drillbench_model::duration::Duration::from_secs(1);
+        let mut now = failed_at + SCAN;
+        let mut downs = Vec::new();
+        while now <= failed_at + 4 * 60_000 {
+            if scaler
+                .step(now, &observer)
+                .iter()
+                .any(|d| matches!(d, Decision::ScaleDown { .. }))
+            {
+                downs.push(now);
+            }
+            now += SCAN;
+        }
+        assert_eq!(downs.first(), Some(&(failed_at + 3 * 60_000)), "{downs:?}");
     }
 }

@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::super::observer::{NodeState, Observer, PodState};
 use drillbench_model::labels::STANDBY_KEY;
 use drillbench_observe::Time;
+use drillbench_policy::cooldown::Cooldown;
+use drillbench_policy::scale_down::InProgress;
 use drillbench_policy::scale_up;
 use drillbench_policy::view::{
     AutoscalerView, Budget, ClusterView, NodeFacts, Placement, PodFacts, Resources, Room, Template,
@@ -22,6 +24,8 @@ pub(super) struct ObservedView<'a> {
     unneeded_since: &'a BTreeMap<String, Time>,
     /// Per node: requests and number of the pods holding resources there.
     requested: BTreeMap<&'a str, Room>,
+    cooldown: Cooldown,
+    in_progress: InProgress,
 }
 
 fn requests(pod: &PodState) -> Resources {
@@ -55,7 +59,17 @@ impl<'a> ObservedView<'a> {
             removing,
             unneeded_since,
             requested,
+            cooldown: Cooldown::default(),
+            in_progress: InProgress::default(),
         }
+    }
+
+    /// The view with the autoscaler's memory of its own actions: when it
+    /// last scaled up, deleted, failed, and the removals in progress.
+    pub(super) fn remembering(mut self, cooldown: Cooldown, in_progress: InProgress) -> Self {
+        self.cooldown = cooldown;
+        self.in_progress = in_progress;
+        self
     }
 
     fn state(&self, node: &str) -> &'a NodeState {
@@ -151,6 +165,14 @@ impl<'a> ClusterView for ObservedView<'a> {
 }
 
 impl<'a> AutoscalerView for ObservedView<'a> {
+    fn cooldown(&self) -> Cooldown {
+        self.cooldown
+    }
+
+    fn deletions_in_progress(&self) -> InProgress {
+        self.in_progress
+    }
+
     fn unschedulable_pods(&self) -> Vec<&'a PodState> {
         self.cluster
             .pods()

@@ -179,6 +179,40 @@ pub struct AutoscalerSpec {
     /// How often the autoscaler re-evaluates the cluster (10s).
     #[serde(default)]
     pub scan_interval: Option<Duration>,
+    /// No scale-down for this long after a scale-up (10m).
+    #[serde(default)]
+    pub scale_down_delay_after_add: Option<Duration>,
+    /// No scale-down for this long after a scale-down started deleting
+    /// (0s: the next scan may remove more).
+    #[serde(default)]
+    pub scale_down_delay_after_delete: Option<Duration>,
+    /// No scale-down for this long after a scale-down failed (3m).
+    #[serde(default)]
+    pub scale_down_delay_after_failure: Option<Duration>,
+    /// Most non-empty nodes drained and deleted at once (1).
+    #[serde(default)]
+    pub max_drain_parallelism: Option<Located<u32>>,
+    /// Most nodes, empty or drained, deleted at once (10).
+    #[serde(default)]
+    pub max_scale_down_parallelism: Option<Located<u32>>,
+    /// Whether a pod with local storage (`emptyDir` not in memory,
+    /// `hostPath`) keeps its node (true).
+    #[serde(default)]
+    pub skip_nodes_with_local_storage: Option<bool>,
+    /// Whether a kube-system pod no PodDisruptionBudget covers keeps its
+    /// node (true).
+    #[serde(default)]
+    pub skip_nodes_with_system_pods: Option<bool>,
+    /// How long a scale-down waits for the evicted pods to terminate
+    /// before it deletes the node anyway, in seconds (600).
+    #[serde(default)]
+    pub max_graceful_termination_sec: Option<Located<u32>>,
+    /// Whether DaemonSet pods are left out of a node's utilisation (false).
+    #[serde(default)]
+    pub ignore_daemon_sets_utilization: Option<bool>,
+    /// Pods younger than this do not ask for a scale-up (0s).
+    #[serde(default)]
+    pub new_pod_scale_up_delay: Option<Duration>,
 }
 
 /// A cluster-autoscaler expander.
