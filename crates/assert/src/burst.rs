@@ -70,12 +70,15 @@ pub(super) fn judge(
 }
 
 /// With no burst, the evidence is what was kept from it: the pods of the
-/// assertion's kind the scheduler found no node for. A pod that never
-/// bound has no placement of its own, so it is known by its workload's
-/// bound pods (one template, so the same claims and labels) and judged by
-/// the assertion's match through them; a workload none of whose pods ever
-/// bound is left out, since nothing says whether the assertion selects it.
+/// assertion's kind that were created and never bound to a node (every
+/// backend records creations and bindings; the scheduler's reason is added
+/// where the backend recorded one). A pod that never bound has no
+/// placement of its own, so it is known by its workload's bound pods (one
+/// template, so the same claims and labels) and judged by the assertion's
+/// match through them; a workload none of whose pods ever bound is left
+/// out, since nothing says whether the assertion selects it.
 fn left_pending(b: &BurstAssertion, obs: &Observation) -> Vec<Evidence> {
+    use drillbench_observe::EventKind;
     let selected = |workload: &str| {
         obs.placements
             .iter()
@@ -97,19 +100,33 @@ fn left_pending(b: &BurstAssertion, obs: &Observation) -> Vec<Evidence> {
             .max_by_key(|w| w.len())
             .cloned()
     };
-    let mut seen = std::collections::BTreeSet::new();
+    let key = |e: &drillbench_observe::Event| format!("{}/{}", e.object.namespace, e.object.name);
+    let bound: std::collections::BTreeSet<String> = obs
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::PodScheduled)
+        .map(key)
+        .collect();
+    let why: BTreeMap<String, &str> = obs
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::PodUnschedulable)
+        .map(|e| (key(e), e.message.as_str()))
+        .collect();
     obs.events
         .iter()
-        .filter(|e| e.kind == drillbench_observe::EventKind::PodUnschedulable)
+        .filter(|e| e.kind == EventKind::PodCreated && !bound.contains(&key(e)))
         .filter(|e| owner(&e.object.namespace, &e.object.name).is_some_and(|w| selected(&w)))
-        .filter(|e| seen.insert(format!("{}/{}", e.object.namespace, e.object.name)))
         .take(5)
         .map(|e| Evidence {
             at_ms: e.at_ms,
-            pod: Some(format!("{}/{}", e.object.namespace, e.object.name)),
+            pod: Some(key(e)),
             node: None,
             rule: "burst onto autoscaler pools".to_owned(),
-            detail: format!("left Pending: {}", e.message),
+            detail: match why.get(&key(e)) {
+                Some(reason) => format!("created and never bound to a node: {reason}"),
+                None => "created and never bound to a node".to_owned(),
+            },
             labels: BTreeMap::new(),
         })
         .collect()
@@ -172,8 +189,8 @@ mod tests {
     }
 
     /// Burst that never reached the pools is shown by what was kept from
-    /// them: the pods the assertion selects that the scheduler found no
-    /// node for, known by their workload's bound pods. Paired: a Pending
+    /// them: the pods the assertion selects that were created and never
+    /// bound, known by their workload's bound pods. Paired: a Pending
     /// pod of an hcloud consumer, which the assertion does not select, is
     /// no such evidence.
     #[test]
@@ -194,9 +211,9 @@ mod tests {
             p.claims = claims;
             p
         };
-        let pending = |namespace: &str, name: &str| drillbench_observe::Event {
+        let event = |kind, namespace: &str, name: &str| drillbench_observe::Event {
             at_ms: 90_000,
-            kind: drillbench_observe::EventKind::PodUnschedulable,
+            kind,
             object: drillbench_observe::ObjectRef {
                 kind: "Pod".to_owned(),
                 namespace: namespace.to_owned(),
@@ -222,12 +239,37 @@ mod tests {
             "load/StatefulSet/burst-db",
             hcloud,
         ));
-        obs.events.push(pending("load", "burst-00009"));
-        obs.events.push(pending("load", "burst-db-1"));
+        use drillbench_observe::EventKind::{PodCreated, PodScheduled, PodUnschedulable};
+        for (kind, pod) in [
+            (PodCreated, "burst-00000"),
+            (PodScheduled, "burst-00000"),
+            (PodCreated, "burst-00009"),
+            (PodUnschedulable, "burst-00009"),
+            (PodCreated, "burst-0000a"),
+            (PodCreated, "burst-db-1"),
+            (PodUnschedulable, "burst-db-1"),
+        ] {
+            obs.events.push(event(kind, "load", pod));
+        }
         let kept = judge(&assertion, b, &obs, &mut Figures::new());
         assert_eq!(kept.verdict, Verdict::Fail, "{kept:?}");
         let pods: Vec<_> = kept.evidence.iter().map(|e| e.pod.clone()).collect();
-        assert_eq!(pods, [Some("load/burst-00009".to_owned())]);
-        assert!(kept.evidence[0].detail.starts_with("left Pending: "));
+        // The bound pod is not evidence, nor the hcloud consumer's; a pod
+        // with no recorded reason (as a real cluster's watch may give) is.
+        assert_eq!(
+            pods,
+            [
+                Some("load/burst-00009".to_owned()),
+                Some("load/burst-0000a".to_owned())
+            ]
+        );
+        assert!(
+            kept.evidence[0]
+                .detail
+                .starts_with("created and never bound to a node: 0/6 nodes"),
+            "{:?}",
+            kept.evidence[0]
+        );
+        assert_eq!(kept.evidence[1].detail, "created and never bound to a node");
     }
 }
