@@ -6,7 +6,9 @@
 //! failure has the right cause, so a control bites only if
 //! - the weakened run met every fault of the real run ([`super::trace`]):
 //!   otherwise the assertions failed because nothing happened, and the
-//!   control is *inconclusive*;
+//!   control is *inconclusive* (for an assertion a run settles before its
+//!   end, a burst placed, only the path up to where the real run settled
+//!   it is compared: `settled_by`);
 //! - each named assertion failed on the guard's own subjects: the pods the
 //!   guard governs, or, for a control-plane safeguard, the control plane
 //!   after the fault.
@@ -249,9 +251,27 @@ fn judge_with(
             weakened_trace,
         )),
         Expect::MustFail(must_fail) => {
-            let diverged =
-                trace::diverged(&real_trace, &weakened_trace, &declared, &trace::nodes(&obs));
-            Ok(must_fail_verdict(
+            let settled = settled_by(drill, must_fail, real);
+            let compared: Vec<TraceStep> = match settled {
+                Some(at) => real_trace
+                    .iter()
+                    .filter(|t| t.at_ms <= at)
+                    .cloned()
+                    .collect(),
+                None => real_trace.clone(),
+            };
+            let mut diverged =
+                trace::diverged(&compared, &weakened_trace, &declared, &trace::nodes(&obs));
+            if let Some(at) = settled
+                && obs.end < at
+            {
+                diverged.push(format!(
+                    "the weakened run ended at {}, before the real run had settled {}",
+                    drillbench_report::format_ms(obs.end),
+                    drillbench_report::format_ms(at)
+                ));
+            }
+            let mut judged = must_fail_verdict(
                 drill,
                 spec,
                 how,
@@ -263,9 +283,48 @@ fn judge_with(
                 diverged,
                 real_trace,
                 weakened_trace,
-            ))
+            );
+            if let (Some(at), Some(proof)) = (settled, judged.result.control.as_mut())
+                && proof.conclusion == ControlConclusion::Bites
+            {
+                proof.why = format!(
+                    "the weakened run followed the real run's path up to {}, when the real run had settled {} (its first burst onto the pools: nothing later takes back a placement), and only the weakening separates the two runs: the check has teeth",
+                    drillbench_report::format_ms(at),
+                    proof.failed.split(" failed on ").next().unwrap_or_default()
+                );
+            }
+            Ok(judged)
         }
     }
+}
+
+/// When the real run had settled every assertion a control must fail, if
+/// each is one a run settles before its end: a `burstUnchanged` holds for
+/// good from the first placement of burst on the pools, since the run's
+/// later events cannot undo a placement it made. A weakening that keeps
+/// burst off the pools also leaves the autoscaler nothing to add, so a
+/// later fault on an autoscaler node may find no target; that fault comes
+/// after the point at which the real run had already shown what the
+/// weakened run must fail, so only the path up to that point is compared.
+/// Any other assertion is settled only at the end, and the whole path is.
+fn settled_by(drill: &Drill, must_fail: &[Located<String>], real: &Observation) -> Option<u64> {
+    let mut latest = None;
+    for target in must_fail {
+        let assertion = drill
+            .assertions
+            .iter()
+            .find(|a| a.name == target.as_str())?;
+        if !matches!(assertion.kind, AssertionKind::BurstUnchanged(_)) {
+            return None;
+        }
+        let judged = assert::judge(assertion, real, &drill.topology);
+        if judged.result.verdict != Verdict::Pass {
+            return None;
+        }
+        let first = judged.result.evidence.iter().map(|e| e.at_ms).min()?;
+        latest = latest.max(Some(first));
+    }
+    latest
 }
 
 /// Safeguards a real backend cannot take away are refused rather than

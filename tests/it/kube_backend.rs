@@ -833,6 +833,7 @@ fn a_from_cluster_drill_needs_a_cluster_that_has_its_workloads() {
     );
     assert!(unresolved.report.is_none(), "nothing ran");
     assert!(resolved.report.is_some(), "{}", resolved.stderr);
+}
 
 #[test]
 fn node_steps_through_the_api_reach_the_simulators_verdicts() {

@@ -65,6 +65,17 @@ fn first_admission_control(drill: &Drill) -> (&Assertion, &AdmissionControl) {
         .expect("an admission control")
 }
 
+/// Whether the real run settled every assertion the control must fail
+/// before its end (a burst placed), so only its path up to then is compared.
+fn is_settled_early(drill: &Drill, control: &Control, real: &Observation) -> bool {
+    let must_fail = match control {
+        Control::Ablation(a) => &a.must_fail,
+        Control::Weaken(w) => &w.must_fail,
+        Control::Admission(_) => return false,
+    };
+    settled_by(drill, must_fail, real).is_some()
+}
+
 fn is_preflight_control(control: &Control) -> bool {
     matches!(control, Control::Weaken(w) if w.preflight_refuses.is_some())
 }
@@ -92,7 +103,12 @@ fn every_built_in_control_bites_as_written() {
 #[test]
 fn a_control_whose_fault_is_skipped_is_inconclusive_not_bitten() {
     each_control(|name, drill, spec, control, real| {
-        let skip: &dyn Fn(&mut Drill) = if is_preflight_control(control) {
+        let skip: &dyn Fn(&mut Drill) = if is_settled_early(drill, control, real) {
+            // Settled before the first fault (a burst placed), it is
+            // vacuous when the weakened run never takes the steps that
+            // settled it: here, none at all.
+            &|d: &mut Drill| d.steps.clear()
+        } else if is_preflight_control(control) {
             // A refusal control is vacuous when the preflight never runs.
             &|d: &mut Drill| {
                 d.steps
@@ -134,7 +150,7 @@ fn a_control_whose_target_disappears_is_inconclusive_not_bitten() {
                     | Fault::RecreateControlPlane(_)
             ))
         });
-        if !targeted || is_preflight_control(control) {
+        if !targeted || is_preflight_control(control) || is_settled_early(drill, control, real) {
             return;
         }
         let vanish = |d: &mut Drill| {
@@ -295,6 +311,64 @@ fn a_planted_object_the_chains_mutation_fixes_proves_nothing() {
             judged.result.summary.contains("admitted"),
             "{name}: {}",
             judged.result.summary
+        );
+    }
+}
+
+/// `burst-unchanged` is settled at the real run's first burst onto the
+/// pools: the over-reaching guard keeps every pod off them, so the reclaim
+/// after the load drops finds no autoscaler node, and that does not make
+/// the control inconclusive, because the real run had shown its burst
+/// minutes before. Paired: the same control whose weakened run stops
+/// before that point (the burst step and every step after it left out) is
+/// inconclusive, for the real run's burst happened on a path the weakened
+/// run never took.
+#[test]
+fn a_burst_control_is_judged_up_to_the_real_runs_first_burst() {
+    for name in ["autoscaler-scale-down", "unlabelled-autoscaler-node"] {
+        let drill = built_in(name);
+        let backend = provision(&drill, 1).expect("provisions");
+        let (real, _) = run_steps(&drill, backend, false).expect("runs");
+        let spec = drill
+            .assertions
+            .iter()
+            .find(|a| a.name == "guard-pins-every-pod-bites")
+            .expect("the burst control");
+        let AssertionKind::NegativeControl(control) = &spec.kind else {
+            panic!("a control");
+        };
+        let judged = judge(&drill, spec, control, &on_sim(&real), &provision).expect("runs");
+        assert_eq!(
+            conclusion(&judged),
+            ControlConclusion::Bites,
+            "{name}: {}",
+            judged.result.summary
+        );
+        let proof = judged.result.control.as_ref().expect("a proof");
+        assert!(
+            proof
+                .weakened_trace
+                .iter()
+                .any(|t| t.what.contains("found no target")),
+            "{name}: the reclaim found no node: {:?}",
+            proof.weakened_trace
+        );
+        assert!(
+            judged.result.evidence[0]
+                .pod
+                .as_deref()
+                .is_some_and(|p| p.starts_with("load/burst-")),
+            "{name}: a burst pod left Pending: {:?}",
+            judged.result.evidence
+        );
+        let cut = |d: &mut Drill| d.steps.truncate(0);
+        let vacuous =
+            judge_with(&drill, spec, control, &on_sim(&real), &provision, &cut).expect("runs");
+        assert_eq!(
+            conclusion(&vacuous),
+            ControlConclusion::Inconclusive,
+            "{name}: {}",
+            vacuous.result.summary
         );
     }
 }
