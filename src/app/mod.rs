@@ -19,7 +19,6 @@ pub use self::snapshot::{ServeSnapshotOptions, SnapshotOptions, sim_serve_snapsh
 pub use crate::io::Io;
 use crate::io::printable;
 pub use drillbench_backend::BackendKind as Backend;
-use drillbench_backend::BackendKind;
 use drillbench_model::drill::Drill;
 use drillbench_model::exit::Exit;
 use drillbench_model::scenario::{self, catalog};
@@ -138,7 +137,7 @@ pub(crate) fn load_drill(
 /// A `fromCluster` drill takes its workloads from a cluster that already
 /// runs them: a backend that builds its own cluster has none to take
 /// (a snapshot has, being such a cluster's).
-pub(crate) fn refuse_from_cluster(drill: &Drill, backend: BackendKind) -> Result<(), CommandError> {
+pub(crate) fn refuse_from_cluster(drill: &Drill, backend: Backend) -> Result<(), CommandError> {
     if drill.takes_workloads_from_cluster().is_some() && drill.snapshot.is_none() {
         return Err(CommandError::FromClusterOffCluster {
             drill: drill.name().to_owned(),
@@ -405,7 +404,7 @@ pub fn sim_serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Exit {
 fn serve(options: &ServeCliOptions, io: &mut Io<'_>) -> Result<Ending, CommandError> {
     let path = catalog::resolve(&options.drill)?;
     let drill = Drill::load(&path).map_err(CommandError::Drill)?;
-    refuse_from_cluster(&drill, BackendKind::Sim)?;
+    refuse_from_cluster(&drill, Backend::Sim)?;
     if let Some(kubeconfig) = &options.kubeconfig_out {
         drillbench_serve::may_write_kubeconfig(kubeconfig, options.force)?;
     }
