@@ -123,6 +123,13 @@ pub fn run_drill(
                 .as_ref()
                 .and_then(|c| c.given.as_deref())
                 .map(display_path),
+            from_cluster: drill.from_cluster.as_ref().map(|read| {
+                format!(
+                    "context `{}`, {} objects",
+                    read.context,
+                    read.documents.len()
+                )
+            }),
         },
         backend: backend_name.to_owned(),
         seed,

@@ -760,6 +760,14 @@ fn a_drill_taking_its_workloads_from_the_cluster_judges_as_the_one_that_applies_
     );
     assert_eq!(verdicts(&taken), verdicts(&applied));
     assert_eq!(taken.outcome, applied.outcome);
+    // The report says where its workloads came from; the applying run's
+    // came from files.
+    let read = taken.drill.from_cluster.as_deref().unwrap_or_default();
+    assert!(
+        read.starts_with("context `drillbench-sim`, ") && read.ends_with(" objects"),
+        "{read}"
+    );
+    assert_eq!(applied.drill.from_cluster, None);
     assert!(
         taken.assertions.iter().any(|a| a.control.is_some()),
         "the controls ran too"

@@ -89,6 +89,7 @@ fn sample(failing: bool) -> DrillReport {
             content_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000"
                 .to_owned(),
             snapshot: None,
+            from_cluster: None,
         },
         backend: "sim".to_owned(),
         seed: 42,

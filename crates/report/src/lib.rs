@@ -99,6 +99,10 @@ pub struct DrillIdentity {
     /// The snapshot `--snapshot` ran the drill on, as it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
+    /// Where a `fromCluster` drill's workloads were read, and how many
+    /// objects: inputs the content hash covers but no file holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_cluster: Option<String>,
 }
 
 impl DrillIdentity {

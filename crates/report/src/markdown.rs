@@ -57,6 +57,9 @@ fn render_whole(report: &DrillReport) -> String {
         report.bench_version,
         short_hash(&report.drill.content_hash),
     );
+    if let Some(read) = &report.drill.from_cluster {
+        let _ = writeln!(md, "Workloads read from the cluster: {read}\n");
+    }
     // Near the top, so a summary cut to fit still says how to replay.
     let _ = writeln!(
         md,

@@ -799,6 +799,7 @@ mod tests {
                 file: None,
                 content_hash: String::new(),
                 snapshot: None,
+                from_cluster: None,
             },
             backend: "sim".to_owned(),
             first_seed: 1,
