@@ -88,7 +88,7 @@ pub fn render(report: &DrillReport) -> String {
         h,
         "<header><h1 class=\"{mark}\"><code>{}</code> {}</h1><p class=\"meta\">{}</p>\
          <p class=\"meta\">backend <code>{}</code> · seed <code>{}</code> · {} of drill time · \
-         bench {} · drill <code>{}</code></p></header>",
+         bench {} · drill <code>{}</code></p>{}</header>",
         esc(&report.drill.name),
         esc(&headline),
         esc(&report.drill.description),
@@ -97,6 +97,15 @@ pub fn render(report: &DrillReport) -> String {
         format_ms(report.duration_ms),
         esc(&report.bench_version),
         esc(&report.drill.content_hash),
+        report
+            .drill
+            .from_cluster
+            .as_ref()
+            .map(|read| format!(
+                "<p class=\"meta\">workloads read from the cluster: {}</p>",
+                esc(read)
+            ))
+            .unwrap_or_default(),
     );
     verdicts(&mut h, report);
     controls(&mut h, report);
@@ -446,6 +455,20 @@ mod tests {
         assert_eq!(figure_value(3.0, "nodes"), "3 nodes");
         assert_eq!(ms(f64::INFINITY), 0);
         assert_eq!(ms(1.9), 1);
+    }
+
+    #[test]
+    fn a_drill_on_the_clusters_workloads_says_where_they_were_read() {
+        let mut report: DrillReport =
+            serde_json::from_str(include_str!("../../../tests/fixtures/reports/passing.json"))
+                .expect("fixture parses");
+        let line = "read from the cluster: context `prod`, 12 objects";
+        // Control: a drill of files says nothing of a cluster.
+        assert!(!render(&report).contains(line));
+        assert!(!super::super::markdown::render(&report).contains(line));
+        report.drill.from_cluster = Some("context `prod`, 12 objects".to_owned());
+        assert!(render(&report).contains("read from the cluster: context `prod`, 12 objects"));
+        assert!(super::super::markdown::render(&report).contains(line));
     }
 
     #[test]
