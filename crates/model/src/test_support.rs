@@ -48,3 +48,37 @@ pub fn repo_file(relative: &str) -> std::path::PathBuf {
         .expect("the model crate sits in crates/");
     root.join(relative)
 }
+
+/// `manifests` with a Namespace object for every namespace its objects name
+/// that it does not declare, as a platform's render carries them (a drill
+/// refuses an object in an undeclared namespace, as `NamespaceLifecycle`
+/// admission does). For the tests whose manifests are about something else.
+pub fn with_namespaces(manifests: &str) -> String {
+    const SYSTEM: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kube-system"];
+    let mut named = std::collections::BTreeSet::new();
+    for (at, key) in manifests.match_indices("namespace: ") {
+        let rest = &manifests[at + key.len()..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            .unwrap_or(rest.len());
+        let name = &rest[..end];
+        if !name.is_empty() && !SYSTEM.contains(&name) {
+            named.insert(name.to_owned());
+        }
+    }
+    let mut out = manifests
+        .trim_end()
+        .trim_end_matches("---")
+        .trim_end()
+        .to_owned();
+    for name in named {
+        let declared = format!("kind: Namespace\nmetadata: {{name: {name}}}");
+        if !manifests.contains(&declared) {
+            out.push_str(&format!("\n---\napiVersion: v1\n{declared}\n"));
+        }
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}

@@ -4,34 +4,7 @@
 use super::Simulation;
 use super::world::{NodePhase, PodPhase};
 
-/// `manifests` with a Namespace object for every namespace its objects
-/// name, as a render carries them (a drill refuses an object in an
-/// undeclared namespace, as `NamespaceLifecycle` admission does).
-fn with_namespaces(manifests: &str) -> String {
-    const SYSTEM: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kube-system"];
-    let mut named = std::collections::BTreeSet::new();
-    for (at, key) in manifests.match_indices("namespace: ") {
-        let rest = &manifests[at + key.len()..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
-            .unwrap_or(rest.len());
-        if end > 0 && !SYSTEM.contains(&&rest[..end]) {
-            named.insert(&rest[..end]);
-        }
-    }
-    let mut out = manifests
-        .trim_end()
-        .trim_end_matches("---")
-        .trim_end()
-        .to_owned();
-    for name in named {
-        out.push_str(&format!(
-            "\n---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}}}\n"
-        ));
-    }
-    out.push('\n');
-    out
-}
+use drillbench_model::test_support::with_namespaces;
 
 /// A drill of `pools` (YAML list items) running `manifests`.
 fn simulation(pools: &str, manifests: &str, seed: u64) -> Simulation {
