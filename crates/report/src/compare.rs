@@ -24,9 +24,6 @@ use std::fmt::Write;
 
 use super::{DrillReport, Verdict, format_ms};
 
-/// The assertion kind whose `pass` means "the guard bit".
-const NEGATIVE_CONTROL: &str = "negativeControl";
-
 /// How much a duration figure may grow before it counts as worse.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Noise {
@@ -168,7 +165,7 @@ pub fn compare(
     for a in &new.assertions {
         let before = old.assertions.iter().find(|o| o.name == a.name);
         match (before.map(|b| b.verdict), a.verdict) {
-            (Some(Verdict::Pass), Verdict::Fail) if a.kind == NEGATIVE_CONTROL => {
+            (Some(Verdict::Pass), Verdict::Fail) if a.is_control() => {
                 regressions.push(Regression::NegativeControlStoppedBiting {
                     assertion: a.name.clone(),
                     summary: a.summary.clone(),
@@ -182,7 +179,7 @@ pub fn compare(
                     in_old: before.is_some(),
                 });
             }
-            (Some(Verdict::Fail), Verdict::Pass) if a.kind == NEGATIVE_CONTROL => {
+            (Some(Verdict::Fail), Verdict::Pass) if a.is_control() => {
                 notes.push(format!("negative control `{}` bites again", a.name));
             }
             (Some(Verdict::Fail), Verdict::Pass) => {
