@@ -3,8 +3,8 @@
 //! the documented semantics or the upstream test it transcribes, each with
 //! a paired control that flips the outcome.
 
-use drillbench_model::scenario::spec::TaintEffect;
-use drillbench_model::scenario::step::NodeChange;
+use drillbench_model::scenario::spec::{IntOrPercent, TaintEffect};
+use drillbench_model::scenario::step::{NodeChange, PdbBound, PdbChange};
 use drillbench_observe::EventKind;
 use drillbench_sim::Simulation;
 use drillbench_sim::world::{NodePhase, PodPhase};
@@ -308,6 +308,71 @@ fn evicting_one_pod_is_refused_while_its_budget_allows_no_disruption() {
             .count();
         assert_eq!(refusals, usize::from(!evicted));
     }
+}
+
+/// A budget step on `apps/web`.
+fn budget(bound: PdbBound) -> PdbChange {
+    PdbChange {
+        namespace: "apps".to_owned(),
+        name: "web".to_owned(),
+        bound,
+    }
+}
+
+// kubernetes.io/docs/tasks/run-application/configure-pdb/ ("Specifying a
+// Disruption Budget for your Application": with minAvailable 3 of 3 "no
+// voluntary evictions" are allowed, and an eviction is allowed when it
+// leaves at least minAvailable pods) and /docs/concepts/workloads/pods/
+// disruptions/ (the controller's disruptionsAllowed follows the budget's
+// spec, so an edited budget judges the next eviction). The control leaves
+// the budget at 3 and stays refused.
+#[test]
+fn lowering_min_available_from_3_to_2_lets_a_refused_eviction_through() {
+    for (lowered, evicted) in [(false, false), (true, true)] {
+        let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 3");
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        let first = sim.evict_one_of("apps/Deployment/web").expect("a pod");
+        assert!(first.is_err(), "minAvailable 3 of 3 refuses: {first:?}");
+        if lowered {
+            sim.change_pdb(&budget(PdbBound::MinAvailable(IntOrPercent::Int(2))))
+                .expect("the budget exists");
+        }
+        let second = sim.evict_one_of("apps/Deployment/web").expect("a pod");
+        assert_eq!(second.is_ok(), evicted, "lowered {lowered}: {second:?}");
+    }
+}
+
+// The same page: "You can specify only one of maxUnavailable and
+// minAvailable in a single PodDisruptionBudget"; a step that switches to
+// maxUnavailable clears minAvailable, so `maxUnavailable: 1` (or 34% of
+// 3, rounded up to 1) allows the eviction, and `0` or `0%` still refuses.
+#[test]
+fn switching_to_max_unavailable_replaces_min_available() {
+    for (bound, evicted) in [
+        (IntOrPercent::Int(1), true),
+        (IntOrPercent::Percent(34), true),
+        (IntOrPercent::Int(0), false),
+        (IntOrPercent::Percent(0), false),
+    ] {
+        let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 3");
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        sim.change_pdb(&budget(PdbBound::MaxUnavailable(bound)))
+            .expect("the budget exists");
+        let answer = sim.evict_one_of("apps/Deployment/web").expect("a pod");
+        assert_eq!(
+            answer.is_ok(),
+            evicted,
+            "maxUnavailable {bound}: {answer:?}"
+        );
+    }
+    let mut sim = cluster(&deployment("web", 1, "1Gi", ON_BASELINE), "never", 0);
+    assert!(
+        sim.change_pdb(&budget(PdbBound::MinAvailable(IntOrPercent::Int(0))))
+            .is_err(),
+        "no such budget"
+    );
 }
 
 // kubernetes/kubernetes#71398 and #116485 (open in 2025): a running
