@@ -522,3 +522,69 @@ fn a_drill_of_node_steps_runs_and_its_timeline_shows_each_step() {
         assert_eq!(has(EventKind::PodEvicted, "", "evicted: "), !refused);
     }
 }
+
+/// A drill whose first eviction is refused under `minAvailable: 3` of 3;
+/// with `lowered`, a `pdb` step then lowers the budget to 2 before a
+/// second eviction.
+pub(crate) fn pdb_step_drill(dir: &std::path::Path, lowered: bool) -> std::path::PathBuf {
+    let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 3");
+    std::fs::write(
+        dir.join("manifests.yaml"),
+        crate::common::with_namespaces(&manifests),
+    )
+    .expect("write");
+    let step = if lowered {
+        "  - name: lower the budget\n    pdb: {name: apps/web, minAvailable: 2}\n"
+    } else {
+        "  - wait: {for: 1s}\n"
+    };
+    let drill = format!(
+        "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {{name: pdb-step}}
+cluster:
+  pools:
+    - {{name: baseline, count: 3, serverType: cx43, labels: {{tier: baseline}}}}
+workloads:
+  - path: manifests.yaml
+steps:
+  - wait: {{until: allWorkloadsReady, timeout: 10m}}
+  - evict: {{workload: apps/Deployment/web}}
+{step}  - evict: {{workload: apps/Deployment/web}}
+  - wait: {{until: allWorkloadsReady, timeout: 10m}}
+assertions:
+  - name: recovers
+    rto: {{of: allWorkloads, within: 15m}}
+"
+    );
+    let path = dir.join("drill.yaml");
+    std::fs::write(&path, drill).expect("write");
+    path
+}
+
+// The configure-pdb page again, through a whole drill: both evictions are
+// refused under `minAvailable: 3`, and only the first once a `pdb` step
+// lowers it to 2 in between.
+#[test]
+fn a_drills_pdb_step_lets_the_next_eviction_through() {
+    for (lowered, refusals) in [(false, 2), (true, 1)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pdb_step_drill(dir.path(), lowered);
+        let out = dir.path().join("out");
+        let run = crate::common::bench(&[
+            "run",
+            path.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        let report =
+            drillbench_report::DrillReport::read(&out.join("report.json")).expect("report");
+        let refused = report
+            .timeline
+            .iter()
+            .filter(|e| e.kind == EventKind::EvictionRefused)
+            .count();
+        assert_eq!(refused, refusals, "lowered {lowered}");
+    }
+}
