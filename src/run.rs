@@ -498,6 +498,10 @@ fn run_step(
             backend.evict_one(&evict.workload)?;
             Ok(None)
         }
+        Action::Pdb(change) => {
+            backend.change_pdb(change)?;
+            Ok(None)
+        }
         Action::Sleep(duration) => {
             let until = backend.now() + duration.as_millis();
             backend.advance_to(until);

@@ -844,6 +844,24 @@ fn a_from_cluster_drill_needs_a_cluster_that_has_its_workloads() {
 }
 
 #[test]
+fn a_pdb_step_through_the_api_is_a_merge_patch_the_next_eviction_is_judged_by() {
+    for (lowered, refusals) in [(false, 2), (true, 1)] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let drill = crate::sim_node_steps::pdb_step_drill(dir.path(), lowered);
+        let (sim, kube) = both(&drill);
+        assert_eq!(verdicts(&kube), verdicts(&sim));
+        for report in [&sim, &kube] {
+            let refused = report
+                .timeline
+                .iter()
+                .filter(|e| e.kind == EventKind::EvictionRefused)
+                .count();
+            assert_eq!(refused, refusals, "{}: lowered {lowered}", report.backend);
+        }
+    }
+}
+
+#[test]
 fn node_steps_through_the_api_reach_the_simulators_verdicts() {
     // Cordon and labels are merge patches, a taint edit writes spec.taints,
     // the eviction is the Eviction subresource, deleteNodeObject a delete:

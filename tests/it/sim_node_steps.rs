@@ -3,8 +3,8 @@
 //! the documented semantics or the upstream test it transcribes, each with
 //! a paired control that flips the outcome.
 
-use drillbench_model::scenario::spec::TaintEffect;
-use drillbench_model::scenario::step::NodeChange;
+use drillbench_model::scenario::spec::{IntOrPercent, TaintEffect};
+use drillbench_model::scenario::step::{NodeChange, PdbBound, PdbChange};
 use drillbench_observe::EventKind;
 use drillbench_sim::Simulation;
 use drillbench_sim::world::{NodePhase, PodPhase};
@@ -310,6 +310,71 @@ fn evicting_one_pod_is_refused_while_its_budget_allows_no_disruption() {
     }
 }
 
+/// A budget step on `apps/web`.
+fn budget(bound: PdbBound) -> PdbChange {
+    PdbChange {
+        namespace: "apps".to_owned(),
+        name: "web".to_owned(),
+        bound,
+    }
+}
+
+// kubernetes.io/docs/tasks/run-application/configure-pdb/ ("Specifying a
+// Disruption Budget for your Application": with minAvailable 3 of 3 "no
+// voluntary evictions" are allowed, and an eviction is allowed when it
+// leaves at least minAvailable pods) and /docs/concepts/workloads/pods/
+// disruptions/ (the controller's disruptionsAllowed follows the budget's
+// spec, so an edited budget judges the next eviction). The control leaves
+// the budget at 3 and stays refused.
+#[test]
+fn lowering_min_available_from_3_to_2_lets_a_refused_eviction_through() {
+    for (lowered, evicted) in [(false, false), (true, true)] {
+        let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 3");
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        let first = sim.evict_one_of("apps/Deployment/web").expect("a pod");
+        assert!(first.is_err(), "minAvailable 3 of 3 refuses: {first:?}");
+        if lowered {
+            sim.change_pdb(&budget(PdbBound::MinAvailable(IntOrPercent::Int(2))))
+                .expect("the budget exists");
+        }
+        let second = sim.evict_one_of("apps/Deployment/web").expect("a pod");
+        assert_eq!(second.is_ok(), evicted, "lowered {lowered}: {second:?}");
+    }
+}
+
+// The same page: "You can specify only one of maxUnavailable and
+// minAvailable in a single PodDisruptionBudget"; a step that switches to
+// maxUnavailable clears minAvailable, so `maxUnavailable: 1` (or 34% of
+// 3, rounded up to 1) allows the eviction, and `0` or `0%` still refuses.
+#[test]
+fn switching_to_max_unavailable_replaces_min_available() {
+    for (bound, evicted) in [
+        (IntOrPercent::Int(1), true),
+        (IntOrPercent::Percent(34), true),
+        (IntOrPercent::Int(0), false),
+        (IntOrPercent::Percent(0), false),
+    ] {
+        let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 3");
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        sim.change_pdb(&budget(PdbBound::MaxUnavailable(bound)))
+            .expect("the budget exists");
+        let answer = sim.evict_one_of("apps/Deployment/web").expect("a pod");
+        assert_eq!(
+            answer.is_ok(),
+            evicted,
+            "maxUnavailable {bound}: {answer:?}"
+        );
+    }
+    let mut sim = cluster(&deployment("web", 1, "1Gi", ON_BASELINE), "never", 0);
+    assert!(
+        sim.change_pdb(&budget(PdbBound::MinAvailable(IntOrPercent::Int(0))))
+            .is_err(),
+        "no such budget"
+    );
+}
+
 // kubernetes/kubernetes#71398 and #116485 (open in 2025): a running
 // kubelet whose Node object is deleted does not register again, so the
 // node stays gone while its server runs; the pod garbage collector
@@ -455,5 +520,71 @@ fn a_drill_of_node_steps_runs_and_its_timeline_shows_each_step() {
         // Control: the budget decides the eviction step's answer.
         assert_eq!(has(EventKind::EvictionRefused, "", "429"), refused);
         assert_eq!(has(EventKind::PodEvicted, "", "evicted: "), !refused);
+    }
+}
+
+/// A drill whose first eviction is refused under `minAvailable: 3` of 3;
+/// with `lowered`, a `pdb` step then lowers the budget to 2 before a
+/// second eviction.
+pub(crate) fn pdb_step_drill(dir: &std::path::Path, lowered: bool) -> std::path::PathBuf {
+    let manifests = deployment("web", 3, "1Gi", ON_BASELINE) + &pdb("web", "minAvailable: 3");
+    std::fs::write(
+        dir.join("manifests.yaml"),
+        crate::common::with_namespaces(&manifests),
+    )
+    .expect("write");
+    let step = if lowered {
+        "  - name: lower the budget\n    pdb: {name: apps/web, minAvailable: 2}\n"
+    } else {
+        "  - wait: {for: 1s}\n"
+    };
+    let drill = format!(
+        "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {{name: pdb-step}}
+cluster:
+  pools:
+    - {{name: baseline, count: 3, serverType: cx43, labels: {{tier: baseline}}}}
+workloads:
+  - path: manifests.yaml
+steps:
+  - wait: {{until: allWorkloadsReady, timeout: 10m}}
+  - evict: {{workload: apps/Deployment/web}}
+{step}  - evict: {{workload: apps/Deployment/web}}
+  - wait: {{until: allWorkloadsReady, timeout: 10m}}
+assertions:
+  - name: recovers
+    rto: {{of: allWorkloads, within: 15m}}
+"
+    );
+    let path = dir.join("drill.yaml");
+    std::fs::write(&path, drill).expect("write");
+    path
+}
+
+// The configure-pdb page again, through a whole drill: both evictions are
+// refused under `minAvailable: 3`, and only the first once a `pdb` step
+// lowers it to 2 in between.
+#[test]
+fn a_drills_pdb_step_lets_the_next_eviction_through() {
+    for (lowered, refusals) in [(false, 2), (true, 1)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = pdb_step_drill(dir.path(), lowered);
+        let out = dir.path().join("out");
+        let run = crate::common::bench(&[
+            "run",
+            path.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        let report =
+            drillbench_report::DrillReport::read(&out.join("report.json")).expect("report");
+        let refused = report
+            .timeline
+            .iter()
+            .filter(|e| e.kind == EventKind::EvictionRefused)
+            .count();
+        assert_eq!(refused, refusals, "lowered {lowered}");
     }
 }

@@ -251,6 +251,22 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "the drill deploys no workload `apps/Deployment/web`",
     ),
     (
+        "pdb-step-unknown-budget",
+        "18:17",
+        "the drill has no PodDisruptionBudget `default/wbe` (did you mean `default/web`?)",
+    ),
+    (
+        "pdb-step-both-bounds",
+        "18:63",
+        "a pdb step sets both `minAvailable` and `maxUnavailable`",
+    ),
+    ("pdb-step-negative", "18:44", "-1 is negative"),
+    (
+        "pdb-step-over-100-percent",
+        "18:46",
+        "`150%` is not an integer >= 0 or a percentage from \"0%\" to \"100%\"",
+    ),
+    (
         "delete-node-object-empty-pool",
         "14:32",
         "pool `spare` is a static pool of 0 nodes, so the step has no node to target",

@@ -23,7 +23,7 @@ pub mod tool;
 pub mod velero;
 
 use drillbench_model::duration::Duration;
-use drillbench_model::scenario::step::NodeChange;
+use drillbench_model::scenario::step::{NodeChange, PdbChange};
 use drillbench_observe::{Observation, Time};
 use drillbench_preflight::Facts;
 
@@ -301,6 +301,15 @@ pub trait Backend {
             what: format!("{change} on node {node}"),
         })
     }
+    /// Replaces a PodDisruptionBudget's bound (a merge patch of its spec);
+    /// evictions from then on are judged against the new budget.
+    fn change_pdb(&mut self, change: &PdbChange) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: change.to_string(),
+        })
+    }
+
     /// Evicts one running pod of a workload (`namespace/Kind/name`) through
     /// the Eviction API, the pod drawn from the run's seed. A refusal (the
     /// API's 429, a budget allowing no disruption) is an answer, not an

@@ -3,7 +3,7 @@
 use super::{Backend, BackendError, Capabilities, Eviction};
 use drillbench_model::duration::Duration;
 use drillbench_model::scenario::spec::BackupPhase;
-use drillbench_model::scenario::step::NodeChange;
+use drillbench_model::scenario::step::{NodeChange, PdbChange};
 use drillbench_observe::{Observation, Time};
 use drillbench_preflight::{BackupFacts, EtcdCounts, Facts, NodeFacts, Readiness};
 use drillbench_sim::world::NodePhase;
@@ -201,6 +201,12 @@ impl Backend for SimBackend {
         let id = self.node(node)?;
         self.sim
             .change_node(id, change)
+            .map_err(|e| BackendError::NotFound(e.to_string()))
+    }
+
+    fn change_pdb(&mut self, change: &PdbChange) -> Result<(), BackendError> {
+        self.sim
+            .change_pdb(change)
             .map_err(|e| BackendError::NotFound(e.to_string()))
     }
 

@@ -998,6 +998,9 @@ fn check_references(
         if let Some(evict) = &step.evict {
             refs.workload(&evict.workload, checker);
         }
+        if let Some(pdb) = &step.pdb {
+            refs.pdb(&pdb.name, checker);
+        }
         if let Some(wait) = &step.wait
             && let Some(until) = &wait.until
         {
@@ -1048,6 +1051,8 @@ struct References<'t> {
     nodes: Vec<String>,
     control_planes: Vec<String>,
     workloads: BTreeSet<String>,
+    /// The drill's PodDisruptionBudgets, as `namespace/name`.
+    pdbs: BTreeSet<String>,
     /// Namespaces the drill's documents live in or create.
     namespaces: BTreeSet<String>,
     /// The names of the drill's policy guards.
@@ -1067,6 +1072,18 @@ impl<'t> References<'t> {
                 .iter()
                 .filter(|d| d.kind().is_some_and(|k| WORKLOAD_KINDS.contains(&k)))
                 .map(|d| WorkloadRef::of_object(&d.value).to_string())
+                .collect(),
+            pdbs: workloads
+                .iter()
+                .filter(|d| d.kind() == Some("PodDisruptionBudget"))
+                .filter_map(|d| {
+                    let field = |pointer: &str| d.value.pointer(pointer).and_then(|v| v.as_str());
+                    Some(format!(
+                        "{}/{}",
+                        field("/metadata/namespace").unwrap_or("default"),
+                        field("/metadata/name")?
+                    ))
+                })
                 .collect(),
             namespaces: workloads
                 .iter()
@@ -1272,6 +1289,27 @@ impl<'t> References<'t> {
     }
 
     /// A workload named `namespace/Kind/name` that the drill deploys.
+    /// A budget step's budget is one of the drill's (the shape of the name
+    /// is checked with the step).
+    fn pdb(&self, name: &Located<String>, checker: &mut Checker<'_>) {
+        let Some((namespace, _)) = name.split_once('/') else {
+            return;
+        };
+        if self.pdbs.contains(name.as_str()) || self.unread(namespace) {
+            return;
+        }
+        let known: Vec<&str> = self.pdbs.iter().map(String::as_str).collect();
+        checker.error(
+            name.at,
+            format!(
+                "the drill has no PodDisruptionBudget `{}`{}; {}",
+                name.value,
+                did_you_mean(&name.value, known.iter().copied()),
+                one_of(&known, "workloads")
+            ),
+        );
+    }
+
     fn workload(&self, workload: &Located<String>, checker: &mut Checker<'_>) {
         let parts: Vec<&str> = workload.split('/').collect();
         if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {

@@ -17,7 +17,7 @@ use drillbench_model::duration::Duration;
 use drillbench_model::k8s::disruption::{Budget, PdbSelector};
 use drillbench_model::manifest::Document;
 use drillbench_model::scenario::spec::GuardSpec;
-use drillbench_model::scenario::step::NodeChange;
+use drillbench_model::scenario::step::{NodeChange, PdbBound, PdbChange};
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::EventKind;
 
@@ -464,6 +464,31 @@ impl Simulation {
             disrupted,
         };
         self.refresh_pdb_status();
+        Ok(())
+    }
+
+    /// A drill's budget step: the budget's bound replaced as a merge patch
+    /// of its spec would (the other field cleared, the selector kept), so
+    /// the disruption controller judges later evictions by the new bound.
+    pub fn change_pdb(&mut self, change: &PdbChange) -> Result<(), ApiOpError> {
+        let index = self
+            .pdb_index(&change.namespace, &change.name)
+            .ok_or_else(|| {
+                ApiOpError::NotFound(format!(
+                    "no PodDisruptionBudget `{}/{}`",
+                    change.namespace, change.name
+                ))
+            })?;
+        let mut object = self.world.pdbs()[index].object.clone();
+        let spec = object.spec.get_or_insert_with(Default::default);
+        let (min, max) = match change.bound {
+            PdbBound::MinAvailable(v) => (Some(v.to_int_or_string()), None),
+            PdbBound::MaxUnavailable(v) => (None, Some(v.to_int_or_string())),
+        };
+        spec.min_available = min;
+        spec.max_unavailable = max;
+        self.set_pdb(index, object)?;
+        self.react();
         Ok(())
     }
 

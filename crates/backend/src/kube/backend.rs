@@ -11,7 +11,7 @@ use super::sync::Drainer;
 use super::{FIELD_MANAGER, KubeBackend, KubeError, dry_run, requests};
 use crate::{Backend, BackendError, Capabilities, DryRunAnswer, Eviction};
 use drillbench_model::duration::Duration;
-use drillbench_model::scenario::step::NodeChange;
+use drillbench_model::scenario::step::{NodeChange, PdbChange};
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::{Event, EventKind, ObjectRef, Observation, Time};
 use drillbench_policy::drain::EVICTION_RETRY;
@@ -256,6 +256,17 @@ impl Backend for KubeBackend {
             });
         }
         Ok(self.restore_namespace_with_velero(namespace, schedule)?)
+    }
+
+    fn change_pdb(&mut self, change: &PdbChange) -> Result<(), BackendError> {
+        self.runtime
+            .block_on(requests::change_pdb(&self.client, change))
+            .map_err(|source| KubeError::Api {
+                what: change.to_string(),
+                source,
+            })?;
+        self.sync()?;
+        Ok(())
     }
 
     fn change_node(&mut self, node: &str, change: &NodeChange) -> Result<(), BackendError> {

@@ -4,12 +4,13 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::drain::Evicted;
 use drillbench_model::labels::RUN_LABEL;
-use drillbench_model::scenario::step::NodeChange;
+use drillbench_model::scenario::step::{NodeChange, PdbChange};
 
 /// Labels a manifest with the run it belongs to.
 pub(super) fn label_with_run(value: &mut Value, run: &str) {
@@ -95,6 +96,23 @@ pub(super) async fn change_node(
     api.patch(api_name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .map(|_| ())
+}
+
+/// Replaces a budget's bound with a merge patch of its spec (the other
+/// bound as `null`, so the budget keeps exactly one), as `kubectl patch
+/// pdb --type merge` would.
+pub(super) async fn change_pdb(
+    client: &kube::Client,
+    change: &PdbChange,
+) -> Result<(), kube::Error> {
+    let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &change.namespace);
+    api.patch(
+        &change.name,
+        &PatchParams::default(),
+        &Patch::Merge(change.bound.merge_patch()),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// Sets the image of a Deployment's containers (only `container`, when

@@ -396,11 +396,14 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
                 format!(
                     "a step sets {set} actions; expected exactly one of preflight, fault, scale, \
                      rollout, wait, taint, untaint, cordon, uncordon, label, annotate, evict, \
-                     deleteNodeObject"
+                     deleteNodeObject, pdb"
                 ),
             );
         }
         check_node_step(step, checker);
+        if let Some(pdb) = &step.pdb {
+            check_pdb_step(pdb, step.at, checker);
+        }
         if let Some(rollout) = &step.rollout
             && WorkloadRef::parse(&rollout.workload).is_some_and(|w| w.kind != "Deployment")
         {
@@ -443,6 +446,35 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
         }
     }
     lowered
+}
+
+/// A budget step names `namespace/name` and sets exactly one bound, as
+/// policy/v1 validation of a PodDisruptionBudget requires
+/// (`ValidatePodDisruptionBudgetSpec`: "minAvailable and maxUnavailable
+/// cannot be both set"); an unset pair would leave the budget without one.
+fn check_pdb_step(pdb: &crate::scenario::spec::PdbStep, at: Position, checker: &mut Checker<'_>) {
+    let parts: Vec<&str> = pdb.name.split('/').collect();
+    if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+        checker.error(
+            pdb.name.at,
+            format!(
+                "budget `{}` is not `namespace/name`; expected e.g. `apps/web`",
+                pdb.name.value
+            ),
+        );
+    }
+    match (&pdb.min_available, &pdb.max_unavailable) {
+        (Some(_), Some(max)) => checker.error(
+            max.at,
+            "a pdb step sets both `minAvailable` and `maxUnavailable`; the API server \
+             refuses a budget with both; expected one",
+        ),
+        (None, None) => checker.error(
+            at,
+            "a pdb step sets neither `minAvailable` nor `maxUnavailable`; expected one",
+        ),
+        _ => {}
+    }
 }
 
 /// What the API server would refuse in a node step: a taint key that is

@@ -32,9 +32,9 @@ pub use cluster::{
 };
 pub use recovery::{DurationDistribution, RecoverySpec, RecoveryStep, Triangular};
 pub use steps::{
-    Condition, EvictStep, Fault, MetadataStep, NodeFault, NodeStep, PoolFault, PoolSize,
-    PreflightStep, RebuildFault, RestoreNamespaceFault, RolloutStep, ScaleStep, StepSpec,
-    TaintStep, Target, UntaintStep, UpgradeFault, WaitStep,
+    Condition, EvictStep, Fault, IntOrPercent, MetadataStep, NodeFault, NodeStep, PdbStep,
+    PoolFault, PoolSize, PreflightStep, RebuildFault, RestoreNamespaceFault, RolloutStep,
+    ScaleStep, StepSpec, TaintStep, Target, UntaintStep, UpgradeFault, WaitStep,
 };
 pub use workloads::{
     FromCluster, GuardAction, GuardEntry, GuardSpec, NodeOperator, NodeRequirement, PodMatch,

@@ -9,8 +9,8 @@ use std::fmt;
 
 use super::located::Located;
 use super::spec::{
-    Condition, EvictStep, Fault, MetadataStep, PreflightStep, RolloutStep, ScaleStep, StepSpec,
-    TaintEffect, Target,
+    Condition, EvictStep, Fault, IntOrPercent, MetadataStep, PreflightStep, RolloutStep, ScaleStep,
+    StepSpec, TaintEffect, Target,
 };
 use crate::duration::Duration;
 
@@ -47,6 +47,55 @@ pub enum Action {
     },
     /// Evict one pod of a workload through the Eviction API.
     Evict(EvictStep),
+    /// Replace a disruption budget's bound.
+    Pdb(PdbChange),
+}
+
+/// A disruption budget's new bound, as a merge patch of its spec writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PdbChange {
+    pub namespace: String,
+    pub name: String,
+    pub bound: PdbBound,
+}
+
+/// Exactly one of the two fields a budget may set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PdbBound {
+    MinAvailable(IntOrPercent),
+    MaxUnavailable(IntOrPercent),
+}
+
+impl PdbBound {
+    /// The JSON merge patch of the budget's spec: the other field is set to
+    /// null so the patched budget has exactly one, as validation requires.
+    pub fn merge_patch(&self) -> serde_json::Value {
+        let (min, max) = match self {
+            PdbBound::MinAvailable(v) => (
+                serde_json::json!(v.to_int_or_string()),
+                serde_json::Value::Null,
+            ),
+            PdbBound::MaxUnavailable(v) => (
+                serde_json::Value::Null,
+                serde_json::json!(v.to_int_or_string()),
+            ),
+        };
+        serde_json::json!({"spec": {"minAvailable": min, "maxUnavailable": max}})
+    }
+}
+
+impl fmt::Display for PdbChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (field, value) = match self.bound {
+            PdbBound::MinAvailable(v) => ("minAvailable", v),
+            PdbBound::MaxUnavailable(v) => ("maxUnavailable", v),
+        };
+        write!(
+            f,
+            "set {field} {value} on PodDisruptionBudget {}/{}",
+            self.namespace, self.name
+        )
+    }
 }
 
 impl Action {
@@ -59,6 +108,7 @@ impl Action {
                 | Action::Rollout(_)
                 | Action::Node { .. }
                 | Action::Evict(_)
+                | Action::Pdb(_)
         )
     }
 }
@@ -176,6 +226,7 @@ impl StepSpec {
             annotate,
             evict,
             delete_node_object,
+            pdb,
         } = self;
         [
             preflight.is_some(),
@@ -191,6 +242,7 @@ impl StepSpec {
             annotate.is_some(),
             evict.is_some(),
             delete_node_object.is_some(),
+            pdb.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -276,6 +328,18 @@ impl Step {
             Action::Node { target, change }
         } else if let Some(evict) = &spec.evict {
             Action::Evict(evict.clone())
+        } else if let Some(pdb) = &spec.pdb {
+            let (namespace, name) = pdb.name.split_once('/')?;
+            let bound = match (&pdb.min_available, &pdb.max_unavailable) {
+                (Some(v), None) => PdbBound::MinAvailable(v.value),
+                (None, Some(v)) => PdbBound::MaxUnavailable(v.value),
+                _ => return None,
+            };
+            Action::Pdb(PdbChange {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                bound,
+            })
         } else {
             let wait = spec.wait.as_ref()?;
             match (wait.duration, &wait.until, wait.timeout) {
@@ -387,6 +451,33 @@ mod tests {
         assert!(evict.action.changes_the_cluster());
         let two = spec("cordon: {target: {node: a}}\nuncordon: {target: {node: a}}\n");
         assert_eq!(two.actions_set(), 2);
+    }
+
+    #[test]
+    fn a_pdb_step_lowers_with_exactly_one_bound_and_changes_the_cluster() {
+        let step = Step::lower(&spec("pdb: {name: apps/web, minAvailable: 2}\n"), 0).expect("pdb");
+        assert!(step.action.changes_the_cluster());
+        let Action::Pdb(change) = &step.action else {
+            panic!("{:?}", step.action)
+        };
+        assert_eq!(change.bound, PdbBound::MinAvailable(IntOrPercent::Int(2)));
+        assert_eq!(
+            change.bound.merge_patch(),
+            serde_json::json!({"spec": {"minAvailable": 2, "maxUnavailable": null}})
+        );
+        let max =
+            Step::lower(&spec("pdb: {name: apps/web, maxUnavailable: 50%}\n"), 0).expect("pdb");
+        let Action::Pdb(change) = &max.action else {
+            panic!("{:?}", max.action)
+        };
+        assert_eq!(
+            change.bound.merge_patch(),
+            serde_json::json!({"spec": {"minAvailable": null, "maxUnavailable": "50%"}})
+        );
+        let both = spec("pdb: {name: apps/web, minAvailable: 1, maxUnavailable: 1}\n");
+        assert!(Step::lower(&both, 0).is_none());
+        assert!(Step::lower(&spec("pdb: {name: apps/web}\n"), 0).is_none());
+        assert!(Step::lower(&spec("pdb: {name: web, minAvailable: 1}\n"), 0).is_none());
     }
 
     #[test]

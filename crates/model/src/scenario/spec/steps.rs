@@ -66,6 +66,124 @@ pub struct StepSpec {
     /// its pods.
     #[serde(default)]
     pub delete_node_object: Option<NodeStep>,
+    /// Change a PodDisruptionBudget of the drill (`namespace/name`): its
+    /// `minAvailable` or `maxUnavailable` is replaced from this instant, and
+    /// the disruption controller judges later evictions by the new budget.
+    #[serde(default)]
+    pub pdb: Option<PdbStep>,
+}
+
+/// A disruption budget's new bound. Exactly one of `minAvailable` and
+/// `maxUnavailable` is set, as the API server requires of a
+/// PodDisruptionBudget (policy/v1 validation).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PdbStep {
+    /// The budget, as `namespace/name`: one of the drill's workloads.
+    pub name: Located<String>,
+    /// Pods of the selection that must stay available: a count or `"N%"`.
+    #[serde(default)]
+    pub min_available: Option<Located<IntOrPercent>>,
+    /// Pods of the selection that may be unavailable: a count or `"N%"`.
+    #[serde(default)]
+    pub max_unavailable: Option<Located<IntOrPercent>>,
+}
+
+/// A count (an integer >= 0) or a percentage (`"0%"` to `"100%"`), as a
+/// budget's `minAvailable` and `maxUnavailable` take. Its own
+/// deserializer, not `untagged`: an untagged enum's failure says only
+/// "did not match any variant", where this says what was wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntOrPercent {
+    Int(u32),
+    Percent(u8),
+}
+
+impl IntOrPercent {
+    /// As the API takes it (`IntOrString`).
+    pub fn to_int_or_string(self) -> k8s_openapi::apimachinery::pkg::util::intstr::IntOrString {
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        match self {
+            // A count beyond i32 is refused when read, so this is exact.
+            IntOrPercent::Int(n) => IntOrString::Int(i32::try_from(n).unwrap_or(i32::MAX)),
+            IntOrPercent::Percent(p) => IntOrString::String(format!("{p}%")),
+        }
+    }
+}
+
+impl std::fmt::Display for IntOrPercent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IntOrPercent::Int(n) => write!(f, "{n}"),
+            IntOrPercent::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl Serialize for IntOrPercent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            IntOrPercent::Int(n) => serializer.serialize_u32(*n),
+            IntOrPercent::Percent(_) => serializer.collect_str(self),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for IntOrPercent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        const EXPECTED: &str = "an integer >= 0 or a percentage from \"0%\" to \"100%\"";
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = IntOrPercent;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<IntOrPercent, E> {
+                // The API field is an int32.
+                match u32::try_from(v) {
+                    Ok(n) if i32::try_from(n).is_ok() => Ok(IntOrPercent::Int(n)),
+                    _ => Err(E::custom(format!(
+                        "{v} is beyond an int32; expected {EXPECTED}"
+                    ))),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<IntOrPercent, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::custom(format!(
+                        "{v} is negative; the API server refuses a negative budget; expected {EXPECTED}"
+                    ))),
+                }
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<IntOrPercent, E> {
+                let percent = v
+                    .strip_suffix('%')
+                    .and_then(|n| n.parse::<u8>().ok())
+                    .filter(|p| *p <= 100);
+                match percent {
+                    Some(p) => Ok(IntOrPercent::Percent(p)),
+                    None => Err(E::custom(format!("`{v}` is not {EXPECTED}"))),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl JsonSchema for IntOrPercent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IntOrPercent".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A count (an integer >= 0) or a percentage from \"0%\" to \"100%\".",
+            "oneOf": [
+                {"type": "integer", "minimum": 0, "maximum": 2147483647},
+                {"type": "string", "pattern": "^(100|[1-9]?[0-9])%$"}
+            ]
+        })
+    }
 }
 
 /// A step aimed at one node.
@@ -343,6 +461,35 @@ mod tests {
         );
         assert_eq!(wait.timeout, Some(Duration::from_mins(10)));
         assert!(from_yaml::<WaitStep>("duration: 90s").is_err());
+    }
+
+    #[test]
+    fn a_budget_bound_is_a_count_or_a_percentage_and_nothing_else() {
+        let min: PdbStep = from_yaml("name: a/b\nminAvailable: 3\n").unwrap();
+        assert_eq!(
+            min.min_available.map(|v| v.value),
+            Some(IntOrPercent::Int(3))
+        );
+        let max: PdbStep = from_yaml("name: a/b\nmaxUnavailable: \"25%\"\n").unwrap();
+        assert_eq!(
+            max.max_unavailable.map(|v| v.value),
+            Some(IntOrPercent::Percent(25))
+        );
+        for bad in [
+            "-1",
+            "\"101%\"",
+            "\"3\"",
+            "\"%\"",
+            "\"-5%\"",
+            "2.5",
+            "3000000000",
+        ] {
+            assert!(
+                from_yaml::<PdbStep>(&format!("name: a/b\nminAvailable: {bad}\n")).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(from_yaml::<PdbStep>("name: a/b\nminAvailble: 1\n").is_err());
     }
 
     #[test]
