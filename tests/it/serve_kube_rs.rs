@@ -18,12 +18,12 @@ use kube::runtime::watcher::{self, Event};
 
 const SEED: u64 = 7;
 
-fn drill() -> Drill {
+pub(crate) fn drill() -> Drill {
     Drill::load(&common::root().join("harness/serve/serve.yaml"))
         .unwrap_or_else(|d| panic!("{}", d.render(false)))
 }
 
-fn start(drill: &Drill) -> (Server, kube::Client) {
+pub(crate) fn start(drill: &Drill) -> (Server, kube::Client) {
     let server = Server::start(
         drill,
         &ServeOptions {
@@ -45,7 +45,7 @@ fn start(drill: &Drill) -> (Server, kube::Client) {
     (server, client)
 }
 
-async fn bench_post(client: &kube::Client, path: &str) {
+pub(crate) async fn bench_post(client: &kube::Client, path: &str) {
     let request = http::Request::post(path).body(Vec::new()).expect("request");
     client.request_text(request).await.expect(path);
 }

@@ -5,41 +5,18 @@
 //! version the server has not reached is a 504 the client can recognise;
 //! a watch at such a version waits for it.
 
-use crate::common;
+use crate::serve_kube_rs;
 
 use std::time::Duration;
 
-use drillbench_model::drill::Drill;
-use drillbench_serve::{Clock, ServeOptions, Server};
+use drillbench_serve::Server;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, VersionMatch, WatchEvent, WatchParams};
 
+/// The served simulator and client of the kube-rs façade tests.
 fn start() -> (Server, kube::Client) {
-    let drill = Drill::load(&common::root().join("harness/serve/serve.yaml"))
-        .unwrap_or_else(|d| panic!("{}", d.render(false)));
-    let server = Server::start(
-        &drill,
-        &ServeOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            kubeconfig_out: None,
-            clock: Clock::Step,
-            seed: 7,
-            history_window: drillbench_serve::state::DEFAULT_HISTORY_WINDOW,
-            standby_nodes: None,
-            limits: Default::default(),
-        },
-    )
-    .expect("the server starts");
-    let mut config = server.client_config();
-    config.default_retry = false;
-    let client = kube::Client::try_from(config).expect("client");
-    (server, client)
-}
-
-async fn bench_post(client: &kube::Client, path: &str) {
-    let request = http::Request::post(path).body(Vec::new()).expect("request");
-    client.request_text(request).await.expect(path);
+    serve_kube_rs::start(&serve_kube_rs::drill())
 }
 
 fn names(pods: &[Pod]) -> Vec<String> {
@@ -56,8 +33,8 @@ fn names(pods: &[Pod]) -> Vec<String> {
 
 /// A node crashed and ten minutes passed: its pods are replaced.
 async fn disturb(client: &kube::Client, node: &str) {
-    bench_post(client, &format!("/bench/v1/crash?node={node}")).await;
-    bench_post(client, "/bench/v1/advance?by=10m").await;
+    serve_kube_rs::bench_post(client, &format!("/bench/v1/crash?node={node}")).await;
+    serve_kube_rs::bench_post(client, "/bench/v1/advance?by=10m").await;
 }
 
 /// apiserver's `TestAPIListChunking`: pages after a change still show
@@ -66,7 +43,7 @@ async fn disturb(client: &kube::Client, node: &str) {
 #[tokio::test]
 async fn a_paged_list_is_one_snapshot_while_pods_change_between_pages() {
     let (server, client) = start();
-    bench_post(&client, "/bench/v1/advance?by=2m").await;
+    serve_kube_rs::bench_post(&client, "/bench/v1/advance?by=2m").await;
     let pods: Api<Pod> = Api::all(client.clone());
     let whole = pods.list(&ListParams::default()).await.expect("list");
     let mut params = ListParams::default().limit(2);
@@ -111,7 +88,7 @@ async fn a_paged_list_is_one_snapshot_while_pods_change_between_pages() {
 #[tokio::test]
 async fn a_version_not_reached_is_a_timeout_to_list_and_a_wait_to_watch() {
     let (server, client) = start();
-    bench_post(&client, "/bench/v1/advance?by=2m").await;
+    serve_kube_rs::bench_post(&client, "/bench/v1/advance?by=2m").await;
     let pods: Api<Pod> = Api::all(client.clone());
     let current: u64 = pods
         .list(&ListParams::default())
