@@ -472,21 +472,28 @@ assertions:
     path
 }
 
+/// The report of `bench run DRILL` into `dir/out`, which must pass.
+fn passing_report(
+    drill: &std::path::Path,
+    dir: &std::path::Path,
+) -> drillbench_report::DrillReport {
+    let out = dir.join("out");
+    let run = crate::common::bench(&[
+        "run",
+        drill.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    drillbench_report::DrillReport::read(&out.join("report.json")).expect("report")
+}
+
 #[test]
 fn a_drill_of_node_steps_runs_and_its_timeline_shows_each_step() {
     for (min_available, refused) in [(3, true), (2, false)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = node_steps_drill(dir.path(), min_available);
-        let out = dir.path().join("out");
-        let run = crate::common::bench(&[
-            "run",
-            path.to_str().expect("utf-8"),
-            "--out",
-            out.to_str().expect("utf-8"),
-        ]);
-        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-        let report =
-            drillbench_report::DrillReport::read(&out.join("report.json")).expect("report");
+        let report = passing_report(&path, dir.path());
         let has = |kind: EventKind, node: &str, fragment: &str| {
             report.timeline.iter().any(|e| {
                 e.kind == kind
@@ -570,16 +577,7 @@ fn a_drills_pdb_step_lets_the_next_eviction_through() {
     for (lowered, refusals) in [(false, 2), (true, 1)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = pdb_step_drill(dir.path(), lowered);
-        let out = dir.path().join("out");
-        let run = crate::common::bench(&[
-            "run",
-            path.to_str().expect("utf-8"),
-            "--out",
-            out.to_str().expect("utf-8"),
-        ]);
-        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-        let report =
-            drillbench_report::DrillReport::read(&out.join("report.json")).expect("report");
+        let report = passing_report(&path, dir.path());
         let refused = report
             .timeline
             .iter()
