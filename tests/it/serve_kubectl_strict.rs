@@ -1,7 +1,8 @@
 //! The write path's validation as kubectl meets it against `bench sim
 //! serve`: names checked by apimachinery's DNS-1123 rules with the API
 //! server's messages, a pod without containers and negative replicas
-//! refused (422), `generateName` honoured.
+//! refused (422), `generateName` honoured, and the pod spec's scheduling
+//! fields checked by the rules `bench validate` applies.
 
 use crate::kubectl_support::*;
 
@@ -72,6 +73,54 @@ fn generate_name_and_required_fields() {
         "{}",
         out.stderr
     );
+}
+
+/// The pod spec's scheduling fields are refused as `bench validate`
+/// refuses them in a drill's manifests (core `ValidateMaxSkew`,
+/// `ValidateNodeSelector`), with the API server's words; the control one
+/// field away is created.
+#[test]
+fn scheduling_fields_are_refused_as_the_api_server_refuses_them() {
+    let Some(s) = serve() else { return };
+    let deployment = |name: &str, pod_spec: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: c, image: nginx}}]\n{pod_spec}"
+        )
+    };
+    let spread = |skew: u32| {
+        format!(
+            "      topologySpreadConstraints:\n        - {{maxSkew: {skew}, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {{matchLabels: {{app: spread}}}}}}\n"
+        )
+    };
+    let skew_zero = manifest(&s, "skew-zero", &deployment("spread", &spread(0)));
+    let out = s.run(&["create", "-f", &skew_zero]);
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(
+            "spec.template.spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero"
+        ),
+        "{}",
+        out.stderr
+    );
+    let no_terms = manifest(
+        &s,
+        "no-terms",
+        &deployment(
+            "pinned",
+            "      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            nodeSelectorTerms: []\n",
+        ),
+    );
+    let out = s.run(&["create", "-f", &no_terms]);
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(
+            "nodeSelectorTerms: Required value: must have at least one node selector term"
+        ),
+        "{}",
+        out.stderr
+    );
+    let skew_one = manifest(&s, "skew-one", &deployment("spread", &spread(1)));
+    s.ok(&["create", "-f", &skew_one]);
 }
 
 /// A label-selector watch as kubectl shows it: an object that starts

@@ -475,6 +475,21 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "Deployment `web`: `selector` does not match template `labels`; expecte",
     ),
     (
+        "node-affinity-no-terms",
+        "manifests/node-affinity-no-terms.yaml:18:32",
+        "nodeSelectorTerms: Required value: must have at least one node selector term",
+    ),
+    (
+        "spread-max-skew-zero",
+        "manifests/spread-max-skew-zero.yaml:16:21",
+        "topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+    ),
+    (
+        "request-above-limit",
+        "manifests/request-above-limit.yaml:19:23",
+        "Invalid value: \"1500m\": must be less than or equal to cpu limit of 1",
+    ),
+    (
         "selector-exists-with-values",
         "manifests/selector-exists-with-values.yaml:11:61",
         "Deployment `web`: spec.selector.matchExpressions[0].values: may not be",

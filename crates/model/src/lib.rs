@@ -28,6 +28,7 @@ pub mod manifest;
 pub mod manifest_rules;
 pub mod name_pattern;
 pub mod object_rules;
+pub mod pod_spec_rules;
 pub mod policy_guard;
 pub mod rng;
 pub mod scenario;

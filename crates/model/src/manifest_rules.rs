@@ -45,7 +45,7 @@ pub struct FieldProblem {
 }
 
 impl FieldProblem {
-    fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
         FieldProblem {
             pointer: pointer.into(),
             message: message.into(),
@@ -307,6 +307,7 @@ pub fn object_field_problems(object: &Value) -> Vec<FieldProblem> {
         }
         pod_spec(object, template, &what, &mut problems);
     }
+    crate::pod_spec_rules::template_restart_policy(object, kind, &what, &mut problems);
     match kind {
         "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
             label_selector(object, "/spec/selector", &what, &mut problems);
@@ -437,7 +438,7 @@ fn pointer_of(path: &[String]) -> String {
 }
 
 /// `/spec/template/spec/containers/0` as `spec.template.spec.containers[0]`.
-fn dotted(pointer: &str) -> String {
+pub(crate) fn dotted(pointer: &str) -> String {
     if pointer.is_empty() {
         return "the object".to_owned();
     }
@@ -457,7 +458,7 @@ fn dotted(pointer: &str) -> String {
 }
 
 /// Where a kind keeps its pod specs.
-fn pod_spec_pointers(kind: &str) -> &'static [&'static str] {
+pub(crate) fn pod_spec_pointers(kind: &str) -> &'static [&'static str] {
     match kind {
         "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
             &["/spec/template/spec"]
@@ -565,6 +566,7 @@ fn pod_spec(object: &Value, pointer: &str, what: &str, problems: &mut Vec<FieldP
     let Some(spec) = object.pointer(pointer) else {
         return;
     };
+    crate::pod_spec_rules::pod_spec_problems(spec, pointer, what, problems);
     for list in ["initContainers", "containers"] {
         let Some(containers) = spec.get(list).and_then(Value::as_array) else {
             continue;

@@ -211,7 +211,8 @@ fn invalid(resource: &Resource, name: &str, errors: &[String]) -> ApiError {
 /// What the API server's validation refuses of a new object that the
 /// simulator would otherwise take: a name that is not a DNS-1123
 /// subdomain (a label for a Namespace), a pod without containers, a
-/// negative replica count.
+/// negative replica count, and the pod spec's scheduling fields as
+/// `bench validate` checks them (`pod_spec_rules`).
 fn validate(resource: &Resource, name: &str, object: &Value) -> Result<(), ApiError> {
     let mut errors = Vec::new();
     if name.is_empty() {
@@ -246,6 +247,10 @@ fn validate(resource: &Resource, name: &str, object: &Value) -> Result<(), ApiEr
             "spec.replicas: Invalid value: {n}: must be greater than or equal to 0"
         ));
     }
+    errors.extend(drillbench_model::pod_spec_rules::api_errors(
+        resource.kind,
+        object,
+    ));
     if errors.is_empty() {
         Ok(())
     } else {
