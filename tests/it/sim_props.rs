@@ -220,6 +220,9 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
     // Bindings and attachments, replayed from the timeline.
     let mut bound: BTreeMap<String, String> = BTreeMap::new();
     let mut attached: BTreeMap<String, String> = BTreeMap::new();
+    // Nodes between their NodeAdded and NodeDeleted: an autoscaled pool's
+    // `{n}` pattern must never name a node after a live one.
+    let mut live_nodes: BTreeSet<String> = BTreeSet::new();
     for e in &report.timeline {
         let object = format!("{}/{}", e.object.namespace, e.object.name);
         let node = e.node.clone().unwrap_or_default();
@@ -241,6 +244,17 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
             }
             EventKind::VolumeDetached => {
                 attached.remove(&object);
+            }
+            EventKind::NodeAdded => {
+                assert!(
+                    live_nodes.insert(e.object.name.clone()),
+                    "a second live node named {} at {} ms",
+                    e.object.name,
+                    e.at_ms
+                );
+            }
+            EventKind::NodeDeleted => {
+                live_nodes.remove(&e.object.name);
             }
             _ => {}
         }
