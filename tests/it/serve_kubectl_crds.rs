@@ -491,7 +491,13 @@ fn kubectl_discovers_custom_kinds_through_aggregated_discovery() {
         "{}",
         out.stdout
     );
-    let raw = s.ok(&["get", "--raw", "/apis"]);
+    // kubectl sends no token over plain HTTP: the path carries it, as the
+    // kubeconfig's server URL does.
+    let raw = s.ok(&[
+        "get",
+        "--raw",
+        &format!("/{}/apis", s.server.token().as_str()),
+    ]);
     let groups: serde_json::Value = serde_json::from_str(&raw).expect("JSON");
     assert_eq!(groups["kind"], "APIGroupList");
     let helm = groups["groups"]
