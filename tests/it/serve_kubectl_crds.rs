@@ -350,6 +350,13 @@ fn a_kyverno_cluster_policy_applies_and_its_status_is_a_subresource() {
         "1",
         "a status write is not a spec change"
     );
+    // Server-side apply of the same policy: applied over the stored one,
+    // which keeps its status.
+    assert!(
+        s.ok(&["apply", "--server-side", "-f", &policy])
+            .contains("clusterpolicy.kyverno.io/hcloud-eligible-nodes serverside-applied")
+    );
+    assert_eq!(status(&s), "true");
     s.ok(&["delete", "-f", &policy]);
     assert_eq!(s.ok(&["get", "cpol", "-o", "name"]), "");
 }
