@@ -51,6 +51,12 @@ pub(super) enum Reply {
         /// When the server ends the watch (`timeoutSeconds`).
         timeout: Option<std::time::Duration>,
     },
+    /// A body that is not JSON (a protobuf document), with its media type.
+    Raw {
+        status: u16,
+        media_type: &'static str,
+        body: Bytes,
+    },
 }
 
 /// What the HTTP side asks of the simulator thread.
@@ -181,7 +187,7 @@ mod tests {
     fn status_of(error: ApiError) -> (u16, Value) {
         match error.reply() {
             Reply::Json(code, body) => (code, body),
-            Reply::Watch { .. } => panic!("an error is never a watch"),
+            _ => panic!("an error is always a JSON Status"),
         }
     }
 

@@ -147,7 +147,7 @@ pub(super) fn commit(
         }
     }
     cluster.written.remember_metadata(
-        (resource.kind, namespace.to_owned(), name.to_owned()),
+        (resource.key, namespace.to_owned(), name.to_owned()),
         wanted,
     );
     Ok(())

@@ -19,6 +19,9 @@ pub mod auth;
 mod cluster;
 mod commit;
 mod control;
+mod crd_schema;
+mod crds;
+mod discovery;
 mod events;
 mod frozen;
 mod history;
@@ -27,6 +30,7 @@ mod media;
 mod names;
 mod namespaces;
 mod objects;
+mod openapi;
 mod partial;
 pub mod patch;
 mod read;
@@ -479,9 +483,20 @@ fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBo
     let mut response = hyper::Response::new(ApiBody::Full(Some(Bytes::from(bytes))));
     *response.status_mut() =
         hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    // An aggregated discovery document says so in its media type, which
+    // is how the client tells it from an unaggregated list.
+    let media_type = match body.get("kind").and_then(serde_json::Value::as_str) {
+        Some("APIGroupDiscoveryList") => discovery::aggregated_media_type(
+            body["apiVersion"]
+                .as_str()
+                .and_then(|v| v.rsplit('/').next())
+                .unwrap_or("v2"),
+        ),
+        _ => "application/json",
+    };
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
+        hyper::header::HeaderValue::from_static(media_type),
     );
     // A Status that says when to retry says it in the header too, as the
     // API server's response writer does (`Retry-After`).
@@ -508,7 +523,7 @@ fn decode_query(query: Option<&str>) -> BTreeMap<String, String> {
 fn error_response(error: api::ApiError) -> hyper::Response<ApiBody> {
     match error.reply() {
         Reply::Json(status, body) => json_response(status, &body),
-        Reply::Watch { .. } => json_response(500, &serde_json::Value::Null),
+        Reply::Watch { .. } | Reply::Raw { .. } => json_response(500, &serde_json::Value::Null),
     }
 }
 
@@ -609,6 +624,20 @@ async fn answer(
     };
     Ok(match reply {
         Reply::Json(status, body) => json_response(status, &body),
+        Reply::Raw {
+            status,
+            media_type,
+            body,
+        } => {
+            let mut response = hyper::Response::new(ApiBody::Full(Some(body)));
+            *response.status_mut() = hyper::StatusCode::from_u16(status)
+                .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(media_type),
+            );
+            response
+        }
         Reply::Watch { events, timeout } => {
             let (tx, rx) = mpsc::channel(gate.limits.watch_queue.max(1));
             tokio::spawn(forward(events, tx, timeout, gate.limits.slow_watcher_grace));

@@ -100,7 +100,7 @@ mod tests {
                 code,
                 body["message"].as_str().unwrap_or_default().to_owned(),
             ),
-            Reply::Watch { .. } => panic!("an error is never a watch"),
+            _ => panic!("an error is always a JSON Status"),
         }
     }
 

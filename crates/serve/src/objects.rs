@@ -65,7 +65,12 @@ impl Objects<'_> {
             }
             "ConfigMap" => self.written.config_map(namespace, name)?.clone(),
             "Event" => self.events.get(namespace, name)?.clone(),
-            "PriorityClass" | "Service" | "Secret" | "ServiceAccount" | "CronJob" => self
+            "PriorityClass"
+            | "Service"
+            | "Secret"
+            | "ServiceAccount"
+            | "CronJob"
+            | "CustomResourceDefinition" => self
                 .written
                 .declared(&(kind, namespace.to_owned(), name.to_owned()))?
                 .clone(),
@@ -91,6 +96,11 @@ impl Objects<'_> {
                     l.metadata.name.as_deref() == Some(name) && namespace == "kube-node-lease"
                 })
                 .map(to_json)?,
+            // A custom resource (`Kind.group`): stored as written.
+            _ if kind.contains('.') => self
+                .written
+                .declared(&(kind, namespace.to_owned(), name.to_owned()))?
+                .clone(),
             _ => return None,
         };
         self.decorate(kind, &mut object);
@@ -140,7 +150,7 @@ impl Objects<'_> {
     /// Every object of a resource, by namespace then name.
     pub(super) fn list(&self, resource: &Resource) -> Vec<Value> {
         let sim = self.sim;
-        let kind = resource.kind;
+        let kind = resource.key;
         let mut objects: Vec<Value> = match kind {
             "Node" => (0..sim.nodes().len())
                 .filter(|&n| sim.node_exists(n))
@@ -172,9 +182,13 @@ impl Objects<'_> {
             }
             "ConfigMap" => self.written.config_maps().cloned().collect(),
             "Event" => self.events.all().cloned().collect(),
-            "PriorityClass" | "Service" | "Secret" | "ServiceAccount" | "CronJob" => {
-                self.written.declared_of_kind(kind).cloned().collect()
-            }
+            "PriorityClass"
+            | "Service"
+            | "Secret"
+            | "ServiceAccount"
+            | "CronJob"
+            | "CustomResourceDefinition" => self.written.declared_of_kind(kind).cloned().collect(),
+            _ if resource.is_custom() => self.written.declared_of_kind(kind).cloned().collect(),
             "StorageClass" => sim.storage_class_views().iter().map(to_json).collect(),
             "Lease" => sim.lease_views().iter().map(to_json).collect(),
             "PersistentVolume" => sim.volume_views().iter().map(to_json).collect(),

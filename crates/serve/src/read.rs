@@ -20,8 +20,9 @@ pub(super) fn single(
     cluster: &Cluster,
     request: &Request,
     resource: &Resource,
-    object: Value,
+    mut object: Value,
 ) -> Reply {
+    super::crds::as_version(resource, &mut object);
     if partial::wants_metadata(&request.accept) {
         return Reply::Json(200, partial::object(&object));
     }
@@ -29,7 +30,7 @@ pub(super) fn single(
         let rv = cluster.history().rv().to_string();
         Reply::Json(
             200,
-            table::table(resource.kind, &[object], &rv, cluster.sim.now()),
+            table::table(resource.key, &[object], &rv, cluster.sim.now()),
         )
     } else {
         Reply::Json(200, object)
@@ -69,9 +70,9 @@ fn selected(
     if rv < cluster.history().rv() {
         let mut by_key: BTreeMap<Key, Value> = objects
             .into_iter()
-            .map(|o| (key_of(resource.kind, &o), o))
+            .map(|o| (key_of(resource.key, &o), o))
             .collect();
-        cluster.history().rewind(resource.kind, rv, &mut by_key);
+        cluster.history().rewind(resource.key, rv, &mut by_key);
         objects = by_key.into_values().collect();
     }
     Ok(objects
@@ -82,6 +83,10 @@ fn selected(
             })
         })
         .filter(|o| select::labels_match(&labels, o) && select::fields_match(&fields, o))
+        .map(|mut o| {
+            super::crds::as_version(resource, &mut o);
+            o
+        })
         .collect())
 }
 
@@ -280,7 +285,7 @@ pub(super) fn list(
         return Ok(Reply::Json(200, partial::list(&items, metadata)));
     }
     if table::wants_table(&request.accept) {
-        let mut t = table::table(resource.kind, &items, &rv.to_string(), cluster.sim.now());
+        let mut t = table::table(resource.key, &items, &rv.to_string(), cluster.sim.now());
         t["metadata"] = metadata;
         return Ok(Reply::Json(200, t));
     }

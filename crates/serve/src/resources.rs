@@ -19,6 +19,14 @@ pub struct Resource {
     pub subresources: &'static [&'static str],
     /// Whether the object can be created, updated and patched here.
     pub writable: bool,
+    /// The kind as the change log and the stores key its objects: the
+    /// kind itself for the built-in kinds (unique across their groups),
+    /// `Kind.group` for a custom resource, whose kind may repeat a
+    /// built-in one or another group's (Velero's and CloudNativePG's
+    /// `Backup`).
+    pub key: &'static str,
+    /// `kubectl get CATEGORY` names (`all`), from a CRD's `categories`.
+    pub categories: &'static [&'static str],
 }
 
 impl Resource {
@@ -29,6 +37,11 @@ impl Resource {
         } else {
             format!("{}/{}", self.group, self.version)
         }
+    }
+
+    /// Whether a CustomResourceDefinition serves it.
+    pub fn is_custom(&self) -> bool {
+        self.key != self.kind
     }
 
     /// `plural` or `plural.group`, as errors name a resource.
@@ -65,6 +78,8 @@ const fn res(
         short,
         subresources,
         writable,
+        key: kind,
+        categories: &[],
     }
 }
 
@@ -239,6 +254,18 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         true,
     ),
+    // Stored with the status the apiextensions controllers write; each
+    // serves its custom resources (`super::crds`).
+    res(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        false,
+        &["crd", "crds"],
+        &["status"],
+        true,
+    ),
     res(
         "scheduling.k8s.io",
         "priorityclasses",
@@ -326,6 +353,7 @@ pub const GROUPS: &[&str] = &[
     "coordination.k8s.io",
     "scheduling.k8s.io",
     "authorization.k8s.io",
+    "apiextensions.k8s.io",
 ];
 
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
@@ -460,66 +488,4 @@ pub fn resource_list_of<'a>(
     };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": group_version, "resources": resources}))
-}
-
-fn gv_path(group: &str) -> String {
-    if group.is_empty() {
-        "api/v1".to_owned()
-    } else {
-        format!("apis/{group}/v1")
-    }
-}
-
-/// `/openapi/v3`: the index of per-group-version documents.
-pub fn openapi_index() -> Value {
-    let mut paths = serde_json::Map::new();
-    for group in std::iter::once("").chain(GROUPS.iter().copied()) {
-        let path = gv_path(group);
-        paths.insert(
-            path.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{path}")}),
-        );
-    }
-    json!({"paths": paths})
-}
-
-/// `/openapi/v3/api/v1` or `/openapi/v3/apis/GROUP/v1`: only the PATCH
-/// operations and their `fieldValidation` parameter, which is what
-/// `kubectl` reads to decide that the server validates (no schemas: the
-/// simulator decodes objects with the k8s-openapi types and reports what
-/// does not decode as 422).
-pub fn openapi_group(path: &str) -> Option<Value> {
-    let group = match path {
-        "api/v1" => "",
-        other => other.strip_prefix("apis/")?.strip_suffix("/v1")?,
-    };
-    if !(group.is_empty() || GROUPS.contains(&group)) {
-        return None;
-    }
-    let mut paths = serde_json::Map::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group && r.writable) {
-        let url = if r.namespaced {
-            format!(
-                "/{}/namespaces/{{namespace}}/{}/{{name}}",
-                gv_path(group),
-                r.plural
-            )
-        } else {
-            format!("/{}/{}/{{name}}", gv_path(group), r.plural)
-        };
-        let field_validation =
-            json!([{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]);
-        paths.insert(url, json!({
-            "parameters": field_validation.clone(),
-            "patch": {
-                "parameters": field_validation,
-                "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version, "kind": r.kind},
-                "responses": {"200": {"description": "OK"}}
-            }
-        }));
-    }
-    Some(
-        json!({"openapi": "3.0.0", "info": {"title": "drillbench", "version": "v1.36.3"},
-                "paths": paths, "components": {"schemas": {}}}),
-    )
 }

@@ -16,7 +16,7 @@ use super::cluster::Cluster;
 use super::control::{self, Clock, answer};
 use super::objects::scale_of;
 use super::resources::{self, Resource};
-use super::{read, write};
+use super::{crds, discovery, openapi, read, write};
 use drillbench_model::bench_protocol as protocol;
 use drillbench_model::drill::Drill;
 use drillbench_sim::Simulation;
@@ -158,13 +158,31 @@ impl Facade {
                 ))
             }
             ["healthz"] | ["readyz"] | ["livez"] => ok(json!("ok")),
+            ["api"] | ["apis"] if let Some(v) = discovery::wants_aggregated(&request.accept) => ok(
+                discovery::aggregated(&self.cluster.written, segments == ["api"], v),
+            ),
             ["api"] => ok(resources::core_versions()),
-            ["apis"] => ok(resources::groups()),
+            ["apis"] => ok(discovery::groups(&self.cluster.written)),
             ["api", "v1"] => ok(resources::resource_list("", "v1").unwrap_or_default()),
-            ["apis", group] => found(resources::group(group)),
-            ["apis", group, version] => found(resources::resource_list(group, version)),
-            ["openapi", "v3"] => ok(resources::openapi_index()),
-            ["openapi", "v3", rest @ ..] => found(resources::openapi_group(&rest.join("/"))),
+            ["apis", group] => found(discovery::group(&self.cluster.written, group)),
+            ["apis", group, version] => found(discovery::resource_list(
+                &self.cluster.written,
+                group,
+                version,
+            )),
+            ["openapi", "v3"] => ok(openapi::index(&self.cluster.written)),
+            ["openapi", "v3", rest @ ..] => found(openapi::group_version(
+                &self.cluster.written,
+                &rest.join("/"),
+            )),
+            ["openapi", "v2"] => Ok(match openapi::v2(&request.accept) {
+                (Some(media_type), _, body) => Reply::Raw {
+                    status: 200,
+                    media_type,
+                    body,
+                },
+                (None, json, _) => Reply::Json(200, json),
+            }),
             ["bench", "v1", "reset"] if request.method == "POST" => self.reset(request),
             ["bench", "v1", rest @ ..] => {
                 control::bench(&mut self.cluster, self.clock, &self.drill, request, rest)
@@ -214,8 +232,9 @@ impl Facade {
             [plural, name, sub] => (*plural, Some(name.to_string()), Some(*sub)),
             _ => return Err(ApiError::no_such_path()),
         };
-        let resource =
-            resources::find(group, version, plural).ok_or_else(ApiError::no_such_path)?;
+        let resource = resources::find(group, version, plural)
+            .or_else(|| crds::find(&self.cluster.written, group, version, plural))
+            .ok_or_else(ApiError::no_such_path)?;
         if namespace.is_some() && !resource.namespaced {
             return Err(ApiError::new(
                 404,
@@ -273,7 +292,7 @@ impl Facade {
             .to_owned();
         let stored = self
             .cluster
-            .view(resource.kind, &namespace, &name, false)
+            .view(resource.key, &namespace, &name, false)
             .and_then(|o| o.pointer("/metadata/resourceVersion").cloned());
         if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
             match stored {
@@ -349,13 +368,13 @@ fn act(
                 return Err(ApiError::not_found(resource, &name));
             }
             let object = cluster
-                .view(resource.kind, &ns_of(), &name, false)
+                .view(resource.key, &ns_of(), &name, false)
                 .ok_or_else(|| ApiError::not_found(resource, &name))?;
             Ok(read::single(cluster, request, resource, object))
         }
         ("GET", Some(name), Some("scale")) => {
             let object = cluster
-                .view(resource.kind, &ns_of(), &name, false)
+                .view(resource.key, &ns_of(), &name, false)
                 .ok_or_else(|| ApiError::not_found(resource, &name))?;
             Ok(Reply::Json(200, scale_of(&object)))
         }

@@ -73,7 +73,7 @@ pub(super) fn get(path_and_query: &str) -> Request {
 pub(super) fn json(reply: Reply) -> (u16, Value) {
     match reply {
         Reply::Json(code, body) => (code, body),
-        Reply::Watch { .. } => panic!("expected a JSON reply, got a watch"),
+        _ => panic!("expected a JSON reply"),
     }
 }
 
@@ -82,6 +82,7 @@ pub(super) fn watch(reply: Reply) -> (mpsc::UnboundedReceiver<Bytes>, Option<std
     match reply {
         Reply::Watch { events, timeout } => (events, timeout),
         Reply::Json(code, body) => panic!("expected a watch, got {code} {body}"),
+        Reply::Raw { status, .. } => panic!("expected a watch, got {status} and bytes"),
     }
 }
 

@@ -136,22 +136,24 @@ fn line(value: &Value) -> Bytes {
 }
 
 fn event_line(watcher: &Watcher, kind_type: &str, object: &Value, now: Time) -> Bytes {
+    let mut object = object.clone();
+    super::crds::as_version(watcher.resource, &mut object);
     let object = if watcher.table {
-        let rv = text(object, "/metadata/resourceVersion");
+        let rv = text(&object, "/metadata/resourceVersion");
         table::table(
-            watcher.resource.kind,
-            std::slice::from_ref(object),
+            watcher.resource.key,
+            std::slice::from_ref(&object),
             &rv,
             now,
         )
     } else {
-        object.clone()
+        object
     };
     line(&json!({"type": kind_type, "object": object}))
 }
 
 fn watch_line(watcher: &Watcher, change: &Change, now: Time) -> Option<Bytes> {
-    if change.kind != watcher.resource.kind
+    if change.kind != watcher.resource.key
         || change.rv <= watcher.after
         || watcher
             .namespace

@@ -13,7 +13,7 @@ use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
 use super::written::{DECLARED_KINDS, RUN_DECLARED};
-use super::{admit, names, patch};
+use super::{admit, crds, names, patch};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
 
@@ -59,7 +59,7 @@ pub(super) fn create(
         let mut seed = cluster.history().rv() + 1;
         name = names::generate(&generate_name, seed);
         while cluster
-            .view(resource.kind, &namespace, &name, false)
+            .view(resource.key, &namespace, &name, false)
             .is_some()
         {
             seed += 1 << 32;
@@ -107,7 +107,7 @@ pub(super) fn create(
         }
     }
     if cluster
-        .view(resource.kind, &namespace, &name, false)
+        .view(resource.key, &namespace, &name, false)
         .is_some()
     {
         return Err(ApiError::new(
@@ -117,8 +117,30 @@ pub(super) fn create(
         ));
     }
     within_pod_budget(cluster, &object)?;
-    let key: Key = (resource.kind, namespace.clone(), name.clone());
-    match resource.kind {
+    let key: Key = (resource.key, namespace.clone(), name.clone());
+    match resource.key {
+        _ if resource.is_custom() => {
+            let uid = crds::uid(cluster);
+            let now = cluster.sim.now();
+            object = crds::admit_object(
+                &cluster.written,
+                resource,
+                &key,
+                None,
+                object,
+                crds::How {
+                    created: Some((now, uid)),
+                    strict: crds::is_strict(request),
+                    ..Default::default()
+                },
+            )?;
+            cluster.written.declare(key.clone(), object.clone());
+        }
+        crds::CRD_KIND => {
+            let uid = crds::uid(cluster);
+            object = crds::admit_definition(&name, None, object, cluster.sim.now(), uid)?;
+            cluster.written.declare(key.clone(), object.clone());
+        }
         "Namespace" => cluster.written.create_namespace(&name),
         "ConfigMap" => {
             strip_rv_mut(&mut object);
@@ -181,14 +203,15 @@ pub(super) fn create(
     cluster.written.remember_metadata(key.clone(), &object);
     cluster.sync();
     cluster.api_change(key.clone(), None);
-    let created = cluster
-        .view(resource.kind, &namespace, &name, false)
+    let mut created = cluster
+        .view(resource.key, &namespace, &name, false)
         .ok_or_else(|| {
             ApiError::invalid(format!(
                 "{} \"{name}\" was refused by a guard",
                 resource.qualified()
             ))
         })?;
+    crds::as_version(resource, &mut created);
     Ok(Reply::Json(201, created))
 }
 
@@ -328,12 +351,27 @@ pub(super) fn update(
     sub: Option<&str>,
 ) -> ApiResult {
     let apply = request.method == "PATCH" && patch::is_apply(&request.content_type);
-    let Some(current) = cluster.view(resource.kind, namespace, name, false) else {
+    let Some(current) = cluster.view(resource.key, namespace, name, false) else {
         if apply && sub.is_none() {
             return create(cluster, request, resource, namespace.to_owned());
         }
         return Err(ApiError::not_found(resource, name));
     };
+    if resource.is_custom()
+        && request.method == "PATCH"
+        && request
+            .content_type
+            .starts_with("application/strategic-merge-patch+json")
+    {
+        // Custom resources carry no patch strategies: the CRD handler
+        // accepts JSON, merge and apply patches only, and answers any
+        // other with `negotiation.NewUnsupportedMediaTypeError`.
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
     let base = if sub == Some("scale") {
         scale_of(&current)
     } else {
@@ -352,7 +390,7 @@ pub(super) fn update(
             ),
             other => ApiError::invalid(other.to_string()),
         })?;
-        if apply {
+        if apply && !crds::is_stored_whole(resource) {
             let mut pruned = patch::prune_to(&patched, &base);
             admit::readmit(&cluster.sim, cluster.guards(), namespace, &mut pruned);
             pruned
@@ -390,8 +428,23 @@ pub(super) fn update(
             "the name of the object does not match the name on the URL",
         ));
     }
+    let key: Key = (resource.key, namespace.to_owned(), name.to_owned());
+    if crds::is_stored_whole(resource) {
+        let how = crds::How {
+            sub,
+            strict: crds::is_strict(request),
+            ..Default::default()
+        };
+        crds::store_update(cluster, resource, &key, &current, wanted, how)?;
+        cluster.sync();
+        cluster.api_change(key.clone(), Some(&current));
+        let mut after = cluster
+            .view(resource.key, namespace, name, false)
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        crds::as_version(resource, &mut after);
+        return Ok(Reply::Json(200, after));
+    }
     within_pod_budget(cluster, &wanted)?;
-    let key: Key = (resource.kind, namespace.to_owned(), name.to_owned());
     match sub {
         Some("scale") => {
             let replicas = replicas_of(&wanted)?;
@@ -399,7 +452,7 @@ pub(super) fn update(
             note_spec_change(cluster, &key, &current);
             cluster.sync();
             let after = cluster
-                .view(resource.kind, namespace, name, false)
+                .view(resource.key, namespace, name, false)
                 .unwrap_or(current);
             return Ok(Reply::Json(200, scale_of(&after)));
         }
@@ -418,7 +471,7 @@ pub(super) fn update(
     cluster.sync();
     cluster.api_change(key, Some(&current));
     let after = cluster
-        .view(resource.kind, namespace, name, false)
+        .view(resource.key, namespace, name, false)
         .ok_or_else(|| ApiError::not_found(resource, name))?;
     Ok(Reply::Json(200, after))
 }
@@ -449,7 +502,7 @@ pub(super) fn delete(
     name: &str,
 ) -> ApiResult {
     let current = cluster
-        .view(resource.kind, namespace, name, false)
+        .view(resource.key, namespace, name, false)
         .ok_or_else(|| ApiError::not_found(resource, name))?;
     let options = request.json_body_or_empty()?;
     let grace = request
@@ -473,8 +526,17 @@ pub(super) fn delete(
             )));
         }
     };
-    let key: Key = (resource.kind, namespace.to_owned(), name.to_owned());
-    match resource.kind {
+    let key: Key = (resource.key, namespace.to_owned(), name.to_owned());
+    match resource.key {
+        _ if resource.is_custom() => {
+            cluster.written.undeclare(&key);
+            cluster.written.forget_metadata(&key);
+        }
+        crds::CRD_KIND => {
+            crds::delete_instances(cluster, &current);
+            cluster.written.undeclare(&key);
+            cluster.written.forget_metadata(&key);
+        }
         "Node" => {
             let node = cluster
                 .sim
@@ -527,7 +589,7 @@ pub(super) fn delete(
             let mut terminating = current;
             terminating["status"] = json!({"phase": "Terminating"});
             let shown = cluster
-                .view(resource.kind, namespace, name, false)
+                .view(resource.key, namespace, name, false)
                 .unwrap_or(terminating);
             return Ok(Reply::Json(200, shown));
         }
@@ -544,9 +606,10 @@ pub(super) fn delete(
     }
     cluster.sync();
     cluster.api_change(key.clone(), Some(&current));
-    let after = cluster
-        .view(resource.kind, namespace, name, false)
+    let mut after = cluster
+        .view(resource.key, namespace, name, false)
         .unwrap_or(current);
+    crds::as_version(resource, &mut after);
     Ok(Reply::Json(200, after))
 }
 
