@@ -45,6 +45,9 @@ impl Request {
 pub(super) enum Reply {
     /// A JSON body with an HTTP status.
     Json(u16, Value),
+    /// A JSON body already serialised (a list spliced from the cache's
+    /// bytes, [`super::cache`]).
+    Bytes(u16, Bytes),
     /// A stream of watch events, one JSON line each.
     Watch {
         events: mpsc::UnboundedReceiver<Bytes>,
@@ -181,7 +184,7 @@ mod tests {
     fn status_of(error: ApiError) -> (u16, Value) {
         match error.reply() {
             Reply::Json(code, body) => (code, body),
-            Reply::Watch { .. } => panic!("an error is never a watch"),
+            Reply::Watch { .. } | Reply::Bytes(..) => panic!("an error is a Status"),
         }
     }
 

@@ -16,6 +16,7 @@ mod access;
 mod admit;
 mod api;
 pub mod auth;
+mod cache;
 mod cluster;
 mod commit;
 mod control;
@@ -474,15 +475,21 @@ impl Body for ApiBody {
     }
 }
 
-fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBody> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut response = hyper::Response::new(ApiBody::Full(Some(Bytes::from(bytes))));
+/// A JSON body already serialised.
+fn bytes_response(status: u16, bytes: Bytes) -> hyper::Response<ApiBody> {
+    let mut response = hyper::Response::new(ApiBody::Full(Some(bytes)));
     *response.status_mut() =
         hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
     );
+    response
+}
+
+fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBody> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = bytes_response(status, Bytes::from(bytes));
     // A Status that says when to retry says it in the header too, as the
     // API server's response writer does (`Retry-After`).
     if let Some(seconds) = body
@@ -508,6 +515,7 @@ fn decode_query(query: Option<&str>) -> BTreeMap<String, String> {
 fn error_response(error: api::ApiError) -> hyper::Response<ApiBody> {
     match error.reply() {
         Reply::Json(status, body) => json_response(status, &body),
+        Reply::Bytes(status, bytes) => bytes_response(status, bytes),
         Reply::Watch { .. } => json_response(500, &serde_json::Value::Null),
     }
 }
@@ -609,6 +617,7 @@ async fn answer(
     };
     Ok(match reply {
         Reply::Json(status, body) => json_response(status, &body),
+        Reply::Bytes(status, bytes) => bytes_response(status, bytes),
         Reply::Watch { events, timeout } => {
             let (tx, rx) = mpsc::channel(gate.limits.watch_queue.max(1));
             tokio::spawn(forward(events, tx, timeout, gate.limits.slow_watcher_grace));

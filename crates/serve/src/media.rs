@@ -100,7 +100,7 @@ mod tests {
                 code,
                 body["message"].as_str().unwrap_or_default().to_owned(),
             ),
-            Reply::Watch { .. } => panic!("an error is never a watch"),
+            Reply::Watch { .. } | Reply::Bytes(..) => panic!("an error is a Status"),
         }
     }
 

@@ -73,6 +73,10 @@ pub(super) fn get(path_and_query: &str) -> Request {
 pub(super) fn json(reply: Reply) -> (u16, Value) {
     match reply {
         Reply::Json(code, body) => (code, body),
+        Reply::Bytes(code, bytes) => (
+            code,
+            serde_json::from_slice(&bytes).expect("a serialised reply is JSON"),
+        ),
         Reply::Watch { .. } => panic!("expected a JSON reply, got a watch"),
     }
 }
@@ -82,6 +86,7 @@ pub(super) fn watch(reply: Reply) -> (mpsc::UnboundedReceiver<Bytes>, Option<std
     match reply {
         Reply::Watch { events, timeout } => (events, timeout),
         Reply::Json(code, body) => panic!("expected a watch, got {code} {body}"),
+        Reply::Bytes(code, _) => panic!("expected a watch, got {code}"),
     }
 }
 
