@@ -47,6 +47,8 @@ pub(super) const ANNOUNCED_KINDS: [&str; 14] = [
 /// One object as a list serves it: its state (for selectors and table
 /// cells; without its resourceVersion) and its JSON bytes (with it).
 pub(super) struct Cached<'a> {
+    pub(super) key: &'a Key,
+    pub(super) rv: u64,
     pub(super) bare: &'a Value,
     pub(super) json: Bytes,
 }
@@ -55,6 +57,9 @@ pub(super) struct Cached<'a> {
 #[derive(Default)]
 pub(super) struct ListCache {
     bytes: RefCell<BTreeMap<Key, (u64, Bytes)>>,
+    /// Each object's Table row, at its version and the virtual second its
+    /// age was written for (an age is shown in whole seconds).
+    rows: RefCell<BTreeMap<Key, (u64, u64, Bytes)>>,
 }
 
 impl ListCache {
@@ -83,15 +88,52 @@ impl ListCache {
                 }
             };
             seen.push(key.clone());
-            out.push(Cached { bare, json });
+            out.push(Cached {
+                key,
+                rv,
+                bare,
+                json,
+            });
         }
         // Forget the bytes of this kind's objects no longer announced, so
         // the cache holds one entry per live object.
         if bytes.range(kind_range(kind)).count() > seen.len() {
             let live: std::collections::BTreeSet<Key> = seen.into_iter().collect();
             bytes.retain(|k, _| k.0 != kind || live.contains(k));
+            self.rows
+                .borrow_mut()
+                .retain(|k, _| k.0 != kind || live.contains(k));
         }
         out
+    }
+
+    /// An object's Table row (`{"cells":[...],"object":{...}}`) at
+    /// `now_ms`: the one kept if neither the object nor the second its age
+    /// is counted at moved, else made by `cells` and kept.
+    pub(super) fn row(
+        &self,
+        object: &Cached<'_>,
+        now_ms: u64,
+        cells: impl FnOnce() -> Vec<Value>,
+    ) -> Bytes {
+        let second = now_ms / 1000;
+        let mut rows = self.rows.borrow_mut();
+        if let Some((rv, at, row)) = rows.get(object.key)
+            && *rv == object.rv
+            && *at == second
+        {
+            return row.clone();
+        }
+        let cells = serde_json::to_vec(&cells()).unwrap_or_default();
+        let mut row = BytesMut::with_capacity(cells.len() + object.json.len() + 22);
+        row.put_slice(b"{\"cells\":");
+        row.put_slice(&cells);
+        row.put_slice(b",\"object\":");
+        row.put_slice(&object.json);
+        row.put_u8(b'}');
+        let row = row.freeze();
+        rows.insert(object.key.clone(), (object.rv, second, row.clone()));
+        row
     }
 }
 

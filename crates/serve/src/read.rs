@@ -369,21 +369,12 @@ fn cached_list(
         let head = format!(
             r#"{{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{metadata},"columnDefinitions":{columns},"rows":["#
         );
-        let rows: Vec<Vec<u8>> = items
+        let cache = cluster.list_cache();
+        let rows: Vec<bytes::Bytes> = items
             .iter()
-            .map(|o| {
-                let cells = serde_json::to_vec(&table::cells(resource.kind, o.bare, now))
-                    .unwrap_or_default();
-                let mut row = Vec::with_capacity(cells.len() + o.json.len() + 22);
-                row.extend_from_slice(b"{\"cells\":");
-                row.extend_from_slice(&cells);
-                row.extend_from_slice(b",\"object\":");
-                row.extend_from_slice(&o.json);
-                row.push(b'}');
-                row
-            })
+            .map(|o| cache.row(o, now, || table::cells(resource.kind, o.bare, now)))
             .collect();
-        cache::splice(head.as_bytes(), rows.iter().map(Vec::as_slice), b"]}")
+        cache::splice(head.as_bytes(), rows.iter().map(|r| &r[..]), b"]}")
     } else {
         let head = format!(
             r#"{{"kind":"{}List","apiVersion":"{}","metadata":{metadata},"items":["#,
