@@ -51,7 +51,8 @@ pub(super) enum Reply {
         /// When the server ends the watch (`timeoutSeconds`).
         timeout: Option<std::time::Duration>,
     },
-    /// A body that is not JSON (a protobuf document), with its media type.
+    /// A body already serialised, with its media type: a list spliced
+    /// from the cache's bytes ([`super::cache`]) or a protobuf document.
     Raw {
         status: u16,
         media_type: &'static str,

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use super::cache::ListCache;
 use super::events::Events;
 use super::history::{History, Key, key_of, strip_rv_mut};
 use super::objects::Objects;
@@ -21,19 +22,26 @@ use super::written::{DECLARED_KINDS, Written};
 use drillbench_model::drill::Drill;
 use drillbench_model::labels::RUN_LABEL;
 use drillbench_model::scenario::spec::GuardSpec;
+use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::EventKind;
 use drillbench_sim::Simulation;
 use drillbench_sim::api_ops::{ApiOpError, Applied};
 use drillbench_sim::clock::Time;
+use drillbench_sim::world::PodPhase;
 
 /// Derived kinds whose objects come and go with the state they show, so
 /// [`Cluster::sync`] announces their disappearance itself: no timeline
 /// event and no API call deletes a VolumeAttachment.
-const DERIVED_LIFETIMES: [&str; 3] = ["PersistentVolume", "VolumeAttachment", "Lease"];
+const DERIVED_LIFETIMES: [&str; 4] = [
+    "PersistentVolume",
+    "VolumeAttachment",
+    "Lease",
+    "ReplicaSet",
+];
 
 /// Kinds whose state follows from other objects' events without one of
 /// their own, compared with their last announced state at every sync.
-const DERIVED_KINDS: [&str; 9] = [
+const DERIVED_KINDS: [&str; 10] = [
     // A node's kubelet renews its Lease every ten seconds while it is up
     // (the simulator's `LEASE_RENEW_INTERVAL_MS`): each renewal is a
     // change, so a watch of Leases sees heartbeats stop when a node is
@@ -43,11 +51,17 @@ const DERIVED_KINDS: [&str; 9] = [
     "PersistentVolume",
     "VolumeAttachment",
     "Deployment",
+    // A Deployment's ReplicaSets follow its pods and its rollouts; an old
+    // one pruned past the revision history limit is deleted.
+    "ReplicaSet",
     "StatefulSet",
     "DaemonSet",
     "Job",
     "PodDisruptionBudget",
 ];
+
+/// Derived kinds that own pods.
+const WORKLOAD_KINDS: [&str; 4] = ["Deployment", "StatefulSet", "DaemonSet", "Job"];
 
 pub(super) struct Cluster {
     /// The simulator; handlers change it only through its API primitives
@@ -63,6 +77,8 @@ pub(super) struct Cluster {
     watchers: Watchers,
     /// How many of the timeline's events have been turned into changes.
     seen_events: usize,
+    /// The announced objects' JSON bytes that lists are spliced from.
+    list_cache: ListCache,
     /// The most pods one workload written through the API may ask for
     /// ([`super::limits::Limits::max_pods`]).
     pub(super) max_pods: u64,
@@ -81,6 +97,7 @@ impl Cluster {
             events: Events::default(),
             watchers: Watchers::default(),
             seen_events: 0,
+            list_cache: ListCache::default(),
             max_pods: super::limits::DEFAULT_MAX_PODS,
         };
         cluster.written.set_metadata(
@@ -128,6 +145,7 @@ impl Cluster {
             events: Events::default(),
             watchers: Watchers::default(),
             seen_events: self.seen_events,
+            list_cache: ListCache::default(),
             max_pods: self.max_pods,
         }
     }
@@ -154,6 +172,10 @@ impl Cluster {
 
     pub(super) fn history(&self) -> &History {
         &self.history
+    }
+
+    pub(super) fn list_cache(&self) -> &ListCache {
+        &self.list_cache
     }
 
     pub(super) fn guards(&self) -> &[GuardSpec] {
@@ -279,13 +301,48 @@ impl Cluster {
                 self.push(key, "DELETED", object);
             }
         }
+        let mut changed_workloads = Vec::new();
         for object in objects {
             let key = key_of(kind, &object);
             if self.history.is_unchanged(&key, &object) {
                 continue;
             }
             let kind_type = self.history.change_type(&key);
+            if WORKLOAD_KINDS.contains(&kind) {
+                changed_workloads.push(key.clone());
+            }
             self.push(key, kind_type, object);
+        }
+        for workload in changed_workloads {
+            self.sync_pods_of(&workload);
+        }
+    }
+
+    /// Announces the pods of a workload whose view changed without an
+    /// event of their own: a Job's pod that finishes (the simulator's
+    /// `JobPodDone`) records nothing on the timeline but the Job's count,
+    /// so its pod would otherwise read as Running to a watch (and to a
+    /// list served from what was announced, [`super::cache`]).
+    fn sync_pods_of(&mut self, workload: &Key) {
+        let reference = WorkloadRef::new(&workload.1, workload.0, &workload.2).to_string();
+        let Some(w) = self.sim.workload_id(&reference) else {
+            return;
+        };
+        let pods: Vec<Key> = self.sim.workloads()[w]
+            .pods
+            .iter()
+            .map(|&p| &self.sim.pods()[p])
+            .filter(|p| p.phase != PodPhase::Gone)
+            .map(|p| ("Pod", p.namespace.clone(), p.name.clone()))
+            .collect();
+        for key in pods {
+            let Some(object) = self.view(key.0, &key.1, &key.2, false) else {
+                continue;
+            };
+            if !self.history.is_unchanged(&key, &object) {
+                let kind_type = self.history.change_type(&key);
+                self.push(key, kind_type, object);
+            }
         }
     }
 

@@ -187,6 +187,15 @@ pub(super) fn replicas_of(object: &Value) -> Result<u32, ApiError> {
 fn image_changes(current: &Value, wanted: &Value) -> Option<Vec<(String, String)>> {
     let containers = "/spec/template/spec/containers";
     let mut patched = current.pointer("/spec/template")?.clone();
+    // A template read back through a typed client comes with the empty
+    // fields Go writes (`creationTimestamp: null`, `resources: {}`), as
+    // `kubectl rollout undo` sends a ReplicaSet's: they say nothing.
+    let mut wanted = wanted.clone();
+    if let Some(template) = wanted.pointer_mut("/spec/template") {
+        prune_empty(template);
+    }
+    prune_empty(&mut patched);
+    let wanted = &wanted;
     let mut changes = Vec::new();
     for (have, want) in patched
         .pointer_mut("/spec/containers")?
@@ -205,6 +214,26 @@ fn image_changes(current: &Value, wanted: &Value) -> Option<Vec<(String, String)
         }
     }
     (Some(&patched) == wanted.pointer("/spec/template")).then_some(changes)
+}
+
+/// Removes nulls and empty objects and lists, recursively.
+fn prune_empty(value: &mut Value) {
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    };
+    match value {
+        Value::Object(map) => {
+            for v in map.values_mut() {
+                prune_empty(v);
+            }
+            map.retain(|_, v| !empty(v));
+        }
+        Value::Array(items) => items.iter_mut().for_each(prune_empty),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

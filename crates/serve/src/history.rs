@@ -159,6 +159,19 @@ impl History {
             .map(|(k, a)| (k, &a.bare))
     }
 
+    /// The objects of a kind announced and not deleted, with their last
+    /// state (without resourceVersion) and the version it was announced
+    /// at, in key order.
+    pub(super) fn announced_with_rv(
+        &self,
+        kind: &'static str,
+    ) -> impl Iterator<Item = (&Key, &Value, u64)> {
+        self.announced
+            .range((kind, String::new(), String::new())..)
+            .take_while(move |(k, _)| k.0 == kind)
+            .map(|(k, a)| (k, &a.bare, a.rv))
+    }
+
     /// The newest version a watch cannot resume from: every change after
     /// it is still in the window.
     pub(super) fn oldest_rv(&self) -> u64 {

@@ -16,6 +16,7 @@ mod access;
 mod admit;
 mod api;
 pub mod auth;
+mod cache;
 mod cluster;
 mod commit;
 mod control;
@@ -478,11 +479,20 @@ impl Body for ApiBody {
     }
 }
 
-fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBody> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut response = hyper::Response::new(ApiBody::Full(Some(Bytes::from(bytes))));
+/// A body already serialised, with its media type.
+fn bytes_response(status: u16, media_type: &'static str, bytes: Bytes) -> hyper::Response<ApiBody> {
+    let mut response = hyper::Response::new(ApiBody::Full(Some(bytes)));
     *response.status_mut() =
         hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(media_type),
+    );
+    response
+}
+
+fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBody> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
     // An aggregated discovery document says so in its media type, which
     // is how the client tells it from an unaggregated list.
     let media_type = match body.get("kind").and_then(serde_json::Value::as_str) {
@@ -494,10 +504,7 @@ fn json_response(status: u16, body: &serde_json::Value) -> hyper::Response<ApiBo
         ),
         _ => "application/json",
     };
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static(media_type),
-    );
+    let mut response = bytes_response(status, media_type, Bytes::from(bytes));
     // A Status that says when to retry says it in the header too, as the
     // API server's response writer does (`Retry-After`).
     if let Some(seconds) = body
@@ -523,7 +530,12 @@ fn decode_query(query: Option<&str>) -> BTreeMap<String, String> {
 fn error_response(error: api::ApiError) -> hyper::Response<ApiBody> {
     match error.reply() {
         Reply::Json(status, body) => json_response(status, &body),
-        Reply::Watch { .. } | Reply::Raw { .. } => json_response(500, &serde_json::Value::Null),
+        Reply::Raw {
+            status,
+            media_type,
+            body,
+        } => bytes_response(status, media_type, body),
+        Reply::Watch { .. } => json_response(500, &serde_json::Value::Null),
     }
 }
 
@@ -628,16 +640,7 @@ async fn answer(
             status,
             media_type,
             body,
-        } => {
-            let mut response = hyper::Response::new(ApiBody::Full(Some(body)));
-            *response.status_mut() = hyper::StatusCode::from_u16(status)
-                .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static(media_type),
-            );
-            response
-        }
+        } => bytes_response(status, media_type, body),
         Reply::Watch { events, timeout } => {
             let (tx, rx) = mpsc::channel(gate.limits.watch_queue.max(1));
             tokio::spawn(forward(events, tx, timeout, gate.limits.slow_watcher_grace));

@@ -89,6 +89,14 @@ impl Objects<'_> {
                 .iter()
                 .find(|a| a.metadata.name.as_deref() == Some(name))
                 .map(to_json)?,
+            "ReplicaSet" => sim
+                .replicaset_views()
+                .iter()
+                .find(|r| {
+                    r.metadata.name.as_deref() == Some(name)
+                        && r.metadata.namespace.as_deref() == Some(namespace)
+                })
+                .map(to_json)?,
             "Lease" => sim
                 .lease_views()
                 .iter()
@@ -135,6 +143,23 @@ impl Objects<'_> {
             }
             if !annotations.is_null() {
                 meta.insert("annotations".to_owned(), annotations.clone());
+            }
+        }
+        if kind == "Deployment"
+            && let Some(w) = self
+                .sim
+                .workload_id(&WorkloadRef::new(&key.1, kind, &key.2).to_string())
+            && let Some(revision) = self.sim.deployment_revision(w)
+            && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            // The deployment controller's own annotation, whatever a
+            // client wrote there (`kubectl rollout undo` writes it back).
+            let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(annotations) = annotations.as_object_mut() {
+                annotations.insert(
+                    drillbench_sim::view::REVISION_ANNOTATION.to_owned(),
+                    json!(revision.to_string()),
+                );
             }
         }
         status::set_generation(kind, object, self.written.generation(&key));
@@ -193,6 +218,7 @@ impl Objects<'_> {
             "Lease" => sim.lease_views().iter().map(to_json).collect(),
             "PersistentVolume" => sim.volume_views().iter().map(to_json).collect(),
             "VolumeAttachment" => sim.attachment_views().iter().map(to_json).collect(),
+            "ReplicaSet" => sim.replicaset_views().iter().map(to_json).collect(),
             _ => Vec::new(),
         };
         for object in &mut objects {
@@ -320,7 +346,11 @@ mod tests {
             .view("Deployment", "apps", "api", false)
             .expect("apps/api");
         assert_eq!(api["metadata"]["labels"], json!({"team": "data"}));
-        assert_eq!(api["metadata"]["annotations"], json!({"note": "x"}));
+        assert_eq!(
+            api["metadata"]["annotations"],
+            json!({"note": "x", "deployment.kubernetes.io/revision": "1"}),
+            "the deployment controller's revision beside what was written"
+        );
         // The simulator keeps no labels of a workload: without written
         // ones it has none.
         cluster

@@ -180,6 +180,18 @@ pub const RESOURCES: &[Resource] = &[
         &["status"],
         true,
     ),
+    // Read-only: the simulator's Deployments keep one per revision
+    // (`drillbench_sim::view::Simulation::replicaset_views`).
+    res(
+        "apps",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        &[],
+        false,
+    ),
     res("batch", "jobs", "job", "Job", true, &[], &["status"], true),
     res(
         "policy",
@@ -282,16 +294,6 @@ pub const RESOURCES: &[Resource] = &[
 /// `bench sim serve --snapshot` serves them beside [`RESOURCES`], read-only
 /// like everything a frozen snapshot serves.
 pub const SNAPSHOT_ONLY: &[Resource] = &[
-    res(
-        "apps",
-        "replicasets",
-        "replicaset",
-        "ReplicaSet",
-        true,
-        &["rs"],
-        &[],
-        false,
-    ),
     res(
         "storage.k8s.io",
         "csinodes",

@@ -20,7 +20,7 @@ fn column(name: &str, kind: &str, priority: u8, format: &str) -> Value {
     json!({"name": name, "type": kind, "format": format, "description": "", "priority": priority})
 }
 
-fn columns(kind: &str) -> Vec<Value> {
+pub(crate) fn columns(kind: &str) -> Vec<Value> {
     let name = column("Name", "string", 0, "name");
     let age = column("Age", "string", 0, "");
     match kind {
@@ -46,6 +46,14 @@ fn columns(kind: &str) -> Vec<Value> {
             column("Node", "string", 1, ""),
         ],
         "Deployment" | "StatefulSet" => vec![name, column("Ready", "string", 0, ""), age],
+        // kubectl's ReplicaSet printer (`printReplicaSet`).
+        "ReplicaSet" => vec![
+            name,
+            column("Desired", "integer", 0, ""),
+            column("Current", "integer", 0, ""),
+            column("Ready", "integer", 0, ""),
+            age,
+        ],
         "DaemonSet" => vec![
             name,
             column("Desired", "integer", 0, ""),
@@ -165,7 +173,7 @@ fn pod_ready(pod: &Value) -> bool {
         })
 }
 
-fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
+pub(crate) fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
     let name = json!(text(object, "/metadata/name"));
     let age = json!(age(
         object
@@ -243,6 +251,13 @@ fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
                 int(object, "/status/readyReplicas"),
                 int(object, "/spec/replicas")
             )),
+            age,
+        ],
+        "ReplicaSet" => vec![
+            name,
+            json!(int(object, "/spec/replicas")),
+            json!(int(object, "/status/replicas")),
+            json!(int(object, "/status/readyReplicas")),
             age,
         ],
         "DaemonSet" => vec![

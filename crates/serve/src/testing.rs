@@ -73,6 +73,14 @@ pub(super) fn get(path_and_query: &str) -> Request {
 pub(super) fn json(reply: Reply) -> (u16, Value) {
     match reply {
         Reply::Json(code, body) => (code, body),
+        Reply::Raw {
+            status,
+            media_type: "application/json",
+            body,
+        } => (
+            status,
+            serde_json::from_slice(&body).expect("a serialised reply is JSON"),
+        ),
         _ => panic!("expected a JSON reply"),
     }
 }

@@ -75,6 +75,7 @@ pub(super) fn workload(name: &str, kind: WorkloadKind, template: Rc<Template>) -
         succeeded: 0,
         strategy: Default::default(),
         cron: None,
+        revisions: Vec::new(),
     }
 }
 

@@ -551,6 +551,16 @@ impl Simulation {
         }
         for w in loaded.workloads {
             let key = WorkloadRef::new(&w.namespace, w.kind_name, &w.name).to_string();
+            let revisions = match w.kind {
+                WorkloadKind::Deployment => vec![world::Revision {
+                    number: 1,
+                    history: Vec::new(),
+                    template: w.template.clone(),
+                    created_at: self.now(),
+                    index: 0,
+                }],
+                _ => Vec::new(),
+            };
             let id = self.world.add_workload(Workload {
                 key,
                 namespace: w.namespace,
@@ -563,6 +573,7 @@ impl Simulation {
                 succeeded: 0,
                 strategy: w.strategy,
                 cron: w.cron,
+                revisions,
             });
             self.controllers.mark_dirty(id);
             if let (Some(_), WorkloadKind::Job { completions, .. }) =

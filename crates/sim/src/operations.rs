@@ -8,7 +8,9 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::clock::{Time, after};
-use super::world::{NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadKind};
+use super::world::{
+    NodeId, NodePhase, Owner, PodId, PodPhase, REVISION_HISTORY_LIMIT, WorkloadKind,
+};
 use super::{Action, SimError, Simulation, etcd_member_ref, node_ref};
 use drillbench_model::duration::Duration;
 use drillbench_model::k8s::disruption::{EvictionAllowed, SelectedPod, check_eviction, pdb_counts};
@@ -474,7 +476,8 @@ impl Simulation {
         if spec == old.spec {
             return Ok(());
         }
-        self.world.workload_mut(w).template = Rc::new(old.with_spec(spec));
+        let template = self.new_revision(w, spec, &old);
+        self.world.workload_mut(w).template = template;
         self.controllers.mark_dirty(w);
         let (ns, name) = (
             self.world.workload(w).namespace.clone(),
@@ -492,6 +495,94 @@ impl Simulation {
         );
         self.settle();
         Ok(())
+    }
+
+    /// The template a Deployment rolls out to, as the deployment
+    /// controller's `getNewReplicaSet` finds its ReplicaSet: an old one
+    /// whose template is the new one is reused and takes the next
+    /// revision (its old number goes to its history: a rollback), else a
+    /// new one is made with the next revision. Old ReplicaSets without
+    /// pods beyond [`REVISION_HISTORY_LIMIT`] are removed, oldest
+    /// revision first (`cleanupDeployment`).
+    fn new_revision(
+        &mut self,
+        w: super::world::WorkloadId,
+        spec: k8s_openapi::api::core::v1::PodSpec,
+        old: &super::world::Template,
+    ) -> Rc<super::world::Template> {
+        let now = self.now();
+        let workload = self.world.workload_mut(w);
+        let next = workload
+            .revisions
+            .iter()
+            .map(|r| r.number)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let template = match workload
+            .revisions
+            .iter_mut()
+            .find(|r| r.template.spec == spec && r.template.labels == old.labels)
+        {
+            Some(revision) => {
+                revision.history.push(revision.number);
+                revision.number = next;
+                revision.template.clone()
+            }
+            None => {
+                let template = Rc::new(old.with_spec(spec));
+                let index = workload
+                    .revisions
+                    .iter()
+                    .map(|r| r.index + 1)
+                    .max()
+                    .unwrap_or(0);
+                workload.revisions.push(super::world::Revision {
+                    number: next,
+                    history: Vec::new(),
+                    template: template.clone(),
+                    created_at: now,
+                    index,
+                });
+                template
+            }
+        };
+        self.prune_revisions(w);
+        template
+    }
+
+    /// Drops a Deployment's oldest ReplicaSets that have no live pods while
+    /// more than [`REVISION_HISTORY_LIMIT`] old ones are kept.
+    pub(crate) fn prune_revisions(&mut self, w: super::world::WorkloadId) {
+        let current = self.world.workload(w).template.clone();
+        let mut old: Vec<(u64, usize)> = self
+            .world
+            .workload(w)
+            .revisions
+            .iter()
+            .filter(|r| !Rc::ptr_eq(&r.template, &current))
+            .filter(|r| {
+                !self.world.workload(w).pods.iter().any(|&p| {
+                    let pod = self.world.pod(p);
+                    pod.phase != PodPhase::Gone && Rc::ptr_eq(&pod.template, &r.template)
+                })
+            })
+            .map(|r| (r.number, r.index))
+            .collect();
+        let kept_old = self.world.workload(w).revisions.len() - 1;
+        if kept_old <= REVISION_HISTORY_LIMIT {
+            return;
+        }
+        old.sort_unstable();
+        let drop: Vec<usize> = old
+            .iter()
+            .take(kept_old - REVISION_HISTORY_LIMIT)
+            .map(|(_, index)| *index)
+            .collect();
+        self.world
+            .workload_mut(w)
+            .revisions
+            .retain(|r| !drop.contains(&r.index));
     }
 
     /// Whether every workload has all its desired replicas ready.

@@ -4,10 +4,11 @@
 //! model it shows.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetStatus, Deployment, DeploymentSpec, DeploymentStatus,
-    StatefulSet, StatefulSetSpec, StatefulSetStatus,
+    ReplicaSet, ReplicaSetSpec, ReplicaSetStatus, StatefulSet, StatefulSetSpec, StatefulSetStatus,
 };
 use k8s_openapi::api::batch::v1::{Job, JobSpec, JobStatus};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -30,7 +31,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use sha2::{Digest, Sha256};
 
 use super::clock::Time;
-use super::world::{ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, WorkloadId, WorkloadKind};
+use super::world::{
+    ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, Revision, WorkloadId, WorkloadKind,
+};
 use super::{EPOCH_SECONDS, Simulation};
 use drillbench_model::labels::ATTACH_ANNOTATION;
 use drillbench_model::scenario::spec::{AttachModel, BindingMode};
@@ -70,6 +73,39 @@ pub fn attachment_name(volume: &str, attacher: &str, node: &str) -> String {
 pub fn timestamp(at: Time) -> MetaTime {
     let seconds = EPOCH_SECONDS + (at / 1000) as i64;
     MetaTime(jiff::Timestamp::from_second(seconds).unwrap_or(jiff::Timestamp::UNIX_EPOCH))
+}
+
+/// The label a Deployment's ReplicaSet and pods carry to tell its
+/// templates apart (`apps/v1` `DefaultDeploymentUniqueLabelKey`).
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
+/// `deployment.kubernetes.io/revision`, on a Deployment and its
+/// ReplicaSets (the deployment controller's `RevisionAnnotation`).
+pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+
+/// A template's `pod-template-hash`, as `controller.ComputeHash`
+/// (`pkg/controller/controller_utils.go`) makes it: the 32-bit FNV-1a of
+/// the template, written in decimal and each digit mapped by
+/// `rand.SafeEncodeString` to its alphabet of consonants and digits that
+/// spell no words. Upstream hashes Go's printed form of the template; this
+/// hashes its JSON, so the value differs from a real cluster's, but is as
+/// stable and as short.
+pub fn template_hash(template: &PodTemplateSpec) -> String {
+    const SAFE: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in serde_json::to_vec(template).unwrap_or_default() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash.to_string()
+        .bytes()
+        .map(|b| char::from(SAFE[usize::from(b) % SAFE.len()]))
+        .collect()
+}
+
+/// The uid of one of a Deployment's ReplicaSets.
+pub fn replicaset_uid(w: WorkloadId, index: usize) -> String {
+    uid(10, (w << 16) | index)
 }
 
 /// A stable UID for an object: its kind and index, so the same seed gives
@@ -208,11 +244,30 @@ impl Simulation {
         if let Owner::Workload(w, _) = p.owner
             && let Some((kind, api_version, name)) = self.pod_owner(w)
         {
+            let (name, owner_uid) = match self.pod_revision(pod) {
+                // A Deployment's pod belongs to the ReplicaSet of its
+                // template and carries that template's hash label, as
+                // the ReplicaSet controller creates it.
+                Some(revision) => {
+                    let hash = template_hash(&self.revision_template(revision));
+                    object
+                        .metadata
+                        .labels
+                        .get_or_insert_default()
+                        .insert(POD_TEMPLATE_HASH.to_owned(), hash.clone());
+                    let workload = self.world.workload(w);
+                    (
+                        format!("{}-{hash}", workload.name),
+                        replicaset_uid(w, revision.index),
+                    )
+                }
+                None => (name, uid(3, w)),
+            };
             object.metadata.owner_references = Some(vec![OwnerReference {
                 api_version: api_version.to_owned(),
                 kind: kind.to_owned(),
                 name,
-                uid: uid(3, w),
+                uid: owner_uid,
                 controller: Some(true),
                 block_owner_deletion: Some(true),
             }]);
@@ -293,6 +348,163 @@ impl Simulation {
             creation_timestamp: Some(timestamp(created)),
             ..Default::default()
         }
+    }
+
+    /// The revision (ReplicaSet) of a Deployment's pod: the one whose
+    /// template it was made from; `None` for other pods.
+    fn pod_revision(&self, pod: PodId) -> Option<&Revision> {
+        let p = self.world.pod(pod);
+        let Owner::Workload(w, _) = p.owner else {
+            return None;
+        };
+        let revisions = &self.world.workload(w).revisions;
+        revisions
+            .iter()
+            .find(|r| Rc::ptr_eq(&r.template, &p.template))
+            .or_else(|| {
+                revisions
+                    .iter()
+                    .find(|r| r.template.spec == p.template.spec)
+            })
+            .or_else(|| revisions.iter().max_by_key(|r| r.number))
+    }
+
+    /// A revision's pod template as its Deployment shows it (no hash).
+    fn revision_template(&self, revision: &Revision) -> PodTemplateSpec {
+        let template = &revision.template;
+        PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(template.labels.clone()),
+                annotations: (!template.annotations.is_empty())
+                    .then(|| template.annotations.clone()),
+                ..Default::default()
+            }),
+            spec: Some(template.spec.clone()),
+        }
+    }
+
+    /// The newest revision number of a Deployment (its
+    /// `deployment.kubernetes.io/revision`), if it keeps revisions.
+    pub fn deployment_revision(&self, w: WorkloadId) -> Option<u64> {
+        self.world
+            .workload(w)
+            .revisions
+            .iter()
+            .map(|r| r.number)
+            .max()
+    }
+
+    /// Every live Deployment's ReplicaSets, one per revision it keeps
+    /// ([`Revision`]), as the deployment controller writes them: named
+    /// after the Deployment and the template's hash, labelled and
+    /// selecting with `pod-template-hash`, owned by the Deployment,
+    /// annotated with the revision (`deployment.kubernetes.io/revision`,
+    /// `revision-history`, `desired-replicas`). The newest wants what
+    /// the Deployment's old pods leave of its replicas; an old one, the
+    /// pods it still has (the rolling update scales it down as they go).
+    pub fn replicaset_views(&self) -> Vec<ReplicaSet> {
+        let mut out = Vec::new();
+        for w in self.live_workloads() {
+            let workload = self.world.workload(w);
+            if workload.kind != WorkloadKind::Deployment {
+                continue;
+            }
+            let newest = self.deployment_revision(w).unwrap_or(0);
+            let pods_of = |revision: &Revision| -> (i32, i32) {
+                let mut counts = (0, 0);
+                for &p in &workload.pods {
+                    let pod = self.world.pod(p);
+                    if !pod.is_active()
+                        || self.pod_revision(p).map(|r| r.index) != Some(revision.index)
+                    {
+                        continue;
+                    }
+                    counts.0 += 1;
+                    if pod.phase == PodPhase::Ready {
+                        counts.1 += 1;
+                    }
+                }
+                counts
+            };
+            let old_pods: i32 = workload
+                .revisions
+                .iter()
+                .filter(|r| r.number != newest)
+                .map(|r| pods_of(r).0)
+                .sum();
+            for revision in &workload.revisions {
+                let (live, ready) = pods_of(revision);
+                let wanted = if revision.number == newest {
+                    live.max(workload.replicas as i32 - old_pods)
+                } else {
+                    live
+                };
+                let mut template = self.revision_template(revision);
+                let hash = template_hash(&template);
+                let mut labels = template
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.labels.clone())
+                    .unwrap_or_default();
+                labels.insert(POD_TEMPLATE_HASH.to_owned(), hash.clone());
+                if let Some(meta) = template.metadata.as_mut() {
+                    meta.labels = Some(labels.clone());
+                }
+                let mut annotations = BTreeMap::from([
+                    (
+                        "deployment.kubernetes.io/desired-replicas".to_owned(),
+                        workload.replicas.to_string(),
+                    ),
+                    (REVISION_ANNOTATION.to_owned(), revision.number.to_string()),
+                ]);
+                if !revision.history.is_empty() {
+                    let history: Vec<String> =
+                        revision.history.iter().map(u64::to_string).collect();
+                    annotations.insert(
+                        "deployment.kubernetes.io/revision-history".to_owned(),
+                        history.join(","),
+                    );
+                }
+                out.push(ReplicaSet {
+                    metadata: ObjectMeta {
+                        name: Some(format!("{}-{hash}", workload.name)),
+                        namespace: Some(workload.namespace.clone()),
+                        uid: Some(replicaset_uid(w, revision.index)),
+                        generation: Some(1),
+                        creation_timestamp: Some(timestamp(revision.created_at)),
+                        labels: Some(labels.clone()),
+                        annotations: Some(annotations),
+                        owner_references: Some(vec![OwnerReference {
+                            api_version: "apps/v1".to_owned(),
+                            kind: "Deployment".to_owned(),
+                            name: workload.name.clone(),
+                            uid: uid(3, w),
+                            controller: Some(true),
+                            block_owner_deletion: Some(true),
+                        }]),
+                        ..Default::default()
+                    },
+                    spec: Some(ReplicaSetSpec {
+                        replicas: Some(wanted),
+                        selector: LabelSelector {
+                            match_labels: Some(labels),
+                            match_expressions: None,
+                        },
+                        template: Some(template),
+                        ..Default::default()
+                    }),
+                    status: Some(ReplicaSetStatus {
+                        replicas: live,
+                        fully_labeled_replicas: Some(live),
+                        ready_replicas: Some(ready),
+                        available_replicas: Some(ready),
+                        observed_generation: Some(1),
+                        ..Default::default()
+                    }),
+                });
+            }
+        }
+        out
     }
 
     fn workload_template(&self, w: WorkloadId) -> (LabelSelector, PodTemplateSpec) {

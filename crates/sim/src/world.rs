@@ -390,7 +390,30 @@ pub struct Workload {
     pub strategy: Strategy,
     /// A CronJob's schedule: its Job runs again at each scheduled time.
     pub cron: Option<CronRun>,
+    /// A Deployment's pod templates, one per ReplicaSet the deployment
+    /// controller keeps, oldest first; empty for other kinds.
+    pub revisions: Vec<Revision>,
 }
+
+/// One of a Deployment's pod templates, as the ReplicaSet the deployment
+/// controller keeps for it (`pkg/controller/deployment/sync.go`).
+#[derive(Debug, Clone)]
+pub struct Revision {
+    /// `deployment.kubernetes.io/revision`: the newest template's is one
+    /// more than any other's, and a template that becomes the newest
+    /// again (a rollback) takes the next number (`getNewReplicaSet`).
+    pub number: u64,
+    /// The numbers it had before (`deployment.kubernetes.io/revision-history`).
+    pub history: Vec<u64>,
+    pub template: Rc<Template>,
+    pub created_at: super::clock::Time,
+    /// Which of the workload's ReplicaSets it is, for its uid.
+    pub index: usize,
+}
+
+/// How many old ReplicaSets without pods a Deployment keeps: the
+/// `revisionHistoryLimit` default of `apps/v1`.
+pub const REVISION_HISTORY_LIMIT: usize = 10;
 
 /// A CronJob's schedule and the policies that decide each run.
 #[derive(Debug, Clone, Copy)]
