@@ -36,8 +36,16 @@ kind: Drill
 metadata: {name: report-scale}
 cluster:
   pools:
-    - {name: pool-a, count: 10, serverType: cx53, namePattern: pool-a-{n}, labels: {scale.drillbench.dev/pool: a}}
-    - {name: pool-b, count: 10, serverType: cx53, namePattern: pool-b-{n}, labels: {scale.drillbench.dev/pool: b}}
+    - name: pool-a
+      count: 10
+      serverType: cx53
+      namePattern: pool-a-{n}
+      labels: {scale.drillbench.dev/pool: a}
+    - name: pool-b
+      count: 10
+      serverType: cx53
+      namePattern: pool-b-{n}
+      labels: {scale.drillbench.dev/pool: b}
 workloads:
   - path: manifests.yaml
 steps:
@@ -228,6 +236,24 @@ fn a_built_in_drill_writes_the_report_it_always_wrote() {
         assert!(!written.contains("eventsFile"));
         assert!(!out.join("events.ndjson").exists(), "only when asked for");
     }
+}
+
+#[test]
+fn every_built_in_drill_stays_well_within_the_default_budget() {
+    // So their reports keep the whole timeline, and the golden digests
+    // hold: a built-in that grows towards the budget fails here first.
+    let mut largest = (0, String::new());
+    for entry in catalog::list().expect("the built-in drills") {
+        let path = catalog::resolve(&entry.name).expect("built-in");
+        let drill = Drill::load(&path).expect("loads");
+        let report = run_drill(&drill, 1, &drillbench_backend::sim::provision).expect("runs");
+        largest = largest.max((report.timeline.len(), entry.name));
+    }
+    eprintln!("largest built-in timeline: {largest:?}");
+    assert!(
+        largest.0 > 0 && largest.0 * 4 < timeline_summary::DEFAULT_TIMELINE_BUDGET,
+        "largest built-in timeline: {largest:?}"
+    );
 }
 
 #[test]

@@ -10,16 +10,16 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// One file to stage: its name and what writes its contents. Writers get a
-/// buffered file, so a report is serialised straight to disk rather than
-/// built as one string first.
-pub type Staged<'a> = (
-    &'a str,
-    Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + 'a>,
-);
+/// What writes one staged file's contents. It gets a buffered file, so a
+/// report is serialised straight to disk rather than built as one string
+/// first.
+pub type Contents<'a> = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + 'a>;
 
-/// A writer of text already rendered.
-pub fn text(text: &str) -> Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + '_> {
+/// One file to stage: its name and its contents.
+pub type Staged<'a> = (&'a str, Contents<'a>);
+
+/// The contents of text already rendered.
+pub fn text(text: &str) -> Contents<'_> {
     Box::new(move |out| out.write_all(text.as_bytes()))
 }
 
@@ -189,7 +189,7 @@ mod tests {
         // Written in many small pieces, as a serialiser does.
         let big: Staged<'_> = (
             "report.json",
-            Box::new(|w| (0..10_000).try_for_each(|i| write!(w, "{i}\n"))),
+            Box::new(|w| (0..10_000).try_for_each(|i| writeln!(w, "{i}"))),
         );
         out.write_streamed(vec![big]).unwrap();
         let text = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
