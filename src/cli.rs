@@ -243,6 +243,15 @@ struct RunArgs {
     /// run now, replace the drill's own cluster and workloads.
     #[arg(long, value_name = "FILE")]
     snapshot: Option<PathBuf>,
+    /// The most timeline events `report.json` stores whole; a run with more
+    /// keeps the drill's own events (steps, faults, waits, control plane,
+    /// autoscaler) and tallies the rest per workload and per pool.
+    #[arg(long, value_name = "N", default_value_t = drillbench_report::timeline_summary::DEFAULT_TIMELINE_BUDGET)]
+    timeline_budget: usize,
+    /// Also write every event of the run to `events.ndjson` beside the
+    /// reports, one JSON object per line (one run only, not a sweep).
+    #[arg(long)]
+    events_ndjson: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -577,6 +586,8 @@ impl RunArgs {
             shard: self.shard,
             format: self.format.into(),
             snapshot: self.snapshot,
+            timeline_budget: self.timeline_budget,
+            events_ndjson: self.events_ndjson,
         }
     }
 }

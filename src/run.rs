@@ -52,12 +52,25 @@ enum StepsOutcome {
     Aborted(String),
 }
 
-/// Runs a drill with a seed and returns its report.
+/// Runs a drill with a seed and returns its report, with the whole
+/// timeline however long it is.
 pub fn run_drill(
     drill: &Drill,
     seed: u64,
     provision: &Provision<'_>,
 ) -> Result<DrillReport, RunError> {
+    run_drill_budgeted(drill, seed, provision, usize::MAX).map(|(report, _)| report)
+}
+
+/// Runs a drill with a seed and returns its report, its timeline
+/// summarised when it holds more than `timeline_budget` events (see
+/// [`DrillReport::summarise_timeline`]); then also the complete timeline.
+pub fn run_drill_budgeted(
+    drill: &Drill,
+    seed: u64,
+    provision: &Provision<'_>,
+    timeline_budget: usize,
+) -> Result<(DrillReport, Option<Vec<Event>>), RunError> {
     let backend = provision(drill, seed).map_err(RunError::Provision)?;
     check_capabilities(drill, backend.as_ref())?;
     let backend_name = backend.name();
@@ -110,7 +123,7 @@ pub fn run_drill(
         StepsOutcome::Completed => Outcome::Passed,
     };
     let workloads = workload_availability(&obs);
-    Ok(DrillReport {
+    let mut report = DrillReport {
         format: REPORT_FORMAT.to_owned(),
         bench_version: env!("CARGO_PKG_VERSION").to_owned(),
         drill: DrillIdentity {
@@ -139,9 +152,66 @@ pub fn run_drill(
         assertions,
         figures,
         timeline: obs.events,
+        timeline_summary: None,
+        events_file: None,
         workloads,
         not_simulated: obs.not_simulated,
-    })
+    };
+    let full = (report.timeline.len() > timeline_budget)
+        .then(|| {
+            let owners = PodOwners::of(&obs.placements, &obs.workloads);
+            report.summarise_timeline(timeline_budget, &owners)
+        })
+        .flatten();
+    Ok((report, full))
+}
+
+/// Which workload each pod belongs to, for a summarised timeline: the one
+/// its placement names, else, for a pod never bound, the workload of its
+/// namespace whose name its own extends (`web-0001a` of `web`), the
+/// longest such name.
+struct PodOwners<'a> {
+    placed: BTreeMap<&'a str, &'a str>,
+    workloads: &'a BTreeMap<String, drillbench_observe::WorkloadSeries>,
+}
+
+impl<'a> PodOwners<'a> {
+    fn of(
+        placements: &'a [drillbench_observe::Placement],
+        workloads: &'a BTreeMap<String, drillbench_observe::WorkloadSeries>,
+    ) -> Self {
+        let placed = placements
+            .iter()
+            .filter_map(|p| Some((p.pod.as_str(), p.workload.as_deref()?)))
+            .collect();
+        PodOwners { placed, workloads }
+    }
+}
+
+impl drillbench_report::timeline_summary::Owners for PodOwners<'_> {
+    fn workload_of(&self, pod: &ObjectRef) -> Option<String> {
+        let key = format!("{}/{}", pod.namespace, pod.name);
+        if let Some(workload) = self.placed.get(key.as_str()) {
+            return Some((*workload).to_owned());
+        }
+        self.workloads
+            .keys()
+            .filter(|w| {
+                let mut parts = w.splitn(3, '/');
+                let (Some(ns), Some(_kind), Some(name)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    return false;
+                };
+                ns == pod.namespace
+                    && pod
+                        .name
+                        .strip_prefix(name)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+            })
+            .max_by_key(|w| w.len())
+            .cloned()
+    }
 }
 
 /// Each workload's lowest point and time whole while the steps ran.

@@ -70,6 +70,10 @@ pub(crate) enum CommandError {
     )]
     SnapshotOnCluster,
     #[error(
+        "--events-ndjson writes one run's events; a sweep keeps no run's timeline (drop --runs/--shard, or run the seed you want to see with --seed)"
+    )]
+    EventsOfSweep,
+    #[error(
         "drill `{drill}` takes its workloads from the cluster (`fromCluster:`), which the {backend} backend does not have: it builds its own; pass --backend kubeconfig with the cluster's kubeconfig, or --snapshot FILE of it"
     )]
     FromClusterOffCluster {
@@ -203,6 +207,7 @@ fn error_exit(error: &CommandError) -> Exit {
         | E::ShardTooSmall { .. }
         | E::ShardOnCluster
         | E::SnapshotOnCluster
+        | E::EventsOfSweep
         | E::FromClusterOffCluster { .. }
         | E::NothingToMerge
         | E::NoContext(_)

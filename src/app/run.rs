@@ -11,7 +11,7 @@ use super::actions::{Output, OutputFormat};
 use super::error::{CommandError, Ending};
 use crate::io::{Io, printable};
 use crate::progress::Progress;
-use crate::run::run_drill;
+use crate::run::{run_drill, run_drill_budgeted};
 use drillbench_backend::BackendKind;
 use drillbench_backend::factory::{Existing, Factory};
 use drillbench_model::drill::Drill;
@@ -19,7 +19,10 @@ use drillbench_model::scenario::catalog;
 use drillbench_report::out_dir::{self, OutDir};
 use drillbench_report::sweep::{self, SweepError, SweepReport};
 use drillbench_report::sweep_tally::SweepTally;
-use drillbench_report::{DrillReport, Outcome, format_ms, github, markdown, terminal, write_all};
+use drillbench_report::timeline_summary::EVENTS_FILE;
+use drillbench_report::{
+    DrillReport, Outcome, format_ms, github, markdown, terminal, write_reports,
+};
 
 /// The options of `bench run`.
 #[derive(Debug, Clone)]
@@ -48,6 +51,10 @@ pub struct RunOptions {
     pub shard: Option<super::Shard>,
     /// `--snapshot FILE`: the drill runs on this snapshot's cluster.
     pub snapshot: Option<PathBuf>,
+    /// `--timeline-budget N`: the most events `report.json` stores whole.
+    pub timeline_budget: usize,
+    /// `--events-ndjson`: write every event to `events.ndjson` too.
+    pub events_ndjson: bool,
 }
 
 /// The most seeds one sweep runs. A swept seed keeps only its figures'
@@ -84,6 +91,9 @@ pub(super) fn run(options: &RunOptions, io: &mut Io<'_>) -> Result<Ending, Comma
     }
     if options.snapshot.is_some() && options.backend != BackendKind::Sim {
         return Err(CommandError::SnapshotOnCluster);
+    }
+    if options.events_ndjson && (options.runs > 1 || options.shard.is_some()) {
+        return Err(CommandError::EventsOfSweep);
     }
     let path = catalog::resolve(&options.drill)?;
     let drill =
@@ -145,15 +155,26 @@ fn run_and_report(
     io: &mut Io<'_>,
 ) -> Result<Ending, CommandError> {
     let started = std::time::Instant::now();
-    let report = run_drill(drill, options.seed, &|drill: &Drill, seed: u64| {
-        factory.provision(drill, seed)
-    })?;
-    let written = write_all(&report, out, Some(started.elapsed())).map_err(|source| {
-        CommandError::WriteReports {
-            path: out.to_path_buf(),
-            source,
-        }
-    })?;
+    let (mut report, full) = run_drill_budgeted(
+        drill,
+        options.seed,
+        &|drill: &Drill, seed: u64| factory.provision(drill, seed),
+        options.timeline_budget,
+    )?;
+    if options.events_ndjson {
+        report.events_file = Some(EVENTS_FILE.to_owned());
+    }
+    let events = options
+        .events_ndjson
+        .then(|| full.as_deref().unwrap_or(&report.timeline));
+    let written =
+        write_reports(&report, events, out, Some(started.elapsed())).map_err(|source| {
+            CommandError::WriteReports {
+                path: out.to_path_buf(),
+                source,
+            }
+        })?;
+    drop(full);
     let mut terminal = printable(&terminal::summary(&report)).into_owned();
     let _ = writeln!(
         terminal,
@@ -166,7 +187,11 @@ fn run_and_report(
     );
     let output = Output {
         terminal,
-        json: report.to_json(),
+        // Only what is printed is rendered: a large run's JSON is megabytes.
+        json: match options.format {
+            OutputFormat::Json => report.to_json(),
+            OutputFormat::Text | OutputFormat::Github => String::new(),
+        },
         markdown: markdown::render(&report),
         annotations: github::annotations(&report),
     };

@@ -68,6 +68,8 @@ fn run(
         standby_nodes: 2,
         shard: None,
         snapshot: None,
+        timeline_budget: drillbench_report::timeline_summary::DEFAULT_TIMELINE_BUDGET,
+        events_ndjson: false,
         drill: drill.display().to_string(),
         backend,
         seed: SEED,

@@ -59,6 +59,7 @@ mod report_compare;
 mod report_examples;
 mod report_formats;
 mod report_html;
+mod report_scale;
 mod report_sweep;
 mod run_inputs;
 mod run_memory;

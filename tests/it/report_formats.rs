@@ -135,6 +135,8 @@ fn sample(failing: bool) -> DrillReport {
                 message: "autoscaler scale-down: tainted ToBeDeletedByClusterAutoscaler".to_owned(),
             },
         ],
+        timeline_summary: None,
+        events_file: None,
         not_simulated: vec![object("HelmRelease", "openbao", "openbao")],
         workloads: vec![
             WorkloadAvailability {

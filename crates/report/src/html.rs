@@ -110,6 +110,7 @@ pub fn render(report: &DrillReport) -> String {
     verdicts(&mut h, report);
     controls(&mut h, report);
     timeline(&mut h, report);
+    timeline_summary(&mut h, report);
     figures(&mut h, report);
     workloads(&mut h, report);
     if !report.not_simulated.is_empty() {
@@ -343,6 +344,44 @@ fn workloads(h: &mut String, report: &DrillReport) {
             h,
             "<tr><td colspan=\"4\">{}</td></tr>",
             budget::more(report.workloads.len() - budget::HTML_ROWS, "workloads")
+        );
+    }
+    h.push_str("</tbody></table></section>\n");
+}
+
+/// A summarised timeline's tallies, the first [`budget::HTML_ROWS`]
+/// groups; nothing for a report that keeps its whole timeline.
+fn timeline_summary(h: &mut String, report: &DrillReport) {
+    let Some(summary) = &report.timeline_summary else {
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<section id=\"timeline-summary\"><h2>Timeline, summarised</h2><p>{}</p>\
+         <table class=\"figures\"><thead><tr><th>Group</th><th>Objects</th><th>Events</th>\
+         <th>First</th><th>Last</th><th>Kinds</th></tr></thead><tbody>",
+        text(&super::timeline_summary::note(
+            summary,
+            report.events_file.as_deref()
+        ))
+    );
+    for g in summary.groups.iter().take(budget::HTML_ROWS) {
+        let _ = writeln!(
+            h,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            text(&g.label()),
+            g.objects,
+            g.events,
+            format_ms(g.first_ms),
+            format_ms(g.last_ms),
+            text(&g.kinds_line())
+        );
+    }
+    if summary.groups.len() > budget::HTML_ROWS {
+        let _ = writeln!(
+            h,
+            "<tr><td colspan=\"6\">{}</td></tr>",
+            budget::more(summary.groups.len() - budget::HTML_ROWS, "groups")
         );
     }
     h.push_str("</tbody></table></section>\n");

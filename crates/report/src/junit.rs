@@ -42,6 +42,17 @@ pub fn render_timed(report: &DrillReport, wall: Option<Duration>) -> String {
             report.drill.replay(&report.backend, report.seed).as_str(),
         ),
     ]);
+    // Only where they say something, so a small drill's file is as it was.
+    if let Some(summary) = &report.timeline_summary {
+        suite.add_properties([
+            Property::new("timeline-events", summary.events.to_string()),
+            Property::new("timeline-kept", summary.kept.to_string()),
+            Property::new("timeline-budget", summary.budget.to_string()),
+        ]);
+    }
+    if let Some(file) = &report.events_file {
+        suite.add_property(Property::new("events-file", file.as_str()));
+    }
     for assertion in &report.assertions {
         let status = match assertion.verdict {
             Verdict::Pass => TestCaseStatus::success(),

@@ -20,6 +20,7 @@ pub mod out_dir;
 pub mod sweep;
 pub mod sweep_tally;
 pub mod terminal;
+pub mod timeline_summary;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::out_dir::OutDir;
+use crate::timeline_summary::{EVENTS_FILE, Owners, TimelineSummary};
 use drillbench_model::topology::Topology;
 use drillbench_observe::{Event, ObjectRef};
 
@@ -55,8 +57,17 @@ pub struct DrillReport {
     pub assertions: Vec<AssertionResult>,
     /// Measured figures (RTO, RPO, availability, ...), by name.
     pub figures: BTreeMap<String, Figure>,
-    /// Everything that happened, in time order.
+    /// Everything that happened, in time order; only the drill's own
+    /// events when `timelineSummary` is present.
     pub timeline: Vec<Event>,
+    /// Present when the run recorded more events than the timeline budget:
+    /// the events `timeline` leaves out, tallied per workload and pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_summary: Option<TimelineSummary>,
+    /// The file beside this report that holds every event, one per line
+    /// (`bench run --events-ndjson`); absent when none was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_file: Option<String>,
     /// Objects of kinds the backend does not model, listed rather than dropped.
     pub not_simulated: Vec<ObjectRef>,
     /// How each workload fared while the steps ran, by `namespace/Kind/name`.
@@ -321,6 +332,26 @@ impl DrillReport {
         json
     }
 
+    /// The stored form written straight to `out`, the same bytes as
+    /// [`DrillReport::to_json`] without holding them all at once.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, self)?;
+        out.write_all(b"\n")
+    }
+
+    /// Summarises the timeline when it holds more than `budget` events:
+    /// `timeline` keeps the drill's own events, `timelineSummary` tallies
+    /// the rest, and the complete timeline is returned (for
+    /// `events.ndjson`). `None`, and the report untouched, within budget.
+    pub fn summarise_timeline(&mut self, budget: usize, owners: &dyn Owners) -> Option<Vec<Event>> {
+        if self.timeline.len() <= budget {
+            return None;
+        }
+        let (summary, kept) = TimelineSummary::of(&self.timeline, budget, owners);
+        self.timeline_summary = Some(summary);
+        Some(std::mem::replace(&mut self.timeline, kept))
+    }
+
     /// Parses a stored report, refusing other format versions.
     pub fn from_json(path: &Path, text: &str) -> Result<DrillReport, ReportError> {
         // Check the version first, so an old report says so instead of
@@ -361,12 +392,35 @@ pub fn write_all(
     dir: &Path,
     wall: Option<std::time::Duration>,
 ) -> std::io::Result<Vec<PathBuf>> {
-    OutDir::prepare(dir)?.write(&[
-        ("report.json", report.to_json()),
-        ("report.md", markdown::render(report)),
-        ("report.junit.xml", junit::render_timed(report, wall)),
-        ("report.html", html::render(report)),
-    ])
+    write_reports(report, None, dir, wall)
+}
+
+/// [`write_all`], and with `events`, the complete event stream as
+/// `events.ndjson` (see [`timeline_summary::write_ndjson`]), staged and
+/// renamed into place with the reports. `report.json` is streamed to its
+/// file, never held whole.
+pub fn write_reports(
+    report: &DrillReport,
+    events: Option<&[Event]>,
+    dir: &Path,
+    wall: Option<std::time::Duration>,
+) -> std::io::Result<Vec<PathBuf>> {
+    let markdown = markdown::render(report);
+    let junit = junit::render_timed(report, wall);
+    let html = html::render(report);
+    let mut files: Vec<out_dir::Staged<'_>> = vec![
+        ("report.json", Box::new(|out| report.write_json(out))),
+        ("report.md", out_dir::text(&markdown)),
+        ("report.junit.xml", out_dir::text(&junit)),
+        ("report.html", out_dir::text(&html)),
+    ];
+    if let Some(events) = events {
+        files.push((
+            EVENTS_FILE,
+            Box::new(move |out| timeline_summary::write_ndjson(events, out)),
+        ));
+    }
+    OutDir::prepare(dir)?.write_streamed(files)
 }
 
 /// Formats milliseconds of drill time as `1h02m03.456s`-style text.

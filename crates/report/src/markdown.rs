@@ -10,6 +10,7 @@ use std::fmt::Write;
 
 use super::budget::{self, ELSEWHERE};
 use super::not_simulated;
+use super::timeline_summary;
 use super::{ControlConclusion, DrillReport, Outcome, Verdict, format_ms};
 
 /// Said where the report was cut to fit.
@@ -164,7 +165,45 @@ fn render_whole(report: &DrillReport) -> String {
             );
         }
     }
+    timeline(&mut md, report);
     md
+}
+
+/// A summarised timeline's tallies, the first [`budget::MARKDOWN_FACTS`]
+/// groups; nothing for a report that keeps its whole timeline.
+fn timeline(md: &mut String, report: &DrillReport) {
+    let Some(summary) = &report.timeline_summary else {
+        return;
+    };
+    let _ = writeln!(md, "\n### Timeline (summarised)\n");
+    let _ = writeln!(
+        md,
+        "{}\n",
+        timeline_summary::note(summary, report.events_file.as_deref())
+    );
+    let _ = writeln!(md, "| Group | Objects | Events | First | Last | Kinds |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for g in summary.groups.iter().take(budget::MARKDOWN_FACTS) {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} |",
+            cell(&g.label()),
+            g.objects,
+            g.events,
+            format_ms(g.first_ms),
+            format_ms(g.last_ms),
+            cell(&g.kinds_line())
+        );
+    }
+    if summary.groups.len() > budget::MARKDOWN_FACTS {
+        let _ = writeln!(
+            md,
+            "\n_{} of {} groups shown; {}._",
+            budget::MARKDOWN_FACTS,
+            summary.groups.len(),
+            budget::more(summary.groups.len() - budget::MARKDOWN_FACTS, "groups")
+        );
+    }
 }
 
 /// The negative controls: weakened how → what failed → why that proves

@@ -7,8 +7,21 @@
 //! sees each file complete, the previous run's or this one's, never a
 //! truncated `report.json` beside the previous run's Markdown.
 
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+/// What writes one staged file's contents. It gets a buffered file, so a
+/// report is serialised straight to disk rather than built as one string
+/// first.
+pub type Contents<'a> = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + 'a>;
+
+/// One file to stage: its name and its contents.
+pub type Staged<'a> = (&'a str, Contents<'a>);
+
+/// The contents of text already rendered.
+pub fn text(text: &str) -> Contents<'_> {
+    Box::new(move |out| out.write_all(text.as_bytes()))
+}
 
 /// A folder that exists and that this process can create files in.
 #[derive(Debug)]
@@ -52,6 +65,12 @@ impl OutDir {
 
     /// Writes each `(file name, contents)` and returns the paths, in order.
     pub fn write(&self, files: &[(&str, String)]) -> io::Result<Vec<PathBuf>> {
+        self.write_streamed(files.iter().map(|(name, t)| (*name, text(t))).collect())
+    }
+
+    /// Stages each file through its writer, then renames them into place
+    /// in order; returns the paths, in order.
+    pub fn write_streamed(&self, files: Vec<Staged<'_>>) -> io::Result<Vec<PathBuf>> {
         let staging = self.staging();
         // A staging folder of this name is one an earlier, interrupted
         // process with the same id left: nothing anyone else reads.
@@ -60,17 +79,21 @@ impl OutDir {
             _ => {}
         }
         std::fs::create_dir(&staging)?;
-        let staged = files.iter().try_for_each(|(name, text)| {
-            let path = staging.join(name);
-            std::fs::write(&path, text)?;
-            std::fs::File::open(&path)?.sync_all()
+        let mut names = Vec::with_capacity(files.len());
+        let staged = files.into_iter().try_for_each(|(name, write)| {
+            names.push(name);
+            let mut out = io::BufWriter::new(std::fs::File::create(staging.join(name))?);
+            write(&mut out)?;
+            out.into_inner()
+                .map_err(io::IntoInnerError::into_error)?
+                .sync_all()
         });
         if let Err(e) = staged {
             let _ = std::fs::remove_dir_all(&staging);
             return Err(e);
         }
-        let mut written = Vec::with_capacity(files.len());
-        for (name, _) in files {
+        let mut written = Vec::with_capacity(names.len());
+        for name in names {
             let path = self.path.join(name);
             std::fs::rename(staging.join(name), &path)?;
             written.push(path);
@@ -154,6 +177,36 @@ mod tests {
             std::fs::read_to_string(dir.path().join("report.json")).unwrap(),
             "old",
             "nothing was renamed into place"
+        );
+        assert!(!out.staging().exists());
+    }
+
+    #[test]
+    fn a_streamed_file_arrives_whole_and_a_writer_that_fails_moves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = OutDir::prepare(dir.path()).unwrap();
+        out.write(&[("report.json", "old".into())]).unwrap();
+        // Written in many small pieces, as a serialiser does.
+        let big: Staged<'_> = (
+            "report.json",
+            Box::new(|w| (0..10_000).try_for_each(|i| writeln!(w, "{i}"))),
+        );
+        out.write_streamed(vec![big]).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
+        assert_eq!(text.lines().count(), 10_000);
+        assert!(text.ends_with("9999\n"));
+        // A writer failing half-way leaves the previous file as it was.
+        let failing: Staged<'_> = (
+            "report.json",
+            Box::new(|w| {
+                w.write_all(b"half")?;
+                Err(io::Error::other("serialiser failed"))
+            }),
+        );
+        assert!(out.write_streamed(vec![failing]).is_err());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("report.json")).unwrap(),
+            text
         );
         assert!(!out.staging().exists());
     }
