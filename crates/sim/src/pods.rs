@@ -57,6 +57,13 @@ impl Simulation {
         }
     }
 
+    /// Takes a pod out of the scheduling queue.
+    fn unqueue(&mut self, pod: PodId) {
+        let p = self.world.pod(pod);
+        let (priority, created_at) = (p.template.priority.value, p.created_at);
+        self.scheduler.dequeue(priority, created_at, pod);
+    }
+
     pub(super) fn mark_owner_dirty(&mut self, pod: PodId) {
         if let Owner::Workload(w, _) = self.world.pod(pod).owner {
             self.controllers.mark_dirty(w);
@@ -126,19 +133,22 @@ impl Simulation {
             unschedulable_reported: false,
             deleted_at: None,
             holds_resources: false,
+            nominated: None,
         });
         let r = self.world.pod_ref(id);
         self.record(EventKind::PodCreated, r, None, &created);
         match node {
             Some(n) => self.bind(id, n),
-            None => self.scheduler.enqueue(self.now(), id),
+            None => {
+                let priority = self.world.pod(id).template.priority.value;
+                self.scheduler.enqueue(priority, self.now(), id);
+            }
         }
     }
 
     /// Binds a pod to a node and starts it, unless a volume blocks it.
     pub(super) fn bind(&mut self, pod: PodId, node: NodeId) {
-        let created_at = self.world.pod(pod).created_at;
-        self.scheduler.dequeue(created_at, pod);
+        self.unqueue(pod);
         self.world.bind(pod, node);
         self.world.pod_mut(pod).phase = PodPhase::Starting;
         let r = self.world.pod_ref(pod);
@@ -277,8 +287,7 @@ impl Simulation {
         if self.world.pod(pod).phase == PodPhase::Gone {
             return;
         }
-        let created_at = self.world.pod(pod).created_at;
-        self.scheduler.dequeue(created_at, pod);
+        self.unqueue(pod);
         self.world.release(pod);
         self.world.pod_mut(pod).phase = PodPhase::Gone;
         let node = self.world.pod(pod).node;

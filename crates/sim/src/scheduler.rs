@@ -33,6 +33,7 @@
 //! system default constraints), preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
@@ -48,6 +49,7 @@ use drillbench_model::k8s::taints::{
 };
 use drillbench_model::rng::SeededRng;
 use drillbench_policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
+use drillbench_policy::priority::queue_key;
 use drillbench_policy::spread::{SpreadMisfit, SpreadPod, SpreadState};
 use drillbench_policy::view::Placement;
 
@@ -103,8 +105,9 @@ impl Misfit {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scheduler {
     classes: Classes,
-    /// Pods not bound yet, by creation time.
-    pending: BTreeSet<(Time, PodId)>,
+    /// Pods not bound yet, in the order `PrioritySort` pops them:
+    /// higher priority first, then by creation time.
+    pending: BTreeSet<(Reverse<i32>, Time, PodId)>,
     /// Where the next scan starts.
     cursor: usize,
     /// The compact per-node state (see [`HotNode`]).
@@ -131,19 +134,21 @@ impl Scheduler {
             .class_for(&node.pool, &node.object, allocatable)
     }
 
-    /// A pod waits to be bound.
-    pub(crate) fn enqueue(&mut self, created_at: Time, pod: PodId) {
-        self.pending.insert((created_at, pod));
+    /// A pod of this priority, created then, waits to be bound.
+    pub(crate) fn enqueue(&mut self, priority: i32, created_at: Time, pod: PodId) {
+        let (priority, created_at) = queue_key(priority, created_at);
+        self.pending.insert((priority, created_at, pod));
     }
 
     /// A pod no longer waits (bound, or gone).
-    pub(crate) fn dequeue(&mut self, created_at: Time, pod: PodId) {
-        self.pending.remove(&(created_at, pod));
+    pub(crate) fn dequeue(&mut self, priority: i32, created_at: Time, pod: PodId) {
+        let (priority, created_at) = queue_key(priority, created_at);
+        self.pending.remove(&(priority, created_at, pod));
     }
 
-    /// The pods waiting, oldest first.
+    /// The pods waiting, in the order the scheduler takes them.
     pub(crate) fn pending(&self) -> Vec<PodId> {
-        self.pending.iter().map(|&(_, p)| p).collect()
+        self.pending.iter().map(|&(_, _, p)| p).collect()
     }
 
     /// Whether a pod waits.
@@ -860,13 +865,28 @@ mod tests {
     fn pending_pods_wait_in_creation_order() {
         let mut s = Scheduler::default();
         assert!(!s.has_pending());
-        s.enqueue(20, 1);
-        s.enqueue(10, 2);
-        s.enqueue(20, 0);
+        s.enqueue(0, 20, 1);
+        s.enqueue(0, 10, 2);
+        s.enqueue(0, 20, 0);
         assert_eq!(s.pending(), [2, 0, 1]);
-        s.dequeue(10, 2);
-        s.dequeue(10, 1);
+        s.dequeue(0, 10, 2);
+        s.dequeue(0, 10, 1);
         assert_eq!(s.pending(), [0, 1], "a pod leaves by its own creation time");
+    }
+
+    /// `queuesort/priority_sort.go`: the higher-priority pod is taken
+    /// first even when it was created later; equal priorities keep
+    /// creation order (the control).
+    #[test]
+    fn pending_pods_wait_in_priority_order() {
+        let mut s = Scheduler::default();
+        s.enqueue(0, 10, 0);
+        s.enqueue(1000, 30, 1);
+        s.enqueue(0, 20, 2);
+        assert_eq!(s.pending(), [1, 0, 2]);
+        s.dequeue(1000, 30, 1);
+        s.enqueue(0, 30, 1);
+        assert_eq!(s.pending(), [0, 2, 1], "control: all equal, oldest first");
     }
 
     #[test]
