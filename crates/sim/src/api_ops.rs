@@ -277,7 +277,7 @@ impl Simulation {
         self.settle();
     }
 
-    fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
+    pub(super) fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
         match grace {
             Some(g) if g == Duration::ZERO => self.pod_gone(pod),
             Some(g) if g < self.engine.timings().termination_grace => {

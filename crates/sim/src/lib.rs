@@ -24,6 +24,7 @@ mod nodes;
 pub mod operations;
 mod pod_groups;
 mod pods;
+mod preemption;
 mod reconcile;
 mod run_budget;
 pub mod scheduler;

@@ -28,6 +28,22 @@ impl Simulation {
             if self.world.pod(pod).phase != PodPhase::Pending {
                 continue;
             }
+            // A nominated pod is tried on its node first, as upstream
+            // evaluates the nominated node before the others.
+            if let Some(node) = self.world.pod(pod).nominated
+                && self.scheduler.fits_without(
+                    &self.world,
+                    &self.volumes,
+                    pod,
+                    node,
+                    &Default::default(),
+                )
+            {
+                self.bind(pod, node);
+                self.scheduler.after_bind(&self.world, node);
+                bound = true;
+                continue;
+            }
             let picked = self
                 .scheduler
                 .pick(&self.world, &self.volumes, self.engine.rng(), pod);
@@ -38,6 +54,7 @@ impl Simulation {
                     bound = true;
                 }
                 Err(reason) => {
+                    self.preempt(pod);
                     if !self.world.pod(pod).unschedulable_reported {
                         self.world.pod_mut(pod).unschedulable_reported = true;
                         let r = self.world.pod_ref(pod);
@@ -149,6 +166,7 @@ impl Simulation {
     /// Binds a pod to a node and starts it, unless a volume blocks it.
     pub(super) fn bind(&mut self, pod: PodId, node: NodeId) {
         self.unqueue(pod);
+        self.world.pod_mut(pod).nominated = None;
         self.world.bind(pod, node);
         self.world.pod_mut(pod).phase = PodPhase::Starting;
         let r = self.world.pod_ref(pod);

@@ -379,6 +379,91 @@ impl Scheduler {
         picked
     }
 
+    /// The nodes preemption may make room on for a pod that fits nowhere:
+    /// those whose only failing filter is one a victim's removal can
+    /// resolve (resources, topology spread skew, inter-pod
+    /// anti-affinity), in the world's order. Upstream leaves out a node
+    /// whose status is `UnschedulableAndUnresolvable` (not ready,
+    /// cordoned, tainted, node affinity, volume topology, a missing
+    /// spread label). Call [`Scheduler::refresh`] first.
+    pub(crate) fn preemption_candidates(
+        &self,
+        world: &World,
+        volumes: &Volumes,
+        pod: PodId,
+    ) -> Vec<NodeId> {
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let template = world.pod(pod).template.clone();
+        fill_class_views(self.classes.objects(), &template);
+        let views = template.class_views.borrow();
+        let interpod = s.interpod(&template, pod);
+        let spread = s.spread(&template, pod);
+        let others = Others {
+            interpod: interpod.as_ref(),
+            spread: spread.as_ref(),
+        };
+        (0..world.nodes().len())
+            .filter(|&node| {
+                matches!(
+                    s.misfit(&template, &views, pod, node, others),
+                    Some(
+                        Misfit::Resources
+                            | Misfit::PodAffinity
+                            | Misfit::ExistingAntiAffinity
+                            | Misfit::Spread
+                    )
+                )
+            })
+            .collect()
+    }
+
+    /// Whether the pod passes every filter on `node` once the `removed`
+    /// pods (on that node) are gone: preemption's dry run, and with none
+    /// removed, the check of a nominated node. Call
+    /// [`Scheduler::refresh`] first.
+    pub(crate) fn fits_without(
+        &self,
+        world: &World,
+        volumes: &Volumes,
+        pod: PodId,
+        node: NodeId,
+        removed: &BTreeSet<PodId>,
+    ) -> bool {
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let p = world.pod(pod);
+        let template = p.template.clone();
+        fill_class_views(self.classes.objects(), &template);
+        let views = template.class_views.borrow();
+        let interpod = s.interpod_pod_by_pod(&template, pod, removed);
+        let spread = spread_pod(&p.namespace, &template)
+            .is_constrained()
+            .then(|| s.spread_pod_by_pod(&template, pod, removed));
+        let others = Others {
+            interpod: interpod.as_ref(),
+            spread: spread.as_ref(),
+        };
+        let mut freed = Freed::default();
+        for &r in removed {
+            let victim = world.pod(r);
+            if victim.node == Some(node) && victim.holds_resources {
+                freed.requests = freed.requests.plus(victim.template.requests);
+                freed.pods += 1;
+            }
+        }
+        s.misfit_freed(&template, &views, pod, node, others, freed)
+            .is_none()
+    }
+
     /// Whether, for every pod template in `templates` (with one of its
     /// pods) and every node, the compact path decides what the full
     /// filters decide; returns (compared, fitting, vouched for by the
@@ -495,7 +580,7 @@ impl Scan<'_> {
         if pods[pod].holds_resources {
             // Counted in its own group: only the pod-by-pod count can leave
             // it out (never met by a pending pod; kept for exactness).
-            return Some(self.spread_pod_by_pod(template, pod));
+            return Some(self.spread_pod_by_pod(template, pod, &BTreeSet::new()));
         }
         // Per constraint: the groups of alike pods it counts, decided once
         // per group rather than once per pod.
@@ -544,8 +629,14 @@ impl Scan<'_> {
         Some(state)
     }
 
-    /// [`Scan::spread`], counting every pod but `pod` one by one.
-    fn spread_pod_by_pod(&self, template: &Template, pod: PodId) -> SpreadState {
+    /// [`Scan::spread`], counting every pod but `pod` and the `removed`
+    /// ones one by one.
+    fn spread_pod_by_pod(
+        &self,
+        template: &Template,
+        pod: PodId,
+        removed: &BTreeSet<PodId>,
+    ) -> SpreadState {
         let pods = self.world.pods();
         let namespace = &pods[pod].namespace;
         let incoming = spread_pod(namespace, template);
@@ -560,6 +651,7 @@ impl Scan<'_> {
                     .iter()
                     .filter(|&&p| {
                         p != pod
+                            && !removed.contains(&p)
                             && !matches!(pods[p].phase, PodPhase::Gone | PodPhase::Terminating)
                             && c.counts(namespace, &pods[p].namespace, &pods[p].template.labels)
                     })
@@ -581,7 +673,7 @@ impl Scan<'_> {
         if pods[pod].holds_resources {
             // Counted in its own group: only the pod-by-pod count can leave
             // it out (never met by a pending pod; kept for exactness).
-            return self.interpod_pod_by_pod(template, pod);
+            return self.interpod_pod_by_pod(template, pod, &BTreeSet::new());
         }
         let incoming = terms(&pods[pod].namespace, template);
         let mut state = InterPodState::default();
@@ -604,15 +696,21 @@ impl Scan<'_> {
         (!state.is_trivial(&incoming)).then_some(state)
     }
 
-    /// [`Scan::interpod`], counting every placed pod but `pod` one by one.
-    fn interpod_pod_by_pod(&self, template: &Template, pod: PodId) -> Option<InterPodState> {
+    /// [`Scan::interpod`], counting every placed pod but `pod` and the
+    /// `removed` ones one by one.
+    fn interpod_pod_by_pod(
+        &self,
+        template: &Template,
+        pod: PodId,
+        removed: &BTreeSet<PodId>,
+    ) -> Option<InterPodState> {
         let pods = self.world.pods();
         let incoming = terms(&pods[pod].namespace, template);
         let mut state = InterPodState::default();
         for n in self.world.nodes() {
             for &other in &n.pods {
                 let p = &pods[other];
-                if other == pod || p.phase == PodPhase::Gone {
+                if other == pod || removed.contains(&other) || p.phase == PodPhase::Gone {
                     continue;
                 }
                 let existing = terms(&p.namespace, &p.template);
@@ -660,6 +758,20 @@ impl Scan<'_> {
         node: NodeId,
         others: Others<'_>,
     ) -> Option<Misfit> {
+        self.misfit_freed(template, classes, pod, node, others, Freed::default())
+    }
+
+    /// [`Scan::misfit`], with `freed` taken off the node's requests and
+    /// pods (preemption's dry run without its victims).
+    fn misfit_freed(
+        &self,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+        others: Others<'_>,
+        freed: Freed,
+    ) -> Option<Misfit> {
         let n = self.world.node(node);
         if !n.is_ready() || !n.server_up || n.draining {
             return Some(Misfit::NotReady);
@@ -677,7 +789,9 @@ impl Scan<'_> {
             return Some(Misfit::Affinity);
         }
         let requests = template.requests;
-        if !n.requested.plus(requests).fits_in(n.allocatable) || n.pods.len() as u32 >= n.max_pods {
+        let requested = n.requested.minus(freed.requests);
+        let pods = (n.pods.len() as u32).saturating_sub(freed.pods);
+        if !requested.plus(requests).fits_in(n.allocatable) || pods >= n.max_pods {
             return Some(Misfit::Resources);
         }
         if !self.volume_topology_ok(pod, n) {
@@ -739,6 +853,14 @@ impl Others<'_> {
     fn is_empty(&self) -> bool {
         self.interpod.is_none() && self.spread.is_none()
     }
+}
+
+/// What preemption's dry run takes off a node: its victims' requests
+/// and number.
+#[derive(Debug, Clone, Copy, Default)]
+struct Freed {
+    requests: Resources,
+    pods: u32,
 }
 
 /// A pod of `namespace` made from `template`, as the spread filter reads

@@ -148,7 +148,11 @@ fn budget_breaking_pods_are_reprieved_first() {
 fn violations_are_counted_when_the_budget_breaking_pod_must_go() {
     let rows: &[Row] = &[("a", LOW, 2, 0, &[0]), ("b", LOW, 2, 5, &[0])];
     let v = victims(high(), 4, 4, rows, &[1]).expect("a candidate");
-    assert_eq!((v.pods.len(), v.pdb_violations), (2, 1), "one over the allowance");
+    assert_eq!(
+        (v.pods.len(), v.pdb_violations),
+        (2, 1),
+        "one over the allowance"
+    );
     // Control: an allowance of two breaks nothing.
     let v = victims(high(), 4, 4, rows, &[2]).expect("a candidate");
     assert_eq!((v.pods.len(), v.pdb_violations), (2, 0));
@@ -168,7 +172,10 @@ fn cand(priorities: &[i32], started: &[u64], pdb_violations: usize) -> Victims<&
 #[test]
 fn the_candidate_node_is_picked_by_upstream_criteria() {
     // "a pod that fits with no preemption": a candidate without victims.
-    assert_eq!(pick_candidate(&[cand(&[LOW], &[0], 0), cand(&[], &[], 0)]), Some(1));
+    assert_eq!(
+        pick_candidate(&[cand(&[LOW], &[0], 0), cand(&[], &[], 0)]),
+        Some(1)
+    );
     // Fewest PDB violations first, even against a lower victim.
     assert_eq!(
         pick_candidate(&[cand(&[LOW], &[0], 1), cand(&[MID], &[0], 0)]),

@@ -185,12 +185,7 @@ fn admission_resolves_priority_as_the_priority_plugin_does() {
     ];
     for case in cases {
         let got = classes(&case.classes).resolve(&spec(case.pod));
-        assert_eq!(
-            got,
-            case.want.map_err(str::to_owned),
-            "{}",
-            case.name
-        );
+        assert_eq!(got, case.want.map_err(str::to_owned), "{}", case.name);
     }
 }
 
@@ -216,6 +211,12 @@ fn only_strictly_lower_priority_pods_are_preemptible() {
 /// earlier" pops first.
 #[test]
 fn the_queue_pops_higher_priority_first_then_the_older_pod() {
-    assert!(queue_key(100, 20) < queue_key(10, 10), "higher priority first");
-    assert!(queue_key(10, 10) < queue_key(10, 20), "control: equal, older first");
+    assert!(
+        queue_key(100, 20) < queue_key(10, 10),
+        "higher priority first"
+    );
+    assert!(
+        queue_key(10, 10) < queue_key(10, 20),
+        "control: equal, older first"
+    );
 }
