@@ -29,8 +29,12 @@
 //! orders them; both read other pods, so a pod with neither skips them and
 //! the per-class verdicts stay what they were.
 //!
-//! Not modelled: PodTopologySpread scoring (`ScheduleAnyway` and the
-//! system default constraints), preferred inter-pod affinity, image locality, volume limits per node,
+//! PodTopologySpread's `ScheduleAnyway` constraints score (weight 2), as
+//! `drillbench_policy::spread::SpreadScore` transcribes `scoring.go`.
+//!
+//! Not modelled: the system default spread constraints (which would score
+//! every Deployment, ReplicaSet and StatefulSet pod that declares no
+//! constraint), preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use std::cmp::Reverse;
@@ -50,7 +54,7 @@ use drillbench_model::k8s::taints::{
 use drillbench_model::rng::SeededRng;
 use drillbench_policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
 use drillbench_policy::priority::queue_key;
-use drillbench_policy::spread::{SpreadMisfit, SpreadPod, SpreadState};
+use drillbench_policy::spread::{SpreadMisfit, SpreadPod, SpreadScore, SpreadState, normalize};
 use drillbench_policy::view::Placement;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
@@ -310,12 +314,13 @@ impl Scheduler {
                 reasons.join(", ")
             ));
         }
+        let spread_scores = s.soft_spread_scores(&template, pod, &feasible);
         let best = self.best(
             world,
             rng,
             &template,
             &views,
-            &feasible,
+            (&feasible, &spread_scores),
             (max_preferred, max_intolerable),
         );
         self.feasible_buf = feasible;
@@ -329,7 +334,7 @@ impl Scheduler {
         rng: &mut SeededRng,
         template: &Template,
         classes: &[Option<ClassView>],
-        feasible: &[NodeId],
+        (feasible, spread_scores): (&[NodeId], &[i64]),
         (max_preferred, max_intolerable): (i64, usize),
     ) -> NodeId {
         // The node-affinity and taint parts depend only on the class once
@@ -354,7 +359,9 @@ impl Scheduler {
         let mut best_score = i64::MIN;
         let mut best = std::mem::take(&mut self.best_buf);
         best.clear();
-        for &node in feasible {
+        for (i, &node) in feasible.iter().enumerate() {
+            // PodTopologySpread's score, at its default weight (2).
+            let spread = spread_scores.get(i).map_or(0, |s| 2 * s);
             let (scored_for, cached) = self.capacity_scores[node];
             let capacity = if scored_for == requests {
                 cached
@@ -364,7 +371,7 @@ impl Scheduler {
                 self.capacity_scores[node] = (requests, score);
                 score
             };
-            let score = capacity + class_part[self.hot[node].class as usize];
+            let score = capacity + class_part[self.hot[node].class as usize] + spread;
             if score > best_score {
                 best_score = score;
                 best.clear();
@@ -659,6 +666,74 @@ impl Scan<'_> {
             });
         }
         state
+    }
+
+    /// PodTopologySpread's normalised score of each feasible node for the
+    /// pod's `ScheduleAnyway` constraints (`drillbench_policy::spread::
+    /// SpreadScore`), or nothing when it has none. Counted from the
+    /// world's groups of alike pods, as [`Scan::spread`] counts.
+    fn soft_spread_scores(&self, template: &Template, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
+        let pods = self.world.pods();
+        let namespace = &pods[pod].namespace;
+        let incoming = spread_pod(namespace, template);
+        let nodes = self.world.nodes();
+        let Some(mut state) = SpreadScore::new(
+            incoming.soft(),
+            true,
+            feasible.iter().map(|&n| &*nodes[n].object),
+        ) else {
+            return Vec::new();
+        };
+        let constraints = state.constraints().to_vec();
+        let groups = self.world.pod_groups().all();
+        let matching: Vec<Vec<&PodGroup>> = constraints
+            .iter()
+            .map(|c| {
+                groups
+                    .iter()
+                    .filter(|g| {
+                        !g.is_empty() && c.counts(namespace, &g.namespace, &g.template.labels)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
+        for &p in self.world.terminating_pods() {
+            let t = &pods[p];
+            if t.phase == PodPhase::Terminating
+                && t.holds_resources
+                && let Some(node) = t.node
+            {
+                terminating.entry(node).or_default().push(p);
+            }
+        }
+        // Matching pods on a node that are not leaving.
+        let count = |i: usize, id: NodeId| -> u32 {
+            let held: u32 = matching[i].iter().map(|g| g.pods_on(id)).sum();
+            let leaving = terminating.get(&id).map_or(0, |ps| {
+                ps.iter()
+                    .filter(|&&p| {
+                        constraints[i].counts(
+                            namespace,
+                            &pods[p].namespace,
+                            &pods[p].template.labels,
+                        )
+                    })
+                    .count() as u32
+            });
+            held - leaving
+        };
+        for (id, n) in nodes.iter().enumerate() {
+            if n.phase == super::world::NodePhase::Gone {
+                continue;
+            }
+            state.add_node(&incoming.placement, &n.object, |i| count(i, id));
+        }
+        let raw: Vec<Option<i64>> = feasible
+            .iter()
+            .map(|&id| state.raw(&nodes[id].object, |i| count(i, id)))
+            .collect();
+        normalize(&raw)
     }
 
     /// What the inter-pod affinity filter counted for the pod over the
@@ -1173,6 +1248,56 @@ mod tests {
         };
         assert_eq!(spread(1), BTreeSet::from([1]), "2 + 1 - 0 > 1 on node 0");
         assert_eq!(spread(3), BTreeSet::from([0]), "control: 3 <= 3");
+    }
+
+    /// `podtopologyspread/scoring.go`: a `ScheduleAnyway` constraint
+    /// steers the pod to the node with fewer matching pods (normalised
+    /// 100 against 0, at weight 2), though the capacity scores prefer the
+    /// other; the control (no constraint) lets the capacity scores win.
+    #[test]
+    fn a_schedule_anyway_constraint_prefers_the_emptier_domain() {
+        let spread = |constraints: serde_json::Value| -> BTreeSet<NodeId> {
+            (0..8)
+                .map(|seed| {
+                    let (mut world, mut scheduler) = cluster(2);
+                    let web = template_with(
+                        "web",
+                        serde_json::json!({ "topologySpreadConstraints": constraints }),
+                    );
+                    for i in 0..2 {
+                        let p = world.add_pod(pod(
+                            &format!("web-{i}"),
+                            Owner::None,
+                            web.clone(),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 0);
+                    }
+                    // Node 1 is busier, so the capacity scores prefer node 0.
+                    for i in 0..3 {
+                        let p = world.add_pod(pod(
+                            &format!("busy-{i}"),
+                            Owner::None,
+                            template("busy"),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 1);
+                    }
+                    let p = world.add_pod(pod("web-new", Owner::None, web, Vec::new()));
+                    pick(&world, &mut scheduler, p, seed).expect("fits")
+                })
+                .collect()
+        };
+        let soft = serde_json::json!([{
+            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "web"}}}]);
+        assert_eq!(spread(soft), BTreeSet::from([1]), "spread wins");
+        assert_eq!(
+            spread(serde_json::json!([])),
+            BTreeSet::from([0]),
+            "control: capacity wins"
+        );
     }
 
     #[test]
