@@ -34,12 +34,7 @@ impl Simulation {
         }
         // Most clusters give every pod one priority: then no node has a
         // victim, and nothing else need be looked at.
-        if !self
-            .world
-            .nodes()
-            .iter()
-            .any(|n| n.pods.iter().any(|&p| lower(&self.world, p)))
-        {
+        if !self.world.holds_priority_below(priority.value) {
             return false;
         }
         self.refresh_pdb_status();
