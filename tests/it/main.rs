@@ -82,6 +82,7 @@ mod sim_cron;
 mod sim_drills;
 mod sim_incident;
 mod sim_node_steps;
+mod sim_preemption;
 mod sim_props;
 mod sim_restore_namespace;
 mod sim_rollout;

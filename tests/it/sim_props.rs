@@ -2,8 +2,9 @@
 //! seeds: a pod is never bound to two nodes, a single-attach volume is never
 //! attached to two nodes, no eviction takes a budget below what it
 //! protects, no pod is bound to a node its required affinity refuses, the
-//! autoscaler never drains two non-empty nodes at once, and every run
-//! replays byte for byte.
+//! autoscaler never drains two non-empty nodes at once, no pod is
+//! preempted by a pod of lower or equal priority nor by a
+//! `preemptionPolicy: Never` pod, and every run replays byte for byte.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,6 +32,39 @@ struct Workload {
     /// Its pods spread per node with `DoNotSchedule` and this `maxSkew`
     /// (1 or 2).
     spread: Option<u8>,
+    /// Its PriorityClass, one of [`CLASSES`] by this index modulo their
+    /// number (none: the global default).
+    priority: Option<u8>,
+}
+
+/// The PriorityClasses every random drill declares: (name, value,
+/// preemptionPolicy); `standard` is the global default.
+const CLASSES: [(&str, i32, &str); 4] = [
+    ("low", 10, "PreemptLowerPriority"),
+    ("standard", 100, "PreemptLowerPriority"),
+    ("high", 1000, "PreemptLowerPriority"),
+    ("high-never", 1000, "Never"),
+];
+
+impl Workload {
+    /// Its priority value and whether it may preempt.
+    fn priority(&self) -> (i32, bool) {
+        let (_, value, policy) = match self.priority {
+            Some(i) => CLASSES[usize::from(i) % CLASSES.len()],
+            None => CLASSES[1],
+        };
+        (value, policy != "Never")
+    }
+
+    /// The `priorityClassName:` line of its pod spec, or nothing.
+    fn priority_yaml(&self) -> String {
+        self.priority.map_or(String::new(), |i| {
+            format!(
+                "      priorityClassName: {}\n",
+                CLASSES[usize::from(i) % CLASSES.len()].0
+            )
+        })
+    }
 }
 
 impl Workload {
@@ -94,6 +128,12 @@ fn affinity_yaml(workloads: &[Workload], i: usize) -> String {
 
 fn manifests(workloads: &[Workload]) -> String {
     let mut out = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n---\n");
+    for (i, (name, value, policy)) in CLASSES.iter().enumerate() {
+        out.push_str(&format!(
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: {name}}}\nvalue: {value}\nglobalDefault: {}\npreemptionPolicy: {policy}\n---\n",
+            i == 1
+        ));
+    }
     for (i, w) in workloads.iter().enumerate() {
         let name = format!("w{i}");
         let kind = if w.stateful {
@@ -114,7 +154,7 @@ fn manifests(workloads: &[Workload]) -> String {
         out.push_str(&format!(
             "apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  replicas: {}\n{service}  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{}      containers:\n        - name: c\n          image: pause\n          resources: {{requests: {{cpu: 200m, memory: {}Mi}}}}\n{claims}---\n",
             w.replicas,
-            affinity_yaml(workloads, i),
+            affinity_yaml(workloads, i) + &w.priority_yaml(),
             w.memory_mi
         ));
         if let Some(budget) = w.budget {
@@ -216,7 +256,7 @@ fn run(
     }
 }
 
-fn check_invariants(drill: &Drill, report: &DrillReport) {
+fn check_invariants(drill: &Drill, workloads: &[Workload], report: &DrillReport) {
     // Bindings and attachments, replayed from the timeline.
     let mut bound: BTreeMap<String, String> = BTreeMap::new();
     let mut attached: BTreeMap<String, String> = BTreeMap::new();
@@ -468,6 +508,40 @@ fn check_invariants(drill: &Drill, report: &DrillReport) {
             _ => {}
         }
     }
+    // Preemption: every victim had a strictly lower priority than its
+    // preemptor, and no `Never` pod preempted (DefaultPreemption's
+    // `isPreemptionAllowed` and `PodEligibleToPreemptOthers`).
+    let priority_of = |pod: &str| {
+        let name = pod.rsplit_once('/').map_or(pod, |(_, n)| n);
+        let index: usize = workload_of(name)
+            .strip_prefix('w')
+            .and_then(|i| i.parse().ok())
+            .expect("a random workload's pod");
+        workloads[index].priority()
+    };
+    for e in report
+        .timeline
+        .iter()
+        .filter(|e| e.kind == EventKind::PodPreempted)
+    {
+        let preemptor = e
+            .message
+            .strip_prefix("preempted by ")
+            .and_then(|m| m.split_whitespace().next())
+            .expect("the preemptor is named");
+        let (value, may_preempt) = priority_of(preemptor);
+        let (victim, _) = priority_of(&e.object.name);
+        assert!(
+            may_preempt,
+            "{preemptor} preempted {} with preemptionPolicy Never",
+            e.object.name
+        );
+        assert!(
+            victim < value,
+            "{preemptor} ({value}) preempted {} ({victim})",
+            e.object.name
+        );
+    }
     // No eviction took a budget below what it protects.
     let pdbs = &report.assertions[0];
     assert_eq!(pdbs.verdict, drillbench_report::Verdict::Pass, "{pdbs:?}");
@@ -499,16 +573,20 @@ fn workload() -> impl Strategy<Value = Workload> {
         proptest::option::of(any::<u8>()),
         proptest::option::of(any::<u8>()),
         proptest::option::of(any::<u8>()),
+        proptest::option::of(any::<u8>()),
     )
         .prop_map(
-            |(stateful, replicas, memory_mi, placement, budget, repels, spread)| Workload {
-                stateful,
-                replicas,
-                memory_mi,
-                placement,
-                budget,
-                repels,
-                spread,
+            |(stateful, replicas, memory_mi, placement, budget, repels, spread, priority)| {
+                Workload {
+                    stateful,
+                    replicas,
+                    memory_mi,
+                    placement,
+                    budget,
+                    repels,
+                    spread,
+                    priority,
+                }
             },
         )
 }
@@ -534,7 +612,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         if let Some((drill, report)) = run(&workloads, &plan, baseline, unlabelled, seed) {
-            check_invariants(&drill, &report);
+            check_invariants(&drill, &workloads, &report);
             let (_, again) = run(&workloads, &plan, baseline, unlabelled, seed).expect("replays");
             // The drill file lives in a fresh temp dir each time; the rest is equal.
             let strip = |r: &DrillReport| { let mut r = r.clone(); r.drill.file = None; r.to_json() };

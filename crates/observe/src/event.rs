@@ -69,6 +69,9 @@ pub enum EventKind {
     PodBlocked,
     /// A pod was evicted through the eviction API.
     PodEvicted,
+    /// The scheduler deleted a pod to make room for one of higher
+    /// priority (`message` names the preemptor and the node).
+    PodPreempted,
     /// A pod's deletion started (its `deletionTimestamp` was set): it
     /// still holds its node until it is gone, but the scheduler's spread
     /// counts and its controller no longer count it.

@@ -20,6 +20,8 @@ pub mod expander;
 mod fake;
 pub mod interpod;
 pub mod kyverno_admission;
+pub mod preemption;
+pub mod priority;
 pub mod scale_down;
 pub mod scale_up;
 pub mod spread;

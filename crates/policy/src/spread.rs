@@ -25,7 +25,18 @@
 //! maxSkew 5, both `ScheduleAnyway`) only score, and only pods that
 //! declare no constraint get them; [`system_defaults`] spells them, with
 //! the selector `helper.DefaultSelector` derives from the pod's Services
-//! and its ReplicaSet or StatefulSet owner. Scoring is not modelled yet.
+//! and its ReplicaSet or StatefulSet owner.
+//!
+//! Scoring (`scoring.go`, [`SpreadScore`]): the constraints scored are the
+//! pod's `ScheduleAnyway` ones (or the system defaults for a pod that
+//! declares none). Each constraint counts matching pods per domain over
+//! every node that passes its inclusion policies, but only for domains some
+//! feasible node is in; a feasible node missing a key is ignored (with the
+//! pod's own constraints). A node's raw score sums, per constraint,
+//! `count × ln(domains + 2) + (maxSkew − 1)` (for the hostname key the
+//! count is the node's own, and the domains are the feasible nodes not
+//! ignored), rounded; [`normalize`] then maps the raw scores so that the
+//! fewest matching pods score 100, and an ignored node 0.
 
 use std::collections::BTreeMap;
 
@@ -371,6 +382,172 @@ impl SpreadState {
             }
         }
         Ok(())
+    }
+}
+
+/// The hostname label, whose domains are the nodes themselves.
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
+/// PodTopologySpread's PreScore state for one incoming pod: per scored
+/// constraint, the matching pods of each domain a feasible node is in.
+#[derive(Debug, Clone)]
+pub struct SpreadScore<'a> {
+    constraints: Vec<&'a SpreadConstraint>,
+    /// Whether a node must carry every constraint's key to be scored
+    /// (false only for the system defaults).
+    require_all: bool,
+    /// Per constraint (not hostname): domain → matching pods.
+    counts: Vec<BTreeMap<String, u32>>,
+    /// Per constraint: `ln(domains + 2)`.
+    weights: Vec<f64>,
+}
+
+impl<'a> SpreadScore<'a> {
+    /// The state for scoring `constraints` (the pod's `ScheduleAnyway`
+    /// ones, or the system defaults with `require_all` false) over the
+    /// `feasible` nodes; `None` when there is nothing to score.
+    pub fn new<'n>(
+        constraints: impl IntoIterator<Item = &'a SpreadConstraint>,
+        require_all: bool,
+        feasible: impl IntoIterator<Item = &'n Node>,
+    ) -> Option<SpreadScore<'a>> {
+        let constraints: Vec<&SpreadConstraint> = constraints.into_iter().collect();
+        if constraints.is_empty() {
+            return None;
+        }
+        let mut counts = vec![BTreeMap::new(); constraints.len()];
+        let mut scored = 0usize;
+        for node in feasible {
+            let node_labels = labels(node);
+            if require_all
+                && constraints
+                    .iter()
+                    .any(|c| !node_labels.contains_key(&c.topology_key))
+            {
+                continue;
+            }
+            scored += 1;
+            for (i, c) in constraints.iter().enumerate() {
+                if c.topology_key == HOSTNAME {
+                    continue;
+                }
+                // A node without the key (only with the defaults) is in
+                // the domain of the empty value, as upstream reads it.
+                let value = node_labels
+                    .get(&c.topology_key)
+                    .cloned()
+                    .unwrap_or_default();
+                counts[i].entry(value).or_insert(0);
+            }
+        }
+        let weights = constraints
+            .iter()
+            .zip(&counts)
+            .map(|(c, domains)| {
+                let size = if c.topology_key == HOSTNAME {
+                    scored
+                } else {
+                    domains.len()
+                };
+                ((size + 2) as f64).ln()
+            })
+            .collect();
+        Some(SpreadScore {
+            constraints,
+            require_all,
+            counts,
+            weights,
+        })
+    }
+
+    /// The scored constraints, in order (what `count(i)` is asked about).
+    pub fn constraints(&self) -> &[&'a SpreadConstraint] {
+        &self.constraints
+    }
+
+    /// Counts one node of the cluster (every node, feasible or not):
+    /// `count(i)` is how many of its pods constraint `i` counts.
+    pub fn add_node(
+        &mut self,
+        placement: &Placement<'_>,
+        node: &Node,
+        mut count: impl FnMut(usize) -> u32,
+    ) {
+        let node_labels = labels(node);
+        if self.require_all
+            && self
+                .constraints
+                .iter()
+                .any(|c| !node_labels.contains_key(&c.topology_key))
+        {
+            return;
+        }
+        for (i, c) in self.constraints.iter().enumerate() {
+            if c.topology_key == HOSTNAME || !c.includes(placement, node) {
+                continue;
+            }
+            let value = node_labels.get(&c.topology_key).map_or("", String::as_str);
+            // Only domains a feasible node is in are counted.
+            if self.counts[i].contains_key(value) {
+                let n = count(i);
+                if let Some(here) = self.counts[i].get_mut(value) {
+                    *here += n;
+                }
+            }
+        }
+    }
+
+    /// A feasible node's raw score, `None` when it is ignored;
+    /// `count_here(i)` is how many of the node's own pods constraint `i`
+    /// counts (read for the hostname key).
+    pub fn raw(&self, node: &Node, mut count_here: impl FnMut(usize) -> u32) -> Option<i64> {
+        let node_labels = labels(node);
+        if self.require_all
+            && self
+                .constraints
+                .iter()
+                .any(|c| !node_labels.contains_key(&c.topology_key))
+        {
+            return None;
+        }
+        let mut score = 0.0;
+        for (i, c) in self.constraints.iter().enumerate() {
+            let Some(value) = node_labels.get(&c.topology_key) else {
+                continue;
+            };
+            let count = if c.topology_key == HOSTNAME {
+                count_here(i)
+            } else {
+                self.counts[i].get(value).copied().unwrap_or(0)
+            };
+            score += f64::from(count) * self.weights[i] + f64::from(c.max_skew) - 1.0;
+        }
+        Some(score.round() as i64)
+    }
+}
+
+/// `NormalizeScore`: raw scores (`None`: ignored) to 0–100, the fewest
+/// matching pods best; an ignored node scores 0, and when every raw score
+/// is 0 every scored node gets 100.
+pub fn normalize(raw: &[Option<i64>]) -> Vec<i64> {
+    let scored = raw.iter().flatten();
+    let min = scored.clone().copied().min().unwrap_or(0);
+    let max = scored.copied().max().unwrap_or(0).max(0);
+    raw.iter()
+        .map(|r| match r {
+            None => 0,
+            Some(_) if max == 0 => 100,
+            Some(s) => 100 * (max + min - s) / max,
+        })
+        .collect()
+}
+
+impl SpreadPod<'_> {
+    /// The constraints the score reads: the pod's `ScheduleAnyway` ones.
+    pub fn soft(&self) -> impl Iterator<Item = &SpreadConstraint> {
+        self.constraints
+            .iter()
+            .filter(|c| c.when == Unsatisfiable::ScheduleAnyway)
     }
 }
 

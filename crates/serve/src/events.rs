@@ -78,6 +78,19 @@ fn recorded(event: &Event) -> Option<Recorded> {
             "default-scheduler",
             event.message.clone(),
         ),
+        // kube-scheduler's preemption executor (`preemption/executor.go`),
+        // on the victim, with the action `Preempting`; the simulator's
+        // message is `preempted by NS/NAME on node NODE`, which is how
+        // upstream worded it up to 1.31 (later ones name the preemptor by
+        // UID).
+        EventKind::PodPreempted => normal(
+            "Preempted",
+            "default-scheduler",
+            event.message.strip_prefix("preempted by ").map_or_else(
+                || event.message.clone(),
+                |rest| format!("Preempted by {rest}"),
+            ),
+        ),
         // The taint eviction controller's `emitPodDeletionEvent`.
         EventKind::PodEvicted if event.message.starts_with("taint manager") => normal(
             "TaintManagerEviction",
@@ -151,7 +164,7 @@ impl Events {
         if recorded.component == "kubelet" {
             source["host"] = json!(event.node.clone().unwrap_or_else(|| name.clone()));
         }
-        let object = json!({
+        let mut object = json!({
             "kind": "Event", "apiVersion": "v1",
             "metadata": {"name": event_name, "namespace": namespace,
                          "uid": drillbench_sim::view::uid(32, index), "creationTimestamp": at},
@@ -160,6 +173,11 @@ impl Events {
             "source": source, "reportingComponent": recorded.component, "reportingInstance": "",
             "firstTimestamp": at, "lastTimestamp": at, "count": 1,
         });
+        // The scheduler's events carry what it did (`action`), as the
+        // events API's recorder writes it.
+        if recorded.reason == "Preempted" {
+            object["action"] = json!("Preempting");
+        }
         let key = ("Event", namespace.clone(), event_name.clone());
         self.stored.insert((namespace, event_name), object.clone());
         Some((key, object))
@@ -245,6 +263,29 @@ mod tests {
                     "apps/web-0",
                     Some("w1"),
                     "evicted: within budget",
+                ),
+                None,
+            ),
+            (
+                event(
+                    EventKind::PodPreempted,
+                    "apps/batch-0",
+                    Some("w1"),
+                    "preempted by apps/web-0 on node w1",
+                ),
+                Some((
+                    "Normal",
+                    "Preempted",
+                    "default-scheduler",
+                    "Preempted by apps/web-0 on node w1",
+                )),
+            ),
+            (
+                event(
+                    EventKind::PodTerminating,
+                    "apps/batch-0",
+                    Some("w1"),
+                    "pod terminating",
                 ),
                 None,
             ),
@@ -351,5 +392,27 @@ mod tests {
                 .is_none()
         );
         assert_eq!(events.all().count(), 2);
+    }
+
+    /// The preemption executor records `Preempted` with the action
+    /// `Preempting` on the victim; the control (the same pod's scheduling)
+    /// carries no action.
+    #[test]
+    fn a_preemption_event_says_what_the_scheduler_did() {
+        let mut events = Events::default();
+        let pod = json!({"kind": "Pod", "apiVersion": "v1",
+                         "metadata": {"name": "batch-0", "namespace": "apps", "uid": "u-1"}});
+        let preempted = event(
+            EventKind::PodPreempted,
+            "apps/batch-0",
+            Some("w1"),
+            "preempted by apps/web-0 on node w1",
+        );
+        let (_, object) = events.record(1, &preempted, &pod).expect("an Event");
+        assert_eq!(object["reason"], "Preempted");
+        assert_eq!(object["action"], "Preempting");
+        let scheduled = event(EventKind::PodScheduled, "apps/batch-0", Some("w1"), "bound");
+        let (_, object) = events.record(2, &scheduled, &pod).expect("an Event");
+        assert!(object.get("action").is_none());
     }
 }

@@ -277,7 +277,7 @@ impl Simulation {
         self.settle();
     }
 
-    fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
+    pub(super) fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
         match grace {
             Some(g) if g == Duration::ZERO => self.pod_gone(pod),
             Some(g) if g < self.engine.timings().termination_grace => {
@@ -370,8 +370,10 @@ impl Simulation {
                 cluster: &cluster,
             }),
             self.volumes.default_class(),
+            &self.priority_classes,
         )
         .map_err(|e| ApiOpError::Invalid(e.to_string()))?;
+        self.priority_classes = loaded.priority_classes.clone();
         if let Some(not) = loaded.not_simulated.first() {
             return Err(ApiOpError::Invalid(format!(
                 "the simulator does not model {} objects",

@@ -25,7 +25,7 @@ pub(super) fn loaded(values: Vec<Value>) -> Loaded {
             value,
         })
         .collect();
-    load::load(&documents, &[], None).expect("loads")
+    load::load(&documents, &[], None, &Default::default()).expect("loads")
 }
 
 /// The template of a bare pod labelled `app`, requesting 100m and 1Gi,
@@ -98,5 +98,6 @@ pub(super) fn pod(
         unschedulable_reported: false,
         deleted_at: None,
         holds_resources: false,
+        nominated: None,
     }
 }

@@ -24,6 +24,7 @@ mod nodes;
 pub mod operations;
 mod pod_groups;
 mod pods;
+mod preemption;
 mod reconcile;
 mod run_budget;
 pub mod scheduler;
@@ -149,6 +150,9 @@ pub struct Simulation {
     /// The drill's Kyverno policies and the objects their context entries
     /// read: admission for the objects applied later through the API.
     policies: Rc<(Vec<drillbench_kyverno::Policy>, ManifestCluster)>,
+    /// The cluster's PriorityClasses: what pods applied later resolve
+    /// their priority from.
+    priority_classes: drillbench_policy::priority::PriorityClasses,
     /// The run's event and action budgets, counted as it runs.
     run_budget: RunBudget,
 }
@@ -190,6 +194,7 @@ impl Simulation {
                 cluster: &policies.1,
             }),
             volumes.default_class(),
+            &Default::default(),
         )?;
         let next_cp_ordinal = topology
             .control_planes
@@ -211,6 +216,7 @@ impl Simulation {
             backups: Backups::default(),
             obs: Observation::default(),
             policies,
+            priority_classes: loaded.priority_classes.clone(),
             run_budget: RunBudget::new(&Budgets::of(drill.spec.budgets.as_ref())),
         };
         sim.provision()?;

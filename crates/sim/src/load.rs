@@ -9,6 +9,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
@@ -28,6 +29,7 @@ use drillbench_policy::interpod::AffinityTerm;
 use drillbench_policy::kyverno_admission::{
     ManifestCluster, admit_pod, controller_pod, reportable,
 };
+use drillbench_policy::priority::PriorityClasses;
 use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
 
@@ -105,6 +107,8 @@ pub struct Loaded {
     pub pdbs: Vec<(PodDisruptionBudget, Budget, PdbSelector)>,
     /// Storage classes declared in the manifests: name and whether default.
     pub storage_classes: Vec<(String, bool)>,
+    /// The cluster's PriorityClasses once the manifests' are created.
+    pub priority_classes: PriorityClasses,
     /// Objects of kinds not modelled.
     pub not_simulated: Vec<ObjectRef>,
     /// Guard and policy decisions made while loading.
@@ -158,17 +162,20 @@ struct Context<'a> {
     policies: Option<&'a Policies<'a>>,
     class_of: &'a dyn Fn(&str, &str) -> Option<Option<String>>,
     default_class: Option<&'a str>,
+    priority_classes: &'a PriorityClasses,
     admissions: Vec<LoadedAdmission>,
 }
 
 /// Loads every document; guards are applied to every pod template.
-/// `default_class` is the class a claim without one gets.
+/// `default_class` is the class a claim without one gets; `priorities`
+/// are the PriorityClasses the cluster has besides the documents'.
 pub fn load(
     documents: &[Document],
     guards: &[GuardSpec],
     default_class: Option<&str>,
+    priorities: &PriorityClasses,
 ) -> Result<Loaded, LoadError> {
-    load_admitted(documents, guards, None, default_class)
+    load_admitted(documents, guards, None, default_class, priorities)
 }
 
 /// [`load`], with the drill's Kyverno policies applied at admission too.
@@ -177,8 +184,28 @@ pub fn load_admitted(
     guards: &[GuardSpec],
     policies: Option<&Policies<'_>>,
     default_class: Option<&str>,
+    priorities: &PriorityClasses,
 ) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
+    // PriorityClasses first, so pods resolve theirs whatever the
+    // document order (the API server needs the class to exist first).
+    let mut classes = Vec::new();
+    for doc in documents {
+        if doc.kind() == Some("PriorityClass") {
+            classes.push((doc, decode::<PriorityClass>(doc)?));
+        }
+    }
+    loaded.priority_classes = match classes.first() {
+        None => priorities.clone(),
+        Some((first, _)) => priorities
+            .with(classes.iter().map(|(_, c)| c))
+            .map_err(|message| LoadError::Invalid {
+                at: first.location().to_string(),
+                kind: "PriorityClass".to_owned(),
+                name: first.name().unwrap_or_default().to_owned(),
+                message,
+            })?,
+    };
     // Standalone claims first, so templates can resolve their classes
     // whatever the document order.
     let mut standalone: BTreeMap<(String, String), Option<String>> = BTreeMap::new();
@@ -209,11 +236,13 @@ pub fn load_admitted(
             .get(&(namespace.to_owned(), claim.to_owned()))
             .cloned()
     };
+    let resolved = loaded.priority_classes.clone();
     let mut ctx = Context {
         guards,
         policies,
         class_of: &class_of,
         default_class,
+        priority_classes: &resolved,
         admissions: Vec::new(),
     };
     for doc in documents {
@@ -424,7 +453,7 @@ pub fn load_admitted(
                     .storage_classes
                     .push((sc.metadata.name.clone().unwrap_or_default(), default));
             }
-            "PersistentVolumeClaim" => {}
+            "PersistentVolumeClaim" | "PriorityClass" => {}
             k if PASSIVE_KINDS.contains(&k) => {}
             // Applied at admission (`Policies`), not objects of their own.
             _ if drillbench_model::policy_guard::is_policy(&doc.value) => {}
@@ -576,6 +605,7 @@ fn workload(
     }
     let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(&spec)?;
     let spread = SpreadConstraint::from_pod_spec(&spec, &labels)?;
+    let priority = ctx.priority_classes.resolve(&spec)?;
     let start_delay = readiness_delay(&spec);
     let safe_to_evict = scale_down::safe_to_evict(&annotations);
     let local_storage = scale_down::blocking_local_storage(&spec, &annotations);
@@ -619,6 +649,7 @@ fn workload(
             safe_to_evict,
             refused_by,
             writes_every,
+            priority,
             class_views: Default::default(),
             shared_labels: Default::default(),
         }),
@@ -727,7 +758,7 @@ mod tests {
                     value: object.clone(),
                 };
                 let loaded: Vec<(String, String, bool, String)> =
-                    load(&[doc], &guards, default_class)
+                    load(&[doc], &guards, default_class, &Default::default())
                         .unwrap_or_else(|e| panic!("{}: {e}", entry.name))
                         .admissions
                         .into_iter()

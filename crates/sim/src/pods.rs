@@ -28,6 +28,22 @@ impl Simulation {
             if self.world.pod(pod).phase != PodPhase::Pending {
                 continue;
             }
+            // A nominated pod is tried on its node first, as upstream
+            // evaluates the nominated node before the others.
+            if let Some(node) = self.world.pod(pod).nominated
+                && self.scheduler.fits_without(
+                    &self.world,
+                    &self.volumes,
+                    pod,
+                    node,
+                    &Default::default(),
+                )
+            {
+                self.bind(pod, node);
+                self.scheduler.after_bind(&self.world, node);
+                bound = true;
+                continue;
+            }
             let picked = self
                 .scheduler
                 .pick(&self.world, &self.volumes, self.engine.rng(), pod);
@@ -38,6 +54,7 @@ impl Simulation {
                     bound = true;
                 }
                 Err(reason) => {
+                    self.preempt(pod);
                     if !self.world.pod(pod).unschedulable_reported {
                         self.world.pod_mut(pod).unschedulable_reported = true;
                         let r = self.world.pod_ref(pod);
@@ -55,6 +72,13 @@ impl Simulation {
         for pod in self.scheduler.pending() {
             self.world.pod_mut(pod).unschedulable_reported = false;
         }
+    }
+
+    /// Takes a pod out of the scheduling queue.
+    fn unqueue(&mut self, pod: PodId) {
+        let p = self.world.pod(pod);
+        let (priority, created_at) = (p.template.priority.value, p.created_at);
+        self.scheduler.dequeue(priority, created_at, pod);
     }
 
     pub(super) fn mark_owner_dirty(&mut self, pod: PodId) {
@@ -126,19 +150,23 @@ impl Simulation {
             unschedulable_reported: false,
             deleted_at: None,
             holds_resources: false,
+            nominated: None,
         });
         let r = self.world.pod_ref(id);
         self.record(EventKind::PodCreated, r, None, &created);
         match node {
             Some(n) => self.bind(id, n),
-            None => self.scheduler.enqueue(self.now(), id),
+            None => {
+                let priority = self.world.pod(id).template.priority.value;
+                self.scheduler.enqueue(priority, self.now(), id);
+            }
         }
     }
 
     /// Binds a pod to a node and starts it, unless a volume blocks it.
     pub(super) fn bind(&mut self, pod: PodId, node: NodeId) {
-        let created_at = self.world.pod(pod).created_at;
-        self.scheduler.dequeue(created_at, pod);
+        self.unqueue(pod);
+        self.world.pod_mut(pod).nominated = None;
         self.world.bind(pod, node);
         self.world.pod_mut(pod).phase = PodPhase::Starting;
         let r = self.world.pod_ref(pod);
@@ -277,8 +305,7 @@ impl Simulation {
         if self.world.pod(pod).phase == PodPhase::Gone {
             return;
         }
-        let created_at = self.world.pod(pod).created_at;
-        self.scheduler.dequeue(created_at, pod);
+        self.unqueue(pod);
         self.world.release(pod);
         self.world.pod_mut(pod).phase = PodPhase::Gone;
         let node = self.world.pod(pod).node;

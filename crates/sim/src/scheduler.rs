@@ -29,10 +29,15 @@
 //! orders them; both read other pods, so a pod with neither skips them and
 //! the per-class verdicts stay what they were.
 //!
-//! Not modelled: PodTopologySpread scoring (`ScheduleAnyway` and the
-//! system default constraints), preferred inter-pod affinity, image locality, volume limits per node,
+//! PodTopologySpread's `ScheduleAnyway` constraints score (weight 2), as
+//! `drillbench_policy::spread::SpreadScore` transcribes `scoring.go`.
+//!
+//! Not modelled: the system default spread constraints (which would score
+//! every Deployment, ReplicaSet and StatefulSet pod that declares no
+//! constraint), preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
@@ -48,7 +53,8 @@ use drillbench_model::k8s::taints::{
 };
 use drillbench_model::rng::SeededRng;
 use drillbench_policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
-use drillbench_policy::spread::{SpreadMisfit, SpreadPod, SpreadState};
+use drillbench_policy::priority::queue_key;
+use drillbench_policy::spread::{SpreadMisfit, SpreadPod, SpreadScore, SpreadState, normalize};
 use drillbench_policy::view::Placement;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
@@ -103,8 +109,9 @@ impl Misfit {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scheduler {
     classes: Classes,
-    /// Pods not bound yet, by creation time.
-    pending: BTreeSet<(Time, PodId)>,
+    /// Pods not bound yet, in the order `PrioritySort` pops them:
+    /// higher priority first, then by creation time.
+    pending: BTreeSet<(Reverse<i32>, Time, PodId)>,
     /// Where the next scan starts.
     cursor: usize,
     /// The compact per-node state (see [`HotNode`]).
@@ -131,19 +138,21 @@ impl Scheduler {
             .class_for(&node.pool, &node.object, allocatable)
     }
 
-    /// A pod waits to be bound.
-    pub(crate) fn enqueue(&mut self, created_at: Time, pod: PodId) {
-        self.pending.insert((created_at, pod));
+    /// A pod of this priority, created then, waits to be bound.
+    pub(crate) fn enqueue(&mut self, priority: i32, created_at: Time, pod: PodId) {
+        let (priority, created_at) = queue_key(priority, created_at);
+        self.pending.insert((priority, created_at, pod));
     }
 
     /// A pod no longer waits (bound, or gone).
-    pub(crate) fn dequeue(&mut self, created_at: Time, pod: PodId) {
-        self.pending.remove(&(created_at, pod));
+    pub(crate) fn dequeue(&mut self, priority: i32, created_at: Time, pod: PodId) {
+        let (priority, created_at) = queue_key(priority, created_at);
+        self.pending.remove(&(priority, created_at, pod));
     }
 
-    /// The pods waiting, oldest first.
+    /// The pods waiting, in the order the scheduler takes them.
     pub(crate) fn pending(&self) -> Vec<PodId> {
-        self.pending.iter().map(|&(_, p)| p).collect()
+        self.pending.iter().map(|&(_, _, p)| p).collect()
     }
 
     /// Whether a pod waits.
@@ -305,12 +314,13 @@ impl Scheduler {
                 reasons.join(", ")
             ));
         }
+        let spread_scores = s.soft_spread_scores(&template, pod, &feasible);
         let best = self.best(
             world,
             rng,
             &template,
             &views,
-            &feasible,
+            (&feasible, &spread_scores),
             (max_preferred, max_intolerable),
         );
         self.feasible_buf = feasible;
@@ -324,7 +334,7 @@ impl Scheduler {
         rng: &mut SeededRng,
         template: &Template,
         classes: &[Option<ClassView>],
-        feasible: &[NodeId],
+        (feasible, spread_scores): (&[NodeId], &[i64]),
         (max_preferred, max_intolerable): (i64, usize),
     ) -> NodeId {
         // The node-affinity and taint parts depend only on the class once
@@ -349,7 +359,9 @@ impl Scheduler {
         let mut best_score = i64::MIN;
         let mut best = std::mem::take(&mut self.best_buf);
         best.clear();
-        for &node in feasible {
+        for (i, &node) in feasible.iter().enumerate() {
+            // PodTopologySpread's score, at its default weight (2).
+            let spread = spread_scores.get(i).map_or(0, |s| 2 * s);
             let (scored_for, cached) = self.capacity_scores[node];
             let capacity = if scored_for == requests {
                 cached
@@ -359,7 +371,7 @@ impl Scheduler {
                 self.capacity_scores[node] = (requests, score);
                 score
             };
-            let score = capacity + class_part[self.hot[node].class as usize];
+            let score = capacity + class_part[self.hot[node].class as usize] + spread;
             if score > best_score {
                 best_score = score;
                 best.clear();
@@ -372,6 +384,91 @@ impl Scheduler {
         self.best_buf = best;
         self.class_score_buf = class_part;
         picked
+    }
+
+    /// The nodes preemption may make room on for a pod that fits nowhere:
+    /// those whose only failing filter is one a victim's removal can
+    /// resolve (resources, topology spread skew, inter-pod
+    /// anti-affinity), in the world's order. Upstream leaves out a node
+    /// whose status is `UnschedulableAndUnresolvable` (not ready,
+    /// cordoned, tainted, node affinity, volume topology, a missing
+    /// spread label). Call [`Scheduler::refresh`] first.
+    pub(crate) fn preemption_candidates(
+        &self,
+        world: &World,
+        volumes: &Volumes,
+        pod: PodId,
+    ) -> Vec<NodeId> {
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let template = world.pod(pod).template.clone();
+        fill_class_views(self.classes.objects(), &template);
+        let views = template.class_views.borrow();
+        let interpod = s.interpod(&template, pod);
+        let spread = s.spread(&template, pod);
+        let others = Others {
+            interpod: interpod.as_ref(),
+            spread: spread.as_ref(),
+        };
+        (0..world.nodes().len())
+            .filter(|&node| {
+                matches!(
+                    s.misfit(&template, &views, pod, node, others),
+                    Some(
+                        Misfit::Resources
+                            | Misfit::PodAffinity
+                            | Misfit::ExistingAntiAffinity
+                            | Misfit::Spread
+                    )
+                )
+            })
+            .collect()
+    }
+
+    /// Whether the pod passes every filter on `node` once the `removed`
+    /// pods (on that node) are gone: preemption's dry run, and with none
+    /// removed, the check of a nominated node. Call
+    /// [`Scheduler::refresh`] first.
+    pub(crate) fn fits_without(
+        &self,
+        world: &World,
+        volumes: &Volumes,
+        pod: PodId,
+        node: NodeId,
+        removed: &BTreeSet<PodId>,
+    ) -> bool {
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let p = world.pod(pod);
+        let template = p.template.clone();
+        fill_class_views(self.classes.objects(), &template);
+        let views = template.class_views.borrow();
+        let interpod = s.interpod_pod_by_pod(&template, pod, removed);
+        let spread = spread_pod(&p.namespace, &template)
+            .is_constrained()
+            .then(|| s.spread_pod_by_pod(&template, pod, removed));
+        let others = Others {
+            interpod: interpod.as_ref(),
+            spread: spread.as_ref(),
+        };
+        let mut freed = Freed::default();
+        for &r in removed {
+            let victim = world.pod(r);
+            if victim.node == Some(node) && victim.holds_resources {
+                freed.requests = freed.requests.plus(victim.template.requests);
+                freed.pods += 1;
+            }
+        }
+        s.misfit_freed(&template, &views, pod, node, others, freed)
+            .is_none()
     }
 
     /// Whether, for every pod template in `templates` (with one of its
@@ -490,7 +587,7 @@ impl Scan<'_> {
         if pods[pod].holds_resources {
             // Counted in its own group: only the pod-by-pod count can leave
             // it out (never met by a pending pod; kept for exactness).
-            return Some(self.spread_pod_by_pod(template, pod));
+            return Some(self.spread_pod_by_pod(template, pod, &BTreeSet::new()));
         }
         // Per constraint: the groups of alike pods it counts, decided once
         // per group rather than once per pod.
@@ -539,8 +636,14 @@ impl Scan<'_> {
         Some(state)
     }
 
-    /// [`Scan::spread`], counting every pod but `pod` one by one.
-    fn spread_pod_by_pod(&self, template: &Template, pod: PodId) -> SpreadState {
+    /// [`Scan::spread`], counting every pod but `pod` and the `removed`
+    /// ones one by one.
+    fn spread_pod_by_pod(
+        &self,
+        template: &Template,
+        pod: PodId,
+        removed: &BTreeSet<PodId>,
+    ) -> SpreadState {
         let pods = self.world.pods();
         let namespace = &pods[pod].namespace;
         let incoming = spread_pod(namespace, template);
@@ -555,6 +658,7 @@ impl Scan<'_> {
                     .iter()
                     .filter(|&&p| {
                         p != pod
+                            && !removed.contains(&p)
                             && !matches!(pods[p].phase, PodPhase::Gone | PodPhase::Terminating)
                             && c.counts(namespace, &pods[p].namespace, &pods[p].template.labels)
                     })
@@ -562,6 +666,74 @@ impl Scan<'_> {
             });
         }
         state
+    }
+
+    /// PodTopologySpread's normalised score of each feasible node for the
+    /// pod's `ScheduleAnyway` constraints (`drillbench_policy::spread::
+    /// SpreadScore`), or nothing when it has none. Counted from the
+    /// world's groups of alike pods, as [`Scan::spread`] counts.
+    fn soft_spread_scores(&self, template: &Template, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
+        let pods = self.world.pods();
+        let namespace = &pods[pod].namespace;
+        let incoming = spread_pod(namespace, template);
+        let nodes = self.world.nodes();
+        let Some(mut state) = SpreadScore::new(
+            incoming.soft(),
+            true,
+            feasible.iter().map(|&n| &*nodes[n].object),
+        ) else {
+            return Vec::new();
+        };
+        let constraints = state.constraints().to_vec();
+        let groups = self.world.pod_groups().all();
+        let matching: Vec<Vec<&PodGroup>> = constraints
+            .iter()
+            .map(|c| {
+                groups
+                    .iter()
+                    .filter(|g| {
+                        !g.is_empty() && c.counts(namespace, &g.namespace, &g.template.labels)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
+        for &p in self.world.terminating_pods() {
+            let t = &pods[p];
+            if t.phase == PodPhase::Terminating
+                && t.holds_resources
+                && let Some(node) = t.node
+            {
+                terminating.entry(node).or_default().push(p);
+            }
+        }
+        // Matching pods on a node that are not leaving.
+        let count = |i: usize, id: NodeId| -> u32 {
+            let held: u32 = matching[i].iter().map(|g| g.pods_on(id)).sum();
+            let leaving = terminating.get(&id).map_or(0, |ps| {
+                ps.iter()
+                    .filter(|&&p| {
+                        constraints[i].counts(
+                            namespace,
+                            &pods[p].namespace,
+                            &pods[p].template.labels,
+                        )
+                    })
+                    .count() as u32
+            });
+            held - leaving
+        };
+        for (id, n) in nodes.iter().enumerate() {
+            if n.phase == super::world::NodePhase::Gone {
+                continue;
+            }
+            state.add_node(&incoming.placement, &n.object, |i| count(i, id));
+        }
+        let raw: Vec<Option<i64>> = feasible
+            .iter()
+            .map(|&id| state.raw(&nodes[id].object, |i| count(i, id)))
+            .collect();
+        normalize(&raw)
     }
 
     /// What the inter-pod affinity filter counted for the pod over the
@@ -576,7 +748,7 @@ impl Scan<'_> {
         if pods[pod].holds_resources {
             // Counted in its own group: only the pod-by-pod count can leave
             // it out (never met by a pending pod; kept for exactness).
-            return self.interpod_pod_by_pod(template, pod);
+            return self.interpod_pod_by_pod(template, pod, &BTreeSet::new());
         }
         let incoming = terms(&pods[pod].namespace, template);
         let mut state = InterPodState::default();
@@ -599,15 +771,21 @@ impl Scan<'_> {
         (!state.is_trivial(&incoming)).then_some(state)
     }
 
-    /// [`Scan::interpod`], counting every placed pod but `pod` one by one.
-    fn interpod_pod_by_pod(&self, template: &Template, pod: PodId) -> Option<InterPodState> {
+    /// [`Scan::interpod`], counting every placed pod but `pod` and the
+    /// `removed` ones one by one.
+    fn interpod_pod_by_pod(
+        &self,
+        template: &Template,
+        pod: PodId,
+        removed: &BTreeSet<PodId>,
+    ) -> Option<InterPodState> {
         let pods = self.world.pods();
         let incoming = terms(&pods[pod].namespace, template);
         let mut state = InterPodState::default();
         for n in self.world.nodes() {
             for &other in &n.pods {
                 let p = &pods[other];
-                if other == pod || p.phase == PodPhase::Gone {
+                if other == pod || removed.contains(&other) || p.phase == PodPhase::Gone {
                     continue;
                 }
                 let existing = terms(&p.namespace, &p.template);
@@ -655,6 +833,20 @@ impl Scan<'_> {
         node: NodeId,
         others: Others<'_>,
     ) -> Option<Misfit> {
+        self.misfit_freed(template, classes, pod, node, others, Freed::default())
+    }
+
+    /// [`Scan::misfit`], with `freed` taken off the node's requests and
+    /// pods (preemption's dry run without its victims).
+    fn misfit_freed(
+        &self,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+        others: Others<'_>,
+        freed: Freed,
+    ) -> Option<Misfit> {
         let n = self.world.node(node);
         if !n.is_ready() || !n.server_up || n.draining {
             return Some(Misfit::NotReady);
@@ -672,7 +864,9 @@ impl Scan<'_> {
             return Some(Misfit::Affinity);
         }
         let requests = template.requests;
-        if !n.requested.plus(requests).fits_in(n.allocatable) || n.pods.len() as u32 >= n.max_pods {
+        let requested = n.requested.minus(freed.requests);
+        let pods = (n.pods.len() as u32).saturating_sub(freed.pods);
+        if !requested.plus(requests).fits_in(n.allocatable) || pods >= n.max_pods {
             return Some(Misfit::Resources);
         }
         if !self.volume_topology_ok(pod, n) {
@@ -734,6 +928,14 @@ impl Others<'_> {
     fn is_empty(&self) -> bool {
         self.interpod.is_none() && self.spread.is_none()
     }
+}
+
+/// What preemption's dry run takes off a node: its victims' requests
+/// and number.
+#[derive(Debug, Clone, Copy, Default)]
+struct Freed {
+    requests: Resources,
+    pods: u32,
 }
 
 /// A pod of `namespace` made from `template`, as the spread filter reads
@@ -860,13 +1062,28 @@ mod tests {
     fn pending_pods_wait_in_creation_order() {
         let mut s = Scheduler::default();
         assert!(!s.has_pending());
-        s.enqueue(20, 1);
-        s.enqueue(10, 2);
-        s.enqueue(20, 0);
+        s.enqueue(0, 20, 1);
+        s.enqueue(0, 10, 2);
+        s.enqueue(0, 20, 0);
         assert_eq!(s.pending(), [2, 0, 1]);
-        s.dequeue(10, 2);
-        s.dequeue(10, 1);
+        s.dequeue(0, 10, 2);
+        s.dequeue(0, 10, 1);
         assert_eq!(s.pending(), [0, 1], "a pod leaves by its own creation time");
+    }
+
+    /// `queuesort/priority_sort.go`: the higher-priority pod is taken
+    /// first even when it was created later; equal priorities keep
+    /// creation order (the control).
+    #[test]
+    fn pending_pods_wait_in_priority_order() {
+        let mut s = Scheduler::default();
+        s.enqueue(0, 10, 0);
+        s.enqueue(1000, 30, 1);
+        s.enqueue(0, 20, 2);
+        assert_eq!(s.pending(), [1, 0, 2]);
+        s.dequeue(1000, 30, 1);
+        s.enqueue(0, 30, 1);
+        assert_eq!(s.pending(), [0, 2, 1], "control: all equal, oldest first");
     }
 
     #[test]
@@ -1031,6 +1248,56 @@ mod tests {
         };
         assert_eq!(spread(1), BTreeSet::from([1]), "2 + 1 - 0 > 1 on node 0");
         assert_eq!(spread(3), BTreeSet::from([0]), "control: 3 <= 3");
+    }
+
+    /// `podtopologyspread/scoring.go`: a `ScheduleAnyway` constraint
+    /// steers the pod to the node with fewer matching pods (normalised
+    /// 100 against 0, at weight 2), though the capacity scores prefer the
+    /// other; the control (no constraint) lets the capacity scores win.
+    #[test]
+    fn a_schedule_anyway_constraint_prefers_the_emptier_domain() {
+        let spread = |constraints: serde_json::Value| -> BTreeSet<NodeId> {
+            (0..8)
+                .map(|seed| {
+                    let (mut world, mut scheduler) = cluster(2);
+                    let web = template_with(
+                        "web",
+                        serde_json::json!({ "topologySpreadConstraints": constraints }),
+                    );
+                    for i in 0..2 {
+                        let p = world.add_pod(pod(
+                            &format!("web-{i}"),
+                            Owner::None,
+                            web.clone(),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 0);
+                    }
+                    // Node 1 is busier, so the capacity scores prefer node 0.
+                    for i in 0..3 {
+                        let p = world.add_pod(pod(
+                            &format!("busy-{i}"),
+                            Owner::None,
+                            template("busy"),
+                            Vec::new(),
+                        ));
+                        world.bind(p, 1);
+                    }
+                    let p = world.add_pod(pod("web-new", Owner::None, web, Vec::new()));
+                    pick(&world, &mut scheduler, p, seed).expect("fits")
+                })
+                .collect()
+        };
+        let soft = serde_json::json!([{
+            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "web"}}}]);
+        assert_eq!(spread(soft), BTreeSet::from([1]), "spread wins");
+        assert_eq!(
+            spread(serde_json::json!([])),
+            BTreeSet::from([0]),
+            "control: capacity wins"
+        );
     }
 
     #[test]

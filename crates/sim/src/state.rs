@@ -34,6 +34,9 @@ pub(crate) struct World {
     /// Pods that started terminating while holding resources (see
     /// [`World::start_terminating`]); topology spread counts them out.
     terminating: std::collections::BTreeSet<PodId>,
+    /// How many pods holding resources each priority value has, so that
+    /// preemption knows at once whether any pod is of lower priority.
+    held_priorities: BTreeMap<i32, usize>,
     /// Per node: its labels as shared with placements; forgotten whenever
     /// its labels change.
     shared_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
@@ -201,6 +204,10 @@ impl World {
         p.node = Some(node);
         p.holds_resources = true;
         if fresh {
+            *self
+                .held_priorities
+                .entry(p.template.priority.value)
+                .or_default() += 1;
             self.groups
                 .bind(&p.template, &p.namespace, node, &self.nodes[node]);
         }
@@ -219,6 +226,11 @@ impl World {
     /// them still (a pod's phase says whether it still terminates).
     pub(crate) fn terminating_pods(&self) -> &std::collections::BTreeSet<PodId> {
         &self.terminating
+    }
+
+    /// Whether a pod holding resources has a priority below `value`.
+    pub(crate) fn holds_priority_below(&self, value: i32) -> bool {
+        self.held_priorities.range(..value).next().is_some()
     }
 
     /// The pods holding resources, grouped (see [`PodGroups`]).
@@ -240,6 +252,13 @@ impl World {
             n.requested = n.requested.minus(requests);
             if n.pods.remove(&pod) {
                 let p = &self.pods[pod];
+                let value = p.template.priority.value;
+                if let Some(held) = self.held_priorities.get_mut(&value) {
+                    *held -= 1;
+                    if *held == 0 {
+                        self.held_priorities.remove(&value);
+                    }
+                }
                 self.groups
                     .release(&p.template, &p.namespace, node, &self.nodes[node]);
             }

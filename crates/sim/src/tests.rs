@@ -393,13 +393,13 @@ fn an_unknown_pod_management_policy_is_refused_at_load() {
             }),
         }]
     };
-    let refused = super::load::load(&documents("Sometimes"), &[], None)
+    let refused = super::load::load(&documents("Sometimes"), &[], None, &Default::default())
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(refused.contains("supported values"), "{refused}");
     assert!(
-        super::load::load(&documents("Parallel"), &[], None).is_ok(),
+        super::load::load(&documents("Parallel"), &[], None, &Default::default()).is_ok(),
         "control"
     );
 }

@@ -18,6 +18,7 @@ use drillbench_model::k8s::node_selector::{CompiledPreferences, RequiredNodeAffi
 use drillbench_model::k8s::rollout::Strategy;
 use drillbench_model::scenario::spec::{AttachModel, BindingMode, Release};
 use drillbench_policy::interpod::AffinityTerm;
+use drillbench_policy::priority::Priority;
 use drillbench_policy::spread::SpreadConstraint;
 
 /// Index of a node.
@@ -227,6 +228,9 @@ pub struct Template {
     /// A writer acknowledges one write this often (ms) while one of its
     /// pods is Ready (annotation `drillbench.dev/writes-every`).
     pub writes_every: Option<u64>,
+    /// What the Priority admission plugin resolved from its
+    /// `priorityClassName`.
+    pub priority: Priority,
     /// `labels`, shared by the placements of the pods made from it.
     pub(crate) shared_labels: std::cell::OnceCell<Rc<BTreeMap<String, String>>>,
     /// Per node class: what the class's labels and taints make of this
@@ -258,6 +262,7 @@ impl Template {
             safe_to_evict: self.safe_to_evict,
             refused_by: self.refused_by.clone(),
             writes_every: self.writes_every,
+            priority: self.priority,
             shared_labels: Default::default(),
             class_views: Default::default(),
         }
@@ -318,6 +323,9 @@ pub struct SimPod {
     pub holds_resources: bool,
     /// When it was deleted (its `deletionTimestamp`), once it was.
     pub deleted_at: Option<Time>,
+    /// The node its preemption made room on (`status.nominatedNodeName`),
+    /// while it waits for the victims to go.
+    pub nominated: Option<NodeId>,
 }
 
 impl SimPod {

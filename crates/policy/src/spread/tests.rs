@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 use super::*;
+
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -426,4 +427,125 @@ fn system_defaults_need_a_selector_and_only_score() {
         "control"
     );
     assert_eq!(default_selector([], None), Ok(None));
+}
+
+/// The normalized PodTopologySpread scores of the `feasible` nodes (by
+/// index into the cluster), for an incoming `foo` pod with these
+/// `ScheduleAnyway` constraints.
+fn scores(cluster: &Cluster, constraints: &[Value], feasible: &[usize]) -> Vec<i64> {
+    let labels = map(&[("foo", "")]);
+    let compiled: Vec<SpreadConstraint> = constraints
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c["whenUnsatisfiable"] = json!("ScheduleAnyway");
+            SpreadConstraint::compile(&constraint(c), &labels).expect("compiles")
+        })
+        .collect();
+    let required = RequiredNodeAffinity::from_pod_spec(&PodSpec::default()).expect("compiles");
+    let placement = Placement {
+        required: Some(&required),
+        tolerations: &[],
+    };
+    let count = |pods: &[(&str, BTreeMap<String, String>)], c: &SpreadConstraint| {
+        pods.iter()
+            .filter(|(ns, l)| c.counts("default", ns, l))
+            .count() as u32
+    };
+    let mut state = SpreadScore::new(
+        compiled.iter(),
+        true,
+        feasible.iter().map(|&i| &cluster.nodes[i]),
+    )
+    .expect("constraints to score");
+    for (node, pods) in cluster.nodes.iter().zip(&cluster.pods) {
+        state.add_node(&placement, node, |i| count(pods, &compiled[i]));
+    }
+    let raw: Vec<Option<i64>> = feasible
+        .iter()
+        .map(|&i| state.raw(&cluster.nodes[i], |c| count(&cluster.pods[i], &compiled[c])))
+        .collect();
+    normalize(&raw)
+}
+
+/// `scoring_test.go` `TestPodTopologySpreadScore`, "one constraint on
+/// node, no existing pods": every node scores 100. Control: two pods on
+/// `a` make it the worst.
+#[test]
+fn score_with_no_matching_pods_is_even() {
+    let on_node = [json!({"topologyKey": "kubernetes.io/hostname"})];
+    assert_eq!(scores(&four([0; 4]), &on_node, &[0, 1, 2, 3]), [100; 4]);
+    // ln(6) ≈ 1.79: a = round(3.58) = 4, b = 0: 100 × (4 − 4) / 4 = 0.
+    assert_eq!(
+        scores(&four([2, 0, 0, 0]), &on_node, &[0, 1, 2, 3]),
+        [0, 100, 100, 100]
+    );
+}
+
+/// "one constraint on node, all 4 nodes are candidates": the score falls
+/// with the matching pods on the node (a: 2, b: 1, x: 0, y: 0; raw 4, 2,
+/// 0, 0). Control: a larger maxSkew adds the same `maxSkew − 1` to every
+/// node, which shifts the scale (raw 6, 4, 2, 2: 100 × (8 − s) / 6).
+#[test]
+fn score_per_node_falls_with_the_matching_pods() {
+    let cluster = four([2, 1, 0, 0]);
+    let on_node = |skew: u32| [json!({"topologyKey": "kubernetes.io/hostname", "maxSkew": skew})];
+    assert_eq!(
+        scores(&cluster, &on_node(1), &[0, 1, 2, 3]),
+        [0, 50, 100, 100]
+    );
+    assert_eq!(
+        scores(&cluster, &on_node(3), &[0, 1, 2, 3]),
+        [33, 66, 100, 100]
+    );
+}
+
+/// "one constraint on zone, 4 candidate nodes": every node of a zone
+/// scores its zone's count (zone1: 3, zone2: 1; ln(4) ≈ 1.39: raw 4 and
+/// 1, so 100 × (5 − 4) / 4 = 25 and 100). Control: the counts swapped
+/// swap the zones.
+#[test]
+fn score_per_zone_counts_the_whole_domain() {
+    let zone = [json!({"topologyKey": "zone"})];
+    assert_eq!(
+        scores(&four([2, 1, 1, 0]), &zone, &[0, 1, 2, 3]),
+        [25, 25, 100, 100]
+    );
+    assert_eq!(
+        scores(&four([1, 0, 2, 1]), &zone, &[0, 1, 2, 3]),
+        [100, 100, 25, 25]
+    );
+}
+
+/// "existing pods in a different namespace do not count" and
+/// "nodes without the topology key are ignored" (`IgnoredNodes`: scored
+/// 0). Control: the same node with the key is scored.
+#[test]
+fn score_ignores_nodes_without_the_key() {
+    let mut cluster = four([0, 0, 0, 0]);
+    cluster.nodes.push(node("z", None, false));
+    cluster.pods.push(Vec::new());
+    let zone = [json!({"topologyKey": "zone"})];
+    assert_eq!(scores(&cluster, &zone, &[0, 4]), [100, 0], "z has no zone");
+    cluster.nodes[4] = node("z", Some("zone3"), false);
+    assert_eq!(scores(&cluster, &zone, &[0, 4]), [100, 100], "control");
+    // Pods of another namespace count nowhere.
+    let mut other = four([0, 0, 0, 0]);
+    other.pods[0] = vec![("elsewhere", map(&[("foo", "")])); 3];
+    let on_node = [json!({"topologyKey": "kubernetes.io/hostname"})];
+    assert_eq!(scores(&other, &on_node, &[0, 1]), [100, 100]);
+    other.pods[0] = vec![("default", map(&[("foo", "")])); 3];
+    assert_ne!(scores(&other, &on_node, &[0, 1]), [100, 100], "control");
+}
+
+/// "domains only count where a feasible node is": a zone no feasible node
+/// is in is not counted, and the weight is ln(feasible domains + 2).
+/// With only zone1 feasible every feasible node scores alike (100).
+/// Control: both zones feasible, and zone1's pods count against it.
+#[test]
+fn score_counts_only_the_domains_of_feasible_nodes() {
+    let zone = [json!({"topologyKey": "zone"})];
+    let cluster = four([3, 0, 0, 0]);
+    assert_eq!(scores(&cluster, &zone, &[0, 1]), [100, 100]);
+    assert_eq!(scores(&cluster, &zone, &[0, 2]), [0, 100], "control");
 }

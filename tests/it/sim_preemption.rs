@@ -1,0 +1,252 @@
+//! Pod priority and preemption in the simulator, end to end from the
+//! manifests: PriorityClasses resolve as the Priority admission plugin
+//! resolves them, the scheduling queue pops higher priority first, and a
+//! pod that fits nowhere preempts lower-priority pods as kube-scheduler's
+//! DefaultPreemption does (docs: "Pod Priority and Preemption"; upstream
+//! `pkg/scheduler/framework/plugins/defaultpreemption`). Each behaviour
+//! has a paired control that flips the outcome.
+
+use drillbench_observe::EventKind;
+use drillbench_sim::Simulation;
+use drillbench_sim::world::PodPhase;
+
+use crate::sim_rules::{MIN, ON_BASELINE, cluster, deployment, node_of, pdb, pods_of};
+
+/// The drill's PriorityClasses: `low` (10), `high` (1000) and
+/// `high-never` (1000, `preemptionPolicy: Never`).
+const CLASSES: &str = "apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high-never}
+value: 1000
+preemptionPolicy: Never
+---
+";
+
+/// Pod spec lines: on the baseline, in a PriorityClass, with a grace
+/// period when given.
+fn spec(class: &str, grace: Option<u32>) -> String {
+    let grace = grace.map_or(String::new(), |g| {
+        format!("      terminationGracePeriodSeconds: {g}\n")
+    });
+    format!("{ON_BASELINE}      priorityClassName: {class}\n{grace}")
+}
+
+/// Two baseline nodes (16 GiB each), each filled by one 10 GiB `filler`
+/// pod of class `low`; `extra` manifests beside them; settled.
+fn full_baseline(extra: &str) -> Simulation {
+    let manifests = format!(
+        "{CLASSES}{}{extra}",
+        deployment("filler", 2, "10Gi", &spec("low", None))
+    );
+    let mut sim = cluster(&manifests, "never", 0);
+    sim.advance_to(MIN);
+    assert_eq!(
+        pods_of(&sim, "filler-")
+            .iter()
+            .filter(|p| p.phase == PodPhase::Ready)
+            .count(),
+        2,
+        "both fillers run"
+    );
+    sim
+}
+
+/// Scales `apps/Deployment/name` to `replicas`.
+fn scale(sim: &mut Simulation, name: &str, replicas: u32) {
+    let w = sim
+        .workload_id(&format!("apps/Deployment/{name}"))
+        .expect("workload");
+    sim.set_replicas(w, replicas).expect("scaled");
+}
+
+/// The preemptions recorded: (victim, message).
+fn preemptions(sim: &Simulation) -> Vec<(String, String)> {
+    sim.observation()
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::PodPreempted)
+        .map(|e| (e.object.name.clone(), e.message.clone()))
+        .collect()
+}
+
+/// A `vip` deployment (0 replicas until scaled) of `class`, 10 GiB.
+fn vip(class: &str) -> String {
+    deployment("vip", 0, "10Gi", &spec(class, None))
+}
+
+// docs "Pod Priority and Preemption" ("Preemption": when a pod cannot be
+// scheduled, the scheduler tries to preempt lower priority Pods);
+// default_preemption_test.go `TestSelectNodesForPreemption` "a pod that
+// would fit on the nodes, but other pods running are higher priority, no
+// preemption would happen" as the control.
+#[test]
+fn a_higher_priority_pod_preempts_a_lower_one_and_binds_where_it_made_room() {
+    let mut sim = full_baseline(&vip("high"));
+    let at = sim.now();
+    scale(&mut sim, "vip", 1);
+    sim.advance_to(at + 2 * MIN);
+    let preempted = preemptions(&sim);
+    assert_eq!(preempted.len(), 1, "{preempted:?}");
+    let (victim, message) = &preempted[0];
+    assert!(victim.starts_with("filler-"), "{victim}");
+    let preemptor = pods_of(&sim, "vip-")[0];
+    assert_eq!(preemptor.phase, PodPhase::Ready);
+    let vip_node = node_of(&sim, &preemptor.name).expect("bound");
+    assert!(
+        message.ends_with(&format!("on node {vip_node}")),
+        "bound where it preempted: {message}"
+    );
+    // The victim's replacement, of lower priority, cannot preempt back.
+    let waiting = pods_of(&sim, "filler-")
+        .iter()
+        .filter(|p| p.phase == PodPhase::Pending)
+        .count();
+    assert_eq!(waiting, 1, "the replacement waits");
+
+    // Control: a vip of the fillers' own priority preempts nothing.
+    let mut sim = full_baseline(&vip("low"));
+    let at = sim.now();
+    scale(&mut sim, "vip", 1);
+    sim.advance_to(at + 2 * MIN);
+    assert!(preemptions(&sim).is_empty());
+    assert_eq!(pods_of(&sim, "vip-")[0].phase, PodPhase::Pending);
+}
+
+// docs "Pod Priority and Preemption", "Non-preempting PriorityClass":
+// "Pods with preemptionPolicy: Never will be placed in the scheduling
+// queue ahead of lower-priority pods, but they cannot preempt other pods".
+#[test]
+fn a_never_pod_waits_instead_of_preempting() {
+    let mut sim = full_baseline(&vip("high-never"));
+    let at = sim.now();
+    scale(&mut sim, "vip", 1);
+    sim.advance_to(at + 2 * MIN);
+    assert!(preemptions(&sim).is_empty());
+    assert_eq!(pods_of(&sim, "vip-")[0].phase, PodPhase::Pending);
+    // Control: the same value with the default policy preempts.
+    let mut sim = full_baseline(&vip("high"));
+    let at = sim.now();
+    scale(&mut sim, "vip", 1);
+    sim.advance_to(at + 2 * MIN);
+    assert_eq!(preemptions(&sim).len(), 1);
+}
+
+// docs "Pod Priority and Preemption", "Graceful termination of preemption
+// victims": the victim gets its graceful termination period, and the
+// preemptor is nominated (`nominatedNodeName`) and binds once the victim
+// is gone; default_preemption_test.go `TestPreempt`.
+#[test]
+fn the_preemptor_binds_once_the_victim_is_gone_after_its_grace_period() {
+    let bound_after = |grace: Option<u32>| {
+        let manifests = format!(
+            "{CLASSES}{}{}",
+            deployment("filler", 2, "10Gi", &spec("low", grace)),
+            vip("high")
+        );
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        let at = sim.now();
+        scale(&mut sim, "vip", 1);
+        sim.advance_to(at + 2 * MIN);
+        sim.observation()
+            .events
+            .iter()
+            .find(|e| e.kind == EventKind::PodScheduled && e.object.name.starts_with("vip-"))
+            .map(|e| e.at_ms - at)
+    };
+    assert_eq!(bound_after(Some(5)), Some(5_000), "a 5 s grace period");
+    assert_eq!(bound_after(None), Some(30_000), "control: the default 30 s");
+}
+
+// default_preemption_test.go `TestPickOneNodeForPreemption` "a node with
+// minimum number of PDB violations" and `filterPodsWithPDBViolation`: of
+// two nodes each freed by one victim, the one whose victim no budget
+// protects is chosen.
+#[test]
+fn the_node_whose_victim_breaks_no_budget_is_chosen() {
+    let victim_of = |protected: &str| {
+        let manifests = format!(
+            "{CLASSES}{}{}{}{}",
+            deployment("guarded", 1, "10Gi", &spec("low", None)),
+            deployment("free", 1, "10Gi", &spec("low", None)),
+            pdb(protected, "minAvailable: 1"),
+            vip("high")
+        );
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        let at = sim.now();
+        scale(&mut sim, "vip", 1);
+        sim.advance_to(at + 2 * MIN);
+        let preempted = preemptions(&sim);
+        assert_eq!(preempted.len(), 1, "{preempted:?}");
+        preempted[0]
+            .0
+            .split('-')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(victim_of("guarded"), "free");
+    assert_eq!(victim_of("free"), "guarded", "control: the budget moved");
+}
+
+// queuesort/priority_sort.go: the queue pops the higher-priority pod first
+// even when it was created later; equal priorities keep creation order.
+#[test]
+fn the_higher_priority_pod_gets_the_last_room_first() {
+    let winner = |late_class: &str| {
+        // Room for one 10 GiB pod per node, and three pods: `early` (two,
+        // first in the manifests) and `late` (one).
+        let manifests = format!(
+            "{CLASSES}{}{}",
+            deployment("early", 2, "10Gi", &spec("low", None)),
+            deployment("late", 1, "10Gi", &spec(late_class, None)),
+        );
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        pods_of(&sim, "late-")[0].phase
+    };
+    // `high-never` so that the result shows the queue order, not a
+    // preemption.
+    assert_eq!(winner("high-never"), PodPhase::Ready);
+    assert_eq!(
+        winner("low"),
+        PodPhase::Pending,
+        "control: equal, created later"
+    );
+}
+
+// plugin/pkg/admission/priority: a pod naming no class gets the
+// `globalDefault` class's value. Fillers naming none get 5 from the
+// default `background`, which a `low` (10) pod preempts; control: the
+// default `standard` gives them 50, which it cannot.
+#[test]
+fn the_global_default_gives_pods_without_a_class_their_priority() {
+    let run = |default: &str| {
+        let manifests = format!(
+            "{CLASSES}{default}{}{}",
+            deployment("filler", 2, "10Gi", ON_BASELINE),
+            deployment("vip", 0, "10Gi", &spec("low", None)),
+        );
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(MIN);
+        let at = sim.now();
+        scale(&mut sim, "vip", 1);
+        sim.advance_to(at + 2 * MIN);
+        preemptions(&sim).len()
+    };
+    let background = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: background}\nvalue: 5\nglobalDefault: true\n---\n";
+    assert_eq!(run(background), 1, "fillers at 5");
+    let standard = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: standard}\nvalue: 50\nglobalDefault: true\n---\n";
+    assert_eq!(run(standard), 0, "control: fillers at 50");
+}
