@@ -445,10 +445,10 @@ fn pre_upgrade_reports_every_workloads_lowest_point() {
 
 #[test]
 fn full_rebuild_fails_when_a_provisioning_retry_pushes_the_automated_part_past_15m() {
-    // Seed 32 is one of the 5 % of a 1000-seed sweep whose first
+    // Seed 22 is one of the few of a 200-seed sweep whose first
     // provisioning attempt fails (failureProbability 0.05): the retry alone
     // costs 8-14 minutes more, so the automated bound cannot hold.
-    let report = run(&root().join("scenarios/full-rebuild.yaml"), 32);
+    let report = run(&root().join("scenarios/full-rebuild.yaml"), 22);
     assert_eq!(report.outcome, Outcome::Failed);
     let rto = failed(&report, "rto");
     assert!(
@@ -655,7 +655,11 @@ fn namespace_restore_from_a_slow_backup_loses_more_than_the_rpo() {
     let report = run(&slow.path, 1);
     assert_eq!(report.outcome, drillbench_report::Outcome::Failed);
     let rpo = failed(&report, "restore-loses-at-most-the-backup-window");
-    assert_eq!(rpo.measured, "10m", "{rpo:?}");
+    // The newest lost write is the writer's last before the backup ended:
+    // within one 10 s write interval of the 10 minutes (where in the
+    // interval depends on the writer's drawn start-up).
+    let lost: drillbench_model::duration::Duration = rpo.measured.parse().expect("a duration");
+    assert!((590_000..=600_000).contains(&lost.as_millis()), "{rpo:?}");
     assert!(
         rpo.evidence
             .iter()

@@ -83,3 +83,19 @@ pub fn tool_or_skip(program: &str, probe: &[&str], install: &str) -> bool {
 }
 
 pub use drillbench_model::test_support::with_namespaces;
+
+/// Every latency pinned to the constant the simulator used before latencies
+/// were drawn (a 5 s start-up, a 10 s detach, no image pull, attach or
+/// replacement boot): for tests that time an upstream rule, not a latency.
+pub const FIXED_LATENCIES: &str = "  latencies:
+    podStartup: {min: 5s, median: 5s, p99: 5s}
+    imagePull: {min: 0s, median: 0s, p99: 0s}
+    volumeAttach: {min: 0s, median: 0s, p99: 0s}
+    volumeDetach: {min: 10s, median: 10s, p99: 10s}
+    nodeBoot: {min: 0s, median: 0s, p99: 0s}
+";
+
+/// A drill's text with [`FIXED_LATENCIES`] in its `cluster:` section.
+pub fn with_fixed_latencies(drill: &str) -> String {
+    drill.replacen("\ncluster:\n", &format!("\ncluster:\n{FIXED_LATENCIES}"), 1)
+}

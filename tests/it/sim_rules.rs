@@ -71,6 +71,7 @@ workloads:
 assertions: [{{name: quorum, quorum: {{}}}}]
 "
     );
+    let text = crate::common::with_fixed_latencies(&text);
     let source = SourceFile::new(dir.path().join("drill.yaml"), text);
     Drill::from_source(source).unwrap_or_else(|d| panic!("{}", d.render(false)))
 }

@@ -64,6 +64,7 @@ assertions:
     rpo: {{schedule: daily, within: {rpo}}}
 "
     );
+    let text = crate::common::with_fixed_latencies(&text);
     let source = SourceFile::new(dir.path().join("drill.yaml"), text);
     let drill = Drill::from_source(source).unwrap_or_else(|d| panic!("{}", d.render(false)));
     drillbench::run::run_drill(&drill, 1, &drillbench_backend::sim::provision).expect("runs")

@@ -262,6 +262,17 @@ const CORPUS: &[(&str, &str, &str)] = &[
     ),
     ("pdb-step-negative", "18:44", "-1 is negative"),
     (
+        "latency-out-of-order",
+        "12:17",
+        "podStartup: latency min 1s / median 9s / p99 5s is out of order",
+    ),
+    (
+        "latency-median-at-floor",
+        "12:15",
+        "nodeBoot: latency median 2m equals its min but p99 5m is above it",
+    ),
+    ("latency-missing-p99", "12:26", "missing field `p99`"),
+    (
         "pdb-step-over-100-percent",
         "18:46",
         "`150%` is not an integer >= 0 or a percentage from \"0%\" to \"100%\"",

@@ -24,6 +24,7 @@ pub mod flux_values;
 pub mod interrupt;
 pub mod k8s;
 pub mod labels;
+pub mod latency;
 pub mod manifest;
 pub mod manifest_rules;
 pub mod name_pattern;

@@ -328,6 +328,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
         storage_classes: Vec::new(),
         endpoint: None,
         backups: Vec::new(),
+        latencies: Default::default(),
         drains_bypass_budgets: false,
     }
 }

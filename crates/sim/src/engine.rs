@@ -21,8 +21,6 @@ pub struct Timings {
     pub pod_gc_quarantine: Duration,
     /// `terminationGracePeriodSeconds` default.
     pub termination_grace: Duration,
-    /// How long a healthy node takes to detach a volume after its pod is gone.
-    pub detach: Duration,
     /// How long a drain waits between refused evictions.
     pub eviction_retry: Duration,
     /// How long a replacement control plane takes to boot and join.
@@ -38,7 +36,6 @@ impl Default for Timings {
             cloud_node_deletion: Duration::from_secs(5),
             pod_gc_quarantine: Duration::from_secs(40),
             termination_grace: Duration::from_secs(30),
-            detach: Duration::from_secs(10),
             eviction_retry: drillbench_policy::drain::EVICTION_RETRY,
             control_plane_boot: (Duration::from_mins(3), Duration::from_mins(5)),
             learner_catch_up: (Duration::from_secs(20), Duration::from_secs(60)),

@@ -73,11 +73,22 @@ impl Simulation {
         Ok(())
     }
 
-    /// A lost static node is provisioned again under its name: its server
-    /// runs, the Node is Ready, pods stuck Terminating on it are gone and
-    /// its volumes can detach. A node whose Node object is already gone is
-    /// left alone (the cloud deleted it; nothing to replace in place).
+    /// A lost static node is provisioned again under its name: once its
+    /// server has booted (the `nodeBoot` latency) it runs, the Node is
+    /// Ready, pods stuck Terminating on it are gone and its volumes can
+    /// detach. A node whose Node object is already gone is left alone (the
+    /// cloud deleted it; nothing to replace in place).
     pub fn replace_node(&mut self, node: NodeId) {
+        if self.world.node(node).server_up {
+            return;
+        }
+        let at = self.now() + self.draw_latency(|l| l.node_boot);
+        self.schedule(at, Action::NodeReplaced(node));
+    }
+
+    /// The replacement server of a lost node has booted; a node whose
+    /// server came back another way meanwhile is left as it is.
+    pub(super) fn replacement_booted(&mut self, node: NodeId) {
         if self.world.node(node).server_up {
             return;
         }
@@ -292,9 +303,9 @@ impl Simulation {
         // The attach/detach controller catches up with a node that went
         // down before its volumes' detach finished: volumes no pod on it
         // uses any more are detached once it runs again.
-        let detach_at = after(self.now(), self.engine.timings().detach);
         for claim in self.volumes.attached_to(node) {
             if !self.world.claim_in_use_on(claim, node) {
+                let detach_at = self.now() + self.draw_latency(|l| l.volume_detach);
                 self.schedule(detach_at, Action::Detach(claim, node));
             }
         }

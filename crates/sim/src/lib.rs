@@ -19,6 +19,7 @@ mod engine;
 pub mod faults;
 #[cfg(test)]
 mod fixtures;
+mod images;
 pub mod load;
 mod nodes;
 pub mod operations;
@@ -51,6 +52,7 @@ use self::control_plane::ControlPlane;
 use self::controllers::Controllers;
 use self::engine::Engine;
 pub use self::engine::Timings;
+use self::images::Images;
 use self::run_budget::RunBudget;
 use self::scheduler::Scheduler;
 use self::state::World;
@@ -61,6 +63,7 @@ use drillbench_model::budget::Budgets;
 use drillbench_model::drill::Drill;
 use drillbench_model::k8s::quantity::ParsedQuantity;
 use drillbench_model::labels::{CONTROL_PLANE_LABEL, STANDBY_KEY};
+use drillbench_model::latency::{Latencies, Latency};
 use drillbench_model::name_pattern::NamePattern;
 use drillbench_model::scenario::spec::{BackupPhase, TaintEffect};
 use drillbench_model::topology::{CONTROL_PLANE_POOL, EndpointMode, Topology};
@@ -99,6 +102,8 @@ pub enum SimError {
 #[derive(Debug, Clone)]
 enum Action {
     NodeBooted(NodeId),
+    /// A lost node's replacement server has booted.
+    NodeReplaced(NodeId),
     NodeUnresponsive(NodeId),
     CloudDeleteNode(NodeId),
     PodStarted(PodId),
@@ -145,6 +150,8 @@ pub struct Simulation {
     cp: ControlPlane,
     /// Velero's backups.
     backups: Backups,
+    /// The images each node has.
+    images: Images,
     /// What happened.
     obs: Observation,
     /// The drill's Kyverno policies and the objects their context entries
@@ -214,6 +221,7 @@ impl Simulation {
             taint_eviction: TaintEviction::default(),
             cp: ControlPlane::new(next_cp_ordinal),
             backups: Backups::default(),
+            images: Images::warm(),
             obs: Observation::default(),
             policies,
             priority_classes: loaded.priority_classes.clone(),
@@ -241,6 +249,7 @@ impl Simulation {
         sim.background_scan_nodes();
         sim.start_backups();
         sim.settle();
+        sim.images.end_warm_start();
         sim.controllers.forget_unordered_placements();
         Ok(sim)
     }
@@ -716,6 +725,13 @@ impl Simulation {
         self.engine.next_time()
     }
 
+    /// One draw of a latency from the run's generator, in milliseconds.
+    fn draw_latency(&mut self, latency: impl Fn(&Latencies) -> Latency) -> Time {
+        latency(&self.topology.latencies)
+            .draw(self.engine.rng())
+            .as_millis()
+    }
+
     fn schedule(&mut self, at: Time, action: Action) {
         self.engine.schedule(at, action);
     }
@@ -738,6 +754,7 @@ impl Simulation {
     fn handle(&mut self, action: Action) {
         match action {
             Action::NodeBooted(node) => self.node_booted(node),
+            Action::NodeReplaced(node) => self.replacement_booted(node),
             Action::NodeUnresponsive(node) => self.node_unresponsive(node),
             Action::CloudDeleteNode(node) => {
                 if !self.world.node(node).server_exists {

@@ -470,8 +470,6 @@ pub fn load_admitted(
 
 /// How long a Job's pod runs before it succeeds, when nothing says.
 pub const JOB_RUN_MS: u64 = 60_000;
-/// How long a pod takes from binding to Ready when it has no readiness probe.
-pub const CONTAINER_START_MS: u64 = 5_000;
 
 fn namespace_of(namespace: &Option<String>) -> String {
     namespace
@@ -705,7 +703,7 @@ fn daemonset_tolerations() -> Vec<k8s_openapi::api::core::v1::Toleration> {
     .collect()
 }
 
-/// Binding to Ready: container start, plus the readiness probe's initial delay.
+/// Containers started to Ready: the readiness probe's initial delay.
 fn readiness_delay(spec: &PodSpec) -> u64 {
     let probe = spec
         .containers
@@ -714,7 +712,7 @@ fn readiness_delay(spec: &PodSpec) -> u64 {
         .filter_map(|p| p.initial_delay_seconds)
         .max()
         .unwrap_or(0);
-    CONTAINER_START_MS + (probe.max(0) as u64) * 1000
+    (probe.max(0) as u64) * 1000
 }
 
 #[cfg(test)]

@@ -227,17 +227,23 @@ impl Simulation {
         self.obs.placements.push(placement);
     }
 
-    /// Attaches the pod's single-attach volumes, or records why it cannot.
+    /// Attaches the pod's single-attach volumes, or records why it cannot,
+    /// and starts it: Ready once its volumes are attached and its images
+    /// pulled, its containers started and its readiness probe's initial
+    /// delay over, each drawn or taken from its template.
     pub(super) fn try_start(&mut self, pod: PodId) {
         let Some(node) = self.world.pod(pod).node else {
             return;
         };
+        let now = self.now();
+        let mut ready = now;
         for claim in self.world.pod(pod).claims.clone() {
-            match self.volumes.attach(claim, node, self.now()) {
+            match self.volumes.attach(claim, node, now) {
                 Attach::Replicated | Attach::AlreadyThere => {}
                 Attach::Attached => {
                     let r = claim_ref(self.volumes.claim(claim));
                     self.record(EventKind::VolumeAttached, r, Some(node), "volume attached");
+                    ready = ready.max(now + self.draw_latency(|l| l.volume_attach));
                 }
                 Attach::Elsewhere(other) => {
                     if self.world.pod(pod).phase != PodPhase::Blocked {
@@ -255,8 +261,16 @@ impl Simulation {
             }
         }
         self.world.pod_mut(pod).phase = PodPhase::Starting;
-        let delay = self.world.pod(pod).template.start_delay;
-        self.schedule(self.now() + delay, Action::PodStarted(pod));
+        let template = self.world.pod(pod).template.clone();
+        let images = template.images();
+        let pull = self.topology.latencies.image_pull;
+        let rng = self.engine.rng();
+        ready = ready.max(
+            self.images
+                .ready_at(node, &images, now, || pull.draw(rng).as_millis()),
+        );
+        let start = self.draw_latency(|l| l.pod_startup) + template.start_delay;
+        self.schedule(ready + start, Action::PodStarted(pod));
     }
 
     pub(super) fn pod_started(&mut self, pod: PodId) {
@@ -319,7 +333,7 @@ impl Simulation {
         {
             for claim in self.world.pod(pod).claims.clone() {
                 if self.volumes.attached(claim) == Some(node) {
-                    let at = after(self.now(), self.engine.timings().detach);
+                    let at = self.now() + self.draw_latency(|l| l.volume_detach);
                     self.schedule(at, Action::Detach(claim, node));
                 }
             }

@@ -219,7 +219,8 @@ pub struct Template {
     pub claim_volumes: Vec<String>,
     /// Whether it mounts emptyDir or hostPath volumes (blocks scale-down).
     pub local_storage: bool,
-    /// How long after binding the pod is Ready.
+    /// How long after its containers started the pod is Ready: its
+    /// readiness probe's initial delay (start-up itself is drawn).
     pub start_delay: u64,
     /// The pod's `cluster-autoscaler.kubernetes.io/safe-to-evict` annotation.
     pub safe_to_evict: Option<bool>,
@@ -240,6 +241,22 @@ pub struct Template {
 }
 
 impl Template {
+    /// The images its init containers and containers run, each once, in
+    /// the order the kubelet pulls them.
+    pub fn images(&self) -> Vec<String> {
+        let mut images: Vec<String> = Vec::new();
+        let init = self.spec.init_containers.iter().flatten();
+        for image in init
+            .chain(&self.spec.containers)
+            .filter_map(|c| c.image.as_ref())
+        {
+            if !images.contains(image) {
+                images.push(image.clone());
+            }
+        }
+        images
+    }
+
     /// The same template with another pod spec whose changes do not touch
     /// scheduling (an image), as a rollout makes it: a new object, so pods
     /// made from it are told from the old ones by identity.

@@ -27,8 +27,8 @@ pub use assertions::{
 };
 pub use cluster::{
     AttachModel, AutoscaledRange, AutoscalerSpec, BackupPhase, BackupSpec, BindingMode,
-    CapacitySpec, ClusterSpec, ControlPlaneSpec, DurationRange, EndpointSpec, Expander, PoolSpec,
-    Release, StorageClassSpec, TaintEffect, TaintSpec,
+    CapacitySpec, ClusterSpec, ControlPlaneSpec, DurationRange, EndpointSpec, Expander,
+    LatenciesSpec, PoolSpec, Release, StorageClassSpec, TaintEffect, TaintSpec,
 };
 pub use recovery::{DurationDistribution, RecoverySpec, RecoveryStep, Triangular};
 pub use steps::{

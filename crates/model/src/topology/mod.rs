@@ -16,6 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::Duration;
+use crate::latency::Latencies;
 use crate::name_pattern::NamePattern;
 use crate::scenario::check::Checker;
 use crate::scenario::spec::{
@@ -39,6 +40,10 @@ pub struct Topology {
     /// The stable API endpoint, when the cluster has one.
     pub endpoint: Option<Endpoint>,
     pub backups: Vec<BackupSchedule>,
+    /// How long start-ups, pulls, attaches, detaches and boots take. A
+    /// report written before latencies were drawn reads the defaults.
+    #[serde(default)]
+    pub latencies: Latencies,
     /// Drains delete pods directly instead of going through the eviction
     /// API (`kubectl drain --disable-eviction`), so no PodDisruptionBudget
     /// is consulted. Only a negative control sets it.
@@ -605,8 +610,41 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
         storage_classes,
         endpoint,
         backups,
+        latencies: resolve_latencies(cluster, checker),
         drains_bypass_budgets: false,
     }
+}
+
+/// The defaults with the drill's overrides; each override must be a
+/// distribution (min <= median <= p99, median above min unless constant).
+fn resolve_latencies(cluster: &ClusterSpec, checker: &mut Checker<'_>) -> Latencies {
+    let mut latencies = Latencies::default();
+    let Some(spec) = &cluster.latencies else {
+        return latencies;
+    };
+    let slots = [
+        ("podStartup", &spec.pod_startup, &mut latencies.pod_startup),
+        ("imagePull", &spec.image_pull, &mut latencies.image_pull),
+        (
+            "volumeAttach",
+            &spec.volume_attach,
+            &mut latencies.volume_attach,
+        ),
+        (
+            "volumeDetach",
+            &spec.volume_detach,
+            &mut latencies.volume_detach,
+        ),
+        ("nodeBoot", &spec.node_boot, &mut latencies.node_boot),
+    ];
+    for (name, declared, slot) in slots {
+        let Some(l) = declared else { continue };
+        if let Some(problem) = l.value.problem() {
+            checker.error(l.at, format!("{name}: {problem}"));
+        }
+        *slot = l.value;
+    }
+    latencies
 }
 
 /// How long a floating address takes to move when nobody said: the

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::Duration;
+use crate::latency::Latency;
 use crate::scenario::located::Located;
 
 /// The cluster: nodes, autoscaler, storage, the stable endpoint, backups.
@@ -45,6 +46,37 @@ pub struct ClusterSpec {
     /// Scheduled backups.
     #[serde(default)]
     pub backups: Vec<Located<BackupSpec>>,
+    /// How long pod start-up, image pulls, volume attach and detach and a
+    /// replaced node's boot take: each a distribution drawn from the run's
+    /// seed. Unset ones keep their published defaults
+    /// (docs/drill-language.md lists them and their sources).
+    #[serde(default)]
+    pub latencies: Option<LatenciesSpec>,
+}
+
+/// Latency distributions, each `{min, median, p99}`; `min = median = p99`
+/// pins one to a constant.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LatenciesSpec {
+    /// From a pod's binding until its containers have started, its images
+    /// on the node (default 0s / 2s / 5s: the pod start-up SLO).
+    #[serde(default)]
+    pub pod_startup: Option<Located<Latency>>,
+    /// Pulling a pod's images onto a node without them, one pull at a time
+    /// per node (default 1s / 20s / 1m30s).
+    #[serde(default)]
+    pub image_pull: Option<Located<Latency>>,
+    /// Attaching a single-attach volume (default 1s / 5s / 30s).
+    #[serde(default)]
+    pub volume_attach: Option<Located<Latency>>,
+    /// Detaching a single-attach volume from a healthy node (default
+    /// 1s / 10s / 45s).
+    #[serde(default)]
+    pub volume_detach: Option<Located<Latency>>,
+    /// A replaced node's boot until it is Ready (default 1m30s / 2m30s / 5m).
+    #[serde(default)]
+    pub node_boot: Option<Located<Latency>>,
 }
 
 /// The control-plane nodes.
