@@ -275,7 +275,10 @@ fn serve(window: usize) -> Server {
 
 #[test]
 fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
-    let server = serve(40);
+    // Wide enough for the minute after the crash (node leases renew every
+    // 10 s, pods start at drawn latencies), narrow enough for ten more
+    // minutes of crashes to push it out.
+    let server = serve(120);
     let addr = server.addr();
     let token = server.token().as_str();
     let before = rv_of(&http(addr, token, "POST", "/bench/v1/advance?by=2m"));
@@ -314,7 +317,7 @@ fn a_watch_replays_from_a_resource_version_and_expires_old_ones() {
         "{deployments}"
     );
 
-    // Push the start of the crash out of the 40-change window.
+    // Push the start of the crash out of the 120-change window.
     for _ in 0..10 {
         http(addr, token, "POST", "/bench/v1/advance?by=1m");
         let _ = http(addr, token, "POST", "/bench/v1/crash?node=prod-worker-2");

@@ -176,6 +176,13 @@ pub struct Latencies {
     pub node_boot: Latency,
 }
 
+impl Latencies {
+    /// Whether every latency is its published default.
+    pub fn is_default(&self) -> bool {
+        *self == Latencies::default()
+    }
+}
+
 impl Default for Latencies {
     fn default() -> Self {
         let s = Duration::from_secs;

@@ -125,8 +125,19 @@ fn owner(item: &Value) -> Option<(&str, &str)> {
 
 /// The object without what the server and controllers wrote.
 fn clean(mut object: Value) -> Value {
+    // A Job keeps how many of its pods succeeded: a Job that finished on
+    // the cluster must not run again on its snapshot.
+    let succeeded = (object.get("kind").and_then(Value::as_str) == Some("Job"))
+        .then(|| object.pointer("/status/succeeded").cloned())
+        .flatten();
     if let Some(map) = object.as_object_mut() {
         map.remove("status");
+        if let Some(succeeded) = succeeded {
+            map.insert(
+                "status".to_owned(),
+                serde_json::json!({"succeeded": succeeded}),
+            );
+        }
     }
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         for key in SERVER_METADATA {
@@ -406,5 +417,29 @@ mod tests {
         )]));
         assert!(captured.placements.by_workload.is_empty());
         assert_eq!(captured.unsimulated[0].owner, "ReplicaSet/api-5d8f7c9b4");
+    }
+
+    /// Jobs ("Jobs" in the workloads docs): a Job is complete once
+    /// `status.succeeded` reaches its completions, so the capture keeps
+    /// that count for the simulator, and nothing else of any status.
+    #[test]
+    fn a_job_keeps_its_succeeded_count_and_other_status_is_dropped() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"namespace": "apps", "name": "init"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "i"}]}}},
+            "status": {"succeeded": 1, "active": 0, "startTime": "2026-01-01T00:00:00Z"}});
+        let mut with_status = deployment("web");
+        with_status["status"] = json!({"readyReplicas": 2});
+        let out = workloads(&snapshot(vec![job, with_status]));
+        let status = |name: &str| {
+            out.objects
+                .iter()
+                .find(|(_, o)| o["metadata"]["name"] == name)
+                .map(|(_, o)| o.get("status").cloned())
+                .expect("kept")
+        };
+        assert_eq!(status("init"), Some(json!({"succeeded": 1})));
+        assert_eq!(status("web"), None, "control: a Deployment's status goes");
     }
 }

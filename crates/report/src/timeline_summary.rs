@@ -129,6 +129,7 @@ pub fn kept_whole(kind: EventKind) -> bool {
         | K::PodNotReady
         | K::PodBlocked
         | K::PodEvicted
+        | K::PodPreempted
         | K::PodTerminating
         | K::PodDeleted
         | K::VolumeAttached

@@ -350,7 +350,13 @@ pub fn load_admitted(
             "Job" if core_or("batch/v1") => {
                 let j: Job = decode(doc)?;
                 let spec = j.spec.unwrap_or_default();
-                let completions = spec.completions.unwrap_or(1).max(0) as u32;
+                // A Job is complete once `status.succeeded` reaches
+                // `completions` ("Jobs" in the workloads docs): one read
+                // from a live cluster's snapshot runs only what it has
+                // left, and a finished one not again.
+                let succeeded = j.status.and_then(|s| s.succeeded).unwrap_or(0).max(0) as u32;
+                let completions =
+                    (spec.completions.unwrap_or(1).max(0) as u32).saturating_sub(succeeded);
                 let parallelism = spec.parallelism.unwrap_or(1).max(0) as u32;
                 let kind = WorkloadKind::Job {
                     completions,

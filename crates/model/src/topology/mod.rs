@@ -40,9 +40,11 @@ pub struct Topology {
     /// The stable API endpoint, when the cluster has one.
     pub endpoint: Option<Endpoint>,
     pub backups: Vec<BackupSchedule>,
-    /// How long start-ups, pulls, attaches, detaches and boots take. A
-    /// report written before latencies were drawn reads the defaults.
-    #[serde(default)]
+    /// How long start-ups, pulls, attaches, detaches and boots take.
+    /// Written only when a drill overrides one, so a report at the
+    /// defaults (and one written before latencies were drawn) reads and
+    /// writes the same bytes.
+    #[serde(default, skip_serializing_if = "Latencies::is_default")]
     pub latencies: Latencies,
     /// Drains delete pods directly instead of going through the eviction
     /// API (`kubectl drain --disable-eviction`), so no PodDisruptionBudget
