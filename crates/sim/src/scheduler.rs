@@ -1206,48 +1206,63 @@ mod tests {
         assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(0));
     }
 
+    /// The nodes a new `web` pod goes to over eight seeds, with
+    /// `constraints` on web's template: node 0 already runs two web pods,
+    /// node 1 three others, so the capacity scores prefer node 0.
+    fn web_picks(constraints: serde_json::Value) -> BTreeSet<NodeId> {
+        (0..8)
+            .map(|seed| {
+                let (mut world, mut scheduler) = cluster(2);
+                let web = template_with(
+                    "web",
+                    serde_json::json!({ "topologySpreadConstraints": constraints }),
+                );
+                for i in 0..2 {
+                    let p = world.add_pod(pod(
+                        &format!("web-{i}"),
+                        Owner::None,
+                        web.clone(),
+                        Vec::new(),
+                    ));
+                    world.bind(p, 0);
+                }
+                for i in 0..3 {
+                    let p = world.add_pod(pod(
+                        &format!("busy-{i}"),
+                        Owner::None,
+                        template("busy"),
+                        Vec::new(),
+                    ));
+                    world.bind(p, 1);
+                }
+                let p = world.add_pod(pod("web-new", Owner::None, web, Vec::new()));
+                pick(&world, &mut scheduler, p, seed).expect("fits")
+            })
+            .collect()
+    }
+
+    fn by_hostname(max_skew: u32, when: &str) -> serde_json::Value {
+        serde_json::json!([{
+            "maxSkew": max_skew, "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "web"}}}])
+    }
+
     /// `podtopologyspread/filtering.go`: with `DoNotSchedule`, a node whose
     /// domain would exceed `maxSkew` is refused even when the scores
     /// prefer it; the control (a larger `maxSkew`) lets the scores win.
     #[test]
     fn a_do_not_schedule_spread_constraint_refuses_the_fuller_node() {
-        let spread = |max_skew: u32| -> BTreeSet<NodeId> {
-            (0..8)
-                .map(|seed| {
-                    let (mut world, mut scheduler) = cluster(2);
-                    let web = template_with(
-                        "web",
-                        serde_json::json!({"topologySpreadConstraints": [{
-                            "maxSkew": max_skew, "topologyKey": "kubernetes.io/hostname",
-                            "whenUnsatisfiable": "DoNotSchedule",
-                            "labelSelector": {"matchLabels": {"app": "web"}}}]}),
-                    );
-                    for i in 0..2 {
-                        let p = world.add_pod(pod(
-                            &format!("web-{i}"),
-                            Owner::None,
-                            web.clone(),
-                            Vec::new(),
-                        ));
-                        world.bind(p, 0);
-                    }
-                    // Node 1 is busier, so the scores prefer node 0.
-                    for i in 0..3 {
-                        let p = world.add_pod(pod(
-                            &format!("busy-{i}"),
-                            Owner::None,
-                            template("busy"),
-                            Vec::new(),
-                        ));
-                        world.bind(p, 1);
-                    }
-                    let p = world.add_pod(pod("web-new", Owner::None, web, Vec::new()));
-                    pick(&world, &mut scheduler, p, seed).expect("fits")
-                })
-                .collect()
-        };
-        assert_eq!(spread(1), BTreeSet::from([1]), "2 + 1 - 0 > 1 on node 0");
-        assert_eq!(spread(3), BTreeSet::from([0]), "control: 3 <= 3");
+        assert_eq!(
+            web_picks(by_hostname(1, "DoNotSchedule")),
+            BTreeSet::from([1]),
+            "2 + 1 - 0 > 1 on node 0"
+        );
+        assert_eq!(
+            web_picks(by_hostname(3, "DoNotSchedule")),
+            BTreeSet::from([0]),
+            "control: 3 <= 3"
+        );
     }
 
     /// `podtopologyspread/scoring.go`: a `ScheduleAnyway` constraint
@@ -1256,45 +1271,13 @@ mod tests {
     /// other; the control (no constraint) lets the capacity scores win.
     #[test]
     fn a_schedule_anyway_constraint_prefers_the_emptier_domain() {
-        let spread = |constraints: serde_json::Value| -> BTreeSet<NodeId> {
-            (0..8)
-                .map(|seed| {
-                    let (mut world, mut scheduler) = cluster(2);
-                    let web = template_with(
-                        "web",
-                        serde_json::json!({ "topologySpreadConstraints": constraints }),
-                    );
-                    for i in 0..2 {
-                        let p = world.add_pod(pod(
-                            &format!("web-{i}"),
-                            Owner::None,
-                            web.clone(),
-                            Vec::new(),
-                        ));
-                        world.bind(p, 0);
-                    }
-                    // Node 1 is busier, so the capacity scores prefer node 0.
-                    for i in 0..3 {
-                        let p = world.add_pod(pod(
-                            &format!("busy-{i}"),
-                            Owner::None,
-                            template("busy"),
-                            Vec::new(),
-                        ));
-                        world.bind(p, 1);
-                    }
-                    let p = world.add_pod(pod("web-new", Owner::None, web, Vec::new()));
-                    pick(&world, &mut scheduler, p, seed).expect("fits")
-                })
-                .collect()
-        };
-        let soft = serde_json::json!([{
-            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-            "whenUnsatisfiable": "ScheduleAnyway",
-            "labelSelector": {"matchLabels": {"app": "web"}}}]);
-        assert_eq!(spread(soft), BTreeSet::from([1]), "spread wins");
         assert_eq!(
-            spread(serde_json::json!([])),
+            web_picks(by_hostname(1, "ScheduleAnyway")),
+            BTreeSet::from([1]),
+            "spread wins"
+        );
+        assert_eq!(
+            web_picks(serde_json::json!([])),
             BTreeSet::from([0]),
             "control: capacity wins"
         );
