@@ -54,7 +54,9 @@ use drillbench_model::k8s::taints::{
 use drillbench_model::rng::SeededRng;
 use drillbench_policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
 use drillbench_policy::priority::queue_key;
-use drillbench_policy::spread::{SpreadMisfit, SpreadPod, SpreadScore, SpreadState, normalize};
+use drillbench_policy::spread::{
+    SpreadConstraint, SpreadMisfit, SpreadPod, SpreadScore, SpreadState, normalize,
+};
 use drillbench_policy::view::Placement;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
@@ -589,49 +591,13 @@ impl Scan<'_> {
             // it out (never met by a pending pod; kept for exactness).
             return Some(self.spread_pod_by_pod(template, pod, &BTreeSet::new()));
         }
-        // Per constraint: the groups of alike pods it counts, decided once
-        // per group rather than once per pod.
-        let groups = self.world.pod_groups().all();
-        let matching: Vec<Vec<&PodGroup>> = template
-            .spread
-            .iter()
-            .map(|c| {
-                groups
-                    .iter()
-                    .filter(|g| {
-                        !g.is_empty() && c.counts(namespace, &g.namespace, &g.template.labels)
-                    })
-                    .collect()
-            })
-            .collect();
-        // Terminating pods still hold their node but count nowhere.
-        let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
-        for &p in self.world.terminating_pods() {
-            let t = &pods[p];
-            if t.phase == PodPhase::Terminating
-                && t.holds_resources
-                && let Some(node) = t.node
-            {
-                terminating.entry(node).or_default().push(p);
-            }
-        }
+        let counts = SpreadCounts::new(self.world, namespace, template.spread.iter().collect());
         let mut state = SpreadState::default();
         for (id, n) in self.world.nodes().iter().enumerate() {
             if n.phase == super::world::NodePhase::Gone {
                 continue;
             }
-            state.add_node(&incoming, &n.object, |i| {
-                let c = &template.spread[i];
-                let held: u32 = matching[i].iter().map(|g| g.pods_on(id)).sum();
-                let leaving = terminating.get(&id).map_or(0, |ps| {
-                    ps.iter()
-                        .filter(|&&p| {
-                            c.counts(namespace, &pods[p].namespace, &pods[p].template.labels)
-                        })
-                        .count() as u32
-                });
-                held - leaving
-            });
+            state.add_node(&incoming, &n.object, |i| counts.on(i, id));
         }
         Some(state)
     }
@@ -684,45 +650,8 @@ impl Scan<'_> {
         ) else {
             return Vec::new();
         };
-        let constraints = state.constraints().to_vec();
-        let groups = self.world.pod_groups().all();
-        let matching: Vec<Vec<&PodGroup>> = constraints
-            .iter()
-            .map(|c| {
-                groups
-                    .iter()
-                    .filter(|g| {
-                        !g.is_empty() && c.counts(namespace, &g.namespace, &g.template.labels)
-                    })
-                    .collect()
-            })
-            .collect();
-        let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
-        for &p in self.world.terminating_pods() {
-            let t = &pods[p];
-            if t.phase == PodPhase::Terminating
-                && t.holds_resources
-                && let Some(node) = t.node
-            {
-                terminating.entry(node).or_default().push(p);
-            }
-        }
-        // Matching pods on a node that are not leaving.
-        let count = |i: usize, id: NodeId| -> u32 {
-            let held: u32 = matching[i].iter().map(|g| g.pods_on(id)).sum();
-            let leaving = terminating.get(&id).map_or(0, |ps| {
-                ps.iter()
-                    .filter(|&&p| {
-                        constraints[i].counts(
-                            namespace,
-                            &pods[p].namespace,
-                            &pods[p].template.labels,
-                        )
-                    })
-                    .count() as u32
-            });
-            held - leaving
-        };
+        let counts = SpreadCounts::new(self.world, namespace, state.constraints().to_vec());
+        let count = |i: usize, id: NodeId| counts.on(i, id);
         for (id, n) in nodes.iter().enumerate() {
             if n.phase == super::world::NodePhase::Gone {
                 continue;
@@ -936,6 +865,72 @@ impl Others<'_> {
 struct Freed {
     requests: Resources,
     pods: u32,
+}
+
+/// How many pods each spread constraint counts on a node, read from the
+/// world's groups of alike pods (decided once per group rather than once
+/// per pod): those holding resources there, less the terminating ones,
+/// which still hold their node but count nowhere. The filter and the
+/// score count alike.
+struct SpreadCounts<'a> {
+    world: &'a World,
+    namespace: &'a str,
+    constraints: Vec<&'a SpreadConstraint>,
+    matching: Vec<Vec<&'a PodGroup>>,
+    terminating: BTreeMap<NodeId, Vec<PodId>>,
+}
+
+impl<'a> SpreadCounts<'a> {
+    fn new(world: &'a World, namespace: &'a str, constraints: Vec<&'a SpreadConstraint>) -> Self {
+        let groups = world.pod_groups().all();
+        let matching = constraints
+            .iter()
+            .map(|c| {
+                groups
+                    .iter()
+                    .filter(|g| {
+                        !g.is_empty() && c.counts(namespace, &g.namespace, &g.template.labels)
+                    })
+                    .collect()
+            })
+            .collect();
+        let pods = world.pods();
+        let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
+        for &p in world.terminating_pods() {
+            let t = &pods[p];
+            if t.phase == PodPhase::Terminating
+                && t.holds_resources
+                && let Some(node) = t.node
+            {
+                terminating.entry(node).or_default().push(p);
+            }
+        }
+        SpreadCounts {
+            world,
+            namespace,
+            constraints,
+            matching,
+            terminating,
+        }
+    }
+
+    /// The pods constraint `i` counts on `node`.
+    fn on(&self, i: usize, node: NodeId) -> u32 {
+        let pods = self.world.pods();
+        let held: u32 = self.matching[i].iter().map(|g| g.pods_on(node)).sum();
+        let leaving = self.terminating.get(&node).map_or(0, |ps| {
+            ps.iter()
+                .filter(|&&p| {
+                    self.constraints[i].counts(
+                        self.namespace,
+                        &pods[p].namespace,
+                        &pods[p].template.labels,
+                    )
+                })
+                .count() as u32
+        });
+        held - leaving
+    }
 }
 
 /// A pod of `namespace` made from `template`, as the spread filter reads
