@@ -22,6 +22,7 @@ pub mod interpod;
 pub mod kyverno_admission;
 pub mod preemption;
 pub mod priority;
+pub mod replica_deletion;
 pub mod scale_down;
 pub mod scale_up;
 pub mod spread;

@@ -95,6 +95,7 @@ pub(super) fn pod(
         node: None,
         phase: PodPhase::Pending,
         created_at: 0,
+        ready_at: 0,
         unschedulable_reported: false,
         deleted_at: None,
         holds_resources: false,

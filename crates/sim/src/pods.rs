@@ -147,6 +147,7 @@ impl Simulation {
             node: None,
             phase: PodPhase::Pending,
             created_at: self.now(),
+            ready_at: 0,
             unschedulable_reported: false,
             deleted_at: None,
             holds_resources: false,
@@ -280,7 +281,10 @@ impl Simulation {
         if self.world.pod(pod).phase != PodPhase::Starting || !self.world.node(node).is_ready() {
             return;
         }
-        self.world.pod_mut(pod).phase = PodPhase::Ready;
+        let now = self.now();
+        let p = self.world.pod_mut(pod);
+        p.phase = PodPhase::Ready;
+        p.ready_at = now;
         let r = self.world.pod_ref(pod);
         self.record(EventKind::PodReady, r, Some(node), "pod Ready");
         self.mark_owner_dirty(pod);

@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use super::backups::backup_name;
 use super::clock::{EPOCH_SECONDS, Time, after};
+use super::view::uid;
 use super::world::{
     Concurrency, NodeId, NodePhase, Owner, PodId, PodPhase, SimNode, SimPod, Template, WorkloadId,
     WorkloadKind,
@@ -16,6 +17,7 @@ use super::world::{
 use super::{Action, Simulation, backup_ref};
 use drillbench_model::scenario::spec::BackupPhase;
 use drillbench_observe::{DataLoss, EventKind};
+use drillbench_policy::replica_deletion::{self, Candidate, POD_DELETION_COST, PhaseRank};
 
 impl Simulation {
     /// Records what each workload has ready and the spans during which
@@ -255,19 +257,57 @@ impl Simulation {
         changed
     }
 
-    /// Pods in the order the ReplicaSet controller deletes them:
-    /// unscheduled first, then not Ready, then the newest.
-    pub(super) fn scale_down_order(&self, mut pods: Vec<PodId>) -> Vec<PodId> {
-        pods.sort_by_key(|&p| {
-            let pod = &self.world.pod(p);
-            (
-                pod.node.is_some(),
-                pod.phase == PodPhase::Ready,
-                std::cmp::Reverse(pod.created_at),
-                std::cmp::Reverse(p),
-            )
-        });
-        pods
+    /// Pods in the order the ReplicaSet controller deletes them
+    /// ([`replica_deletion::deletion_order`]); a pod's colocation rank
+    /// counts the active pods of its workload (every revision) on its node.
+    pub(super) fn scale_down_order(&self, pods: Vec<PodId>) -> Vec<PodId> {
+        let mut on_node: BTreeMap<NodeId, u32> = BTreeMap::new();
+        if let Some(&first) = pods.first()
+            && let Owner::Workload(w, _) = self.world.pod(first).owner
+        {
+            for &p in &self.world.workload(w).pods {
+                let pod = self.world.pod(p);
+                if let (Some(node), true) = (pod.node, pod.is_active() && pod.deleted_at.is_none())
+                {
+                    *on_node.entry(node).or_default() += 1;
+                }
+            }
+        }
+        let candidates: Vec<Candidate> = pods
+            .iter()
+            .map(|&p| {
+                let pod = self.world.pod(p);
+                // The node lifecycle controller marks a pod not Ready once
+                // its node is (`MarkPodsNotReady`); its phase stays Running.
+                let ready = pod.phase == PodPhase::Ready
+                    && pod.node.is_some_and(|n| self.world.node(n).is_ready());
+                Candidate {
+                    assigned: pod.node.is_some(),
+                    phase: if pod.phase == PodPhase::Ready {
+                        PhaseRank::Running
+                    } else {
+                        PhaseRank::Pending
+                    },
+                    ready_since: ready.then_some(pod.ready_at),
+                    deletion_cost: replica_deletion::deletion_cost(
+                        pod.template
+                            .annotations
+                            .get(POD_DELETION_COST)
+                            .map(String::as_str),
+                    ),
+                    colocated: pod
+                        .node
+                        .map_or(0, |n| on_node.get(&n).copied().unwrap_or(0)),
+                    restarts: 0,
+                    created: pod.created_at,
+                    uid: uid(2, p),
+                }
+            })
+            .collect();
+        replica_deletion::deletion_order(&candidates, self.now())
+            .into_iter()
+            .map(|i| pods[i])
+            .collect()
     }
 
     /// One pod per ordinal, at most: an ordinal whose pod still exists (even

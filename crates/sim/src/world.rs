@@ -333,6 +333,9 @@ pub struct SimPod {
     pub phase: PodPhase,
     /// When it was created.
     pub created_at: Time,
+    /// When it last became Ready (its Ready condition's transition time);
+    /// meaningful while `phase` is `Ready`.
+    pub ready_at: Time,
     /// When the scheduler last reported it unschedulable (to avoid
     /// repeating the same event every pass).
     pub unschedulable_reported: bool,
