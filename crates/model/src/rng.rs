@@ -12,6 +12,10 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 
 use crate::duration::Duration;
 
+/// The ChaCha stream of [`SeededRng::for_targets`]; the run's own draws
+/// take stream 0.
+const TARGET_STREAM: u64 = 1;
+
 /// A seeded generator with the draws a drill needs.
 #[derive(Debug, Clone)]
 pub struct SeededRng(ChaCha8Rng);
@@ -20,6 +24,18 @@ impl SeededRng {
     /// The generator for a seed.
     pub fn new(seed: u64) -> Self {
         SeededRng(ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// The generator of a seed's fault targets (a random node of a pool, a
+    /// random pod to evict): a ChaCha stream of its own, so a pick depends
+    /// on the seed, the picks before it and the candidates only, not on how
+    /// many other draws the run took. A negative control's weakened run,
+    /// whose pods start and place differently, then hits the real run's
+    /// node wherever that node still exists, as the control requires.
+    pub fn for_targets(seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        rng.set_stream(TARGET_STREAM);
+        SeededRng(rng)
     }
 
     /// A uniform integer in `0..n` (`n > 0`), without modulo bias.
@@ -103,6 +119,38 @@ mod tests {
     fn recorded_seeds_keep_their_meaning() {
         let mut rng = SeededRng::new(1);
         assert_eq!(rng.hex12(), PINNED_HEX12);
+    }
+
+    #[test]
+    fn target_picks_do_not_move_with_the_runs_other_draws() {
+        // Two runs of one seed: the second draws more for its own
+        // purposes (pods started differently); its target picks stay.
+        let picks = |extra_draws: usize| {
+            let mut run = SeededRng::new(9);
+            let mut targets = SeededRng::for_targets(9);
+            (0..5)
+                .map(|_| {
+                    for _ in 0..extra_draws {
+                        run.unit();
+                    }
+                    targets.index(1000)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(picks(0), picks(7));
+        // Control: picks from the run's own generator move with its draws.
+        let shared = |extra_draws: usize| {
+            let mut run = SeededRng::new(9);
+            (0..5)
+                .map(|_| {
+                    for _ in 0..extra_draws {
+                        run.unit();
+                    }
+                    run.index(1000)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_ne!(shared(0), shared(7));
     }
 
     #[test]

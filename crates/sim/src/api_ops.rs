@@ -222,7 +222,7 @@ impl Simulation {
                 "workload `{workload}` has no running pod to evict"
             )));
         }
-        let pod = running[self.engine.rng().index(running.len())];
+        let pod = running[self.targets.index(running.len())];
         let name = self.world.pod(pod).key();
         Ok(self
             .evict_api(pod, None)

@@ -65,6 +65,7 @@ use drillbench_model::k8s::quantity::ParsedQuantity;
 use drillbench_model::labels::{CONTROL_PLANE_LABEL, STANDBY_KEY};
 use drillbench_model::latency::{Latencies, Latency};
 use drillbench_model::name_pattern::NamePattern;
+use drillbench_model::rng::SeededRng;
 use drillbench_model::scenario::spec::{BackupPhase, TaintEffect};
 use drillbench_model::topology::{CONTROL_PLANE_POOL, EndpointMode, Topology};
 use drillbench_model::workload_ref::WorkloadRef;
@@ -162,6 +163,8 @@ pub struct Simulation {
     priority_classes: drillbench_policy::priority::PriorityClasses,
     /// The run's event and action budgets, counted as it runs.
     run_budget: RunBudget,
+    /// Where a fault's random target is drawn ([`SeededRng::for_targets`]).
+    targets: SeededRng,
 }
 
 impl Simulation {
@@ -226,6 +229,7 @@ impl Simulation {
             policies,
             priority_classes: loaded.priority_classes.clone(),
             run_budget: RunBudget::new(&Budgets::of(drill.spec.budgets.as_ref())),
+            targets: SeededRng::for_targets(seed),
         };
         sim.provision()?;
         match standby {

@@ -50,7 +50,7 @@ impl Simulation {
         if names.is_empty() {
             return None;
         }
-        let i = self.engine.rng().index(names.len());
+        let i = self.targets.index(names.len());
         Some(names[i].clone())
     }
 

@@ -57,7 +57,7 @@ impl Backend for KubeBackend {
         if names.is_empty() {
             return None;
         }
-        let i = self.rng.index(names.len());
+        let i = self.targets.index(names.len());
         Some(names[i].clone())
     }
 
@@ -307,7 +307,7 @@ impl Backend for KubeBackend {
                 "workload `{workload}` has no running pod to evict"
             )));
         }
-        let key = running[self.rng.index(running.len())].clone();
+        let key = running[self.targets.index(running.len())].clone();
         let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
         let outcome = self
             .runtime

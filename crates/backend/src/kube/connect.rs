@@ -112,7 +112,7 @@ impl KubeBackend {
             clock,
             watches,
             observer: Observer::new(drill.topology.clone()),
-            rng: SeededRng::new(seed),
+            targets: SeededRng::for_targets(seed),
             etcd: EtcdProbe::default(),
             served,
             api_servers,

@@ -159,7 +159,8 @@ pub struct KubeBackend {
     clock: Clock,
     watches: Watches,
     observer: Observer,
-    rng: SeededRng,
+    /// Where a fault's random target is drawn ([`SeededRng::for_targets`]).
+    targets: SeededRng,
     etcd: EtcdProbe,
     /// The served simulator's bench endpoints, when the cluster is one.
     served: Option<BenchApi>,
