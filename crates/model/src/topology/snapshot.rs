@@ -19,6 +19,7 @@ use super::{
     Autoscaler, Capacity, ControlPlanes, Imported, KnownNode, Pool, PoolSize, StorageClass, Taint,
     server_types,
 };
+use crate::duration::Duration;
 use crate::labels::{ATTACH_ANNOTATION, AUTOSCALED_LABEL, BASELINE_LABEL, CONTROL_PLANE_LABEL};
 use crate::name_pattern::NamePattern;
 use crate::scenario::spec::{AttachModel, BindingMode, Expander, Release, TaintEffect};
@@ -271,15 +272,19 @@ fn known_node(index: usize, item: &Value, problems: &mut Vec<SnapshotProblem>) -
 }
 
 /// The cluster-autoscaler's settings, from its container's flags.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct AutoscalerFlags {
     /// `--nodes=MIN:MAX:...:NAME`, by name: (min, max, server type if the
     /// Hetzner form names one).
     pools: BTreeMap<String, (u32, u32, Option<String>)>,
-    max_nodes_total: Option<u32>,
-    scale_down_unneeded_time: Option<crate::duration::Duration>,
-    utilization_threshold: Option<f64>,
-    expanders: Vec<Expander>,
+    /// The upstream defaults with every flag the simulator models applied.
+    settings: Autoscaler,
+    /// `--flag=value` pairs the autoscaler would have read but the bench
+    /// cannot: a modelled flag with a value of another shape.
+    unreadable: Vec<String>,
+    /// The Deployment's index in the snapshot and the container's pointer.
+    item: usize,
+    pointer: String,
 }
 
 /// The flags of the first captured container that runs the
@@ -288,14 +293,14 @@ struct AutoscalerFlags {
 /// parameters to CA?"; the Hetzner `--nodes` form is
 /// `<min>:<max>:<instance-type>:<region>:<name>` (its README).
 fn autoscaler_flags(snapshot: &ClusterSnapshot) -> Option<AutoscalerFlags> {
-    for item in &snapshot.items {
+    for (item_index, item) in snapshot.items.iter().enumerate() {
         if text(item, "/kind") != "Deployment" {
             continue;
         }
         let containers = item
             .pointer("/spec/template/spec/containers")
             .and_then(Value::as_array);
-        for container in containers.into_iter().flatten() {
+        for (c, container) in containers.into_iter().flatten().enumerate() {
             let words: Vec<&str> = ["/command", "/args"]
                 .iter()
                 .filter_map(|p| container.pointer(p).and_then(Value::as_array))
@@ -307,28 +312,56 @@ fn autoscaler_flags(snapshot: &ClusterSnapshot) -> Option<AutoscalerFlags> {
             if !named || !words.iter().any(|w| w.starts_with("--nodes")) {
                 continue;
             }
-            return Some(parse_flags(&words));
+            let mut flags = parse_flags(&words);
+            flags.item = item_index;
+            flags.pointer = format!("/spec/template/spec/containers/{c}");
+            return Some(flags);
         }
     }
     None
 }
 
+/// The flags that take no value when written bare (`--flag` is
+/// `--flag=true`, as pflag's `NoOptDefVal` makes a Go `bool` flag).
+const BOOL_FLAGS: [&str; 3] = [
+    "--skip-nodes-with-local-storage",
+    "--skip-nodes-with-system-pods",
+    "--ignore-daemonsets-utilization",
+];
+
 fn parse_flags(words: &[&str]) -> AutoscalerFlags {
-    let mut flags = AutoscalerFlags::default();
+    let mut flags = AutoscalerFlags {
+        pools: BTreeMap::new(),
+        settings: Autoscaler::default(),
+        unreadable: Vec::new(),
+        item: 0,
+        pointer: String::new(),
+    };
     let mut pairs = Vec::new();
     let mut i = 0;
     while i < words.len() {
         let word = words[i];
         if let Some((flag, value)) = word.split_once('=') {
             pairs.push((flag, value));
+        } else if BOOL_FLAGS.contains(&word) {
+            pairs.push((word, "true"));
         } else if word.starts_with("--") && i + 1 < words.len() && !words[i + 1].starts_with("--") {
             pairs.push((word, words[i + 1]));
             i += 1;
         }
         i += 1;
     }
+    let settings = &mut flags.settings;
     for (flag, value) in pairs {
-        match flag {
+        // Go's flag types: durations by time.ParseDuration, booleans by
+        // strconv.ParseBool, counts as ints.
+        let duration = || Duration::parse_go(value).ok();
+        let boolean = || match value {
+            "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+            "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+            _ => None,
+        };
+        let read = match flag {
             "--nodes" => {
                 let fields: Vec<&str> = value.split(':').collect();
                 if let (Some(min), Some(max), Some(name)) = (
@@ -340,26 +373,78 @@ fn parse_flags(words: &[&str]) -> AutoscalerFlags {
                     flags
                         .pools
                         .insert((*name).to_owned(), (min, max, server_type));
+                    true
+                } else {
+                    false
                 }
             }
-            "--max-nodes-total" => flags.max_nodes_total = value.parse().ok(),
-            "--scale-down-unneeded-time" => flags.scale_down_unneeded_time = value.parse().ok(),
-            "--scale-down-utilization-threshold" => {
-                flags.utilization_threshold = value.parse().ok()
-            }
+            "--max-nodes-total" => value
+                .parse()
+                .map(|n| settings.max_nodes_total = (n > 0).then_some(n))
+                .is_ok(),
+            "--scale-down-unneeded-time" => duration()
+                .map(|d| settings.scale_down_unneeded_time = d)
+                .is_some(),
+            "--scale-down-utilization-threshold" => value
+                .parse()
+                .map(|t| settings.scale_down_utilization_threshold = t)
+                .is_ok(),
+            "--scan-interval" => duration().map(|d| settings.scan_interval = d).is_some(),
+            "--scale-down-delay-after-add" => duration()
+                .map(|d| settings.scale_down_delay_after_add = d)
+                .is_some(),
+            "--scale-down-delay-after-delete" => duration()
+                .map(|d| settings.scale_down_delay_after_delete = d)
+                .is_some(),
+            "--scale-down-delay-after-failure" => duration()
+                .map(|d| settings.scale_down_delay_after_failure = d)
+                .is_some(),
+            "--max-drain-parallelism" => value
+                .parse()
+                .map(|n| settings.max_drain_parallelism = n)
+                .is_ok(),
+            "--max-scale-down-parallelism" => value
+                .parse()
+                .map(|n| settings.max_scale_down_parallelism = n)
+                .is_ok(),
+            "--max-graceful-termination-sec" => value
+                .parse()
+                .map(|n| settings.max_graceful_termination_sec = n)
+                .is_ok(),
+            "--new-pod-scale-up-delay" => duration()
+                .map(|d| settings.new_pod_scale_up_delay = d)
+                .is_some(),
+            "--skip-nodes-with-local-storage" => boolean()
+                .map(|b| settings.skip_nodes_with_local_storage = b)
+                .is_some(),
+            "--skip-nodes-with-system-pods" => boolean()
+                .map(|b| settings.skip_nodes_with_system_pods = b)
+                .is_some(),
+            "--ignore-daemonsets-utilization" => boolean()
+                .map(|b| settings.ignore_daemon_sets_utilization = b)
+                .is_some(),
             "--expander" => {
-                flags.expanders = value
+                let expanders: Vec<Option<Expander>> = value
                     .split(',')
-                    .filter_map(|e| match e.trim() {
+                    .map(|e| match e.trim() {
                         "least-nodes" => Some(Expander::LeastNodes),
                         "least-waste" => Some(Expander::LeastWaste),
                         "most-pods" => Some(Expander::MostPods),
                         "random" => Some(Expander::Random),
                         _ => None,
                     })
-                    .collect()
+                    .collect();
+                expanders
+                    .into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .map(|e| settings.expanders = e)
+                    .is_some()
             }
-            _ => {}
+            // Flags the simulator does not model change nothing it judges.
+            _ => true,
+        };
+        if !read {
+            flags.unreadable.push(format!("{flag}={value}"));
         }
     }
     flags
@@ -532,17 +617,20 @@ pub fn infer(snapshot: &ClusterSnapshot) -> Result<SnapshotCluster, Vec<Snapshot
             ),
         });
     }
-    let mut autoscaler = Autoscaler::default();
+    let autoscaler = flags
+        .as_ref()
+        .map_or_else(Autoscaler::default, |f| f.settings.clone());
     if let Some(flags) = &flags {
-        autoscaler.max_nodes_total = flags.max_nodes_total;
-        if let Some(t) = flags.scale_down_unneeded_time {
-            autoscaler.scale_down_unneeded_time = t;
-        }
-        if let Some(t) = flags.utilization_threshold {
-            autoscaler.scale_down_utilization_threshold = t;
-        }
-        if !flags.expanders.is_empty() {
-            autoscaler.expanders = flags.expanders.clone();
+        for flag in &flags.unreadable {
+            problems.push(SnapshotProblem {
+                item: flags.item,
+                pointer: flags.pointer.clone(),
+                message: format!(
+                    "the cluster-autoscaler's flag `{flag}` has a value the bench cannot read; \
+                     expected the form upstream's flag takes (a Go duration such as `10m`, a \
+                     number, `true`/`false`, or known expanders)"
+                ),
+            });
         }
     }
     if !problems.is_empty() {
@@ -697,6 +785,8 @@ mod tests {
 
     #[test]
     fn the_autoscalers_flags_give_pool_bounds_and_settings() {
+        // FAQ "What are the parameters to CA?": each flag the simulator
+        // models sets its setting; the rest keep upstream's defaults.
         let flags = parse_flags(&[
             "./cluster-autoscaler",
             "--nodes=0:4:CX43:FSN1:autoscale-cx43",
@@ -705,21 +795,65 @@ mod tests {
             "--max-nodes-total=9",
             "--scale-down-unneeded-time=10m",
             "--expander=least-nodes,least-waste",
+            "--scan-interval=30s",
+            "--scale-down-delay-after-add=1h30m",
+            "--scale-down-delay-after-failure",
+            "5m",
+            "--max-drain-parallelism=3",
+            "--max-graceful-termination-sec=120",
+            "--new-pod-scale-up-delay=45s",
+            "--skip-nodes-with-local-storage=false",
+            "--ignore-daemonsets-utilization",
+            "--balance-similar-node-groups",
+            "--v=4",
         ]);
         assert_eq!(
             flags.pools.get("autoscale-cx43"),
             Some(&(0, 4, Some("cx43".to_owned())))
         );
         assert_eq!(flags.pools.get("burst"), Some(&(1, 3, None)));
-        assert_eq!(flags.max_nodes_total, Some(9));
+        let s = &flags.settings;
+        assert_eq!(s.max_nodes_total, Some(9));
+        assert_eq!(s.expanders, [Expander::LeastNodes, Expander::LeastWaste]);
+        assert_eq!(s.scale_down_unneeded_time, Duration::from_mins(10));
+        assert_eq!(s.scan_interval, Duration::from_secs(30));
+        assert_eq!(s.scale_down_delay_after_add, Duration::from_mins(90));
+        assert_eq!(s.scale_down_delay_after_failure, Duration::from_mins(5));
+        assert_eq!(s.max_drain_parallelism, 3);
+        assert_eq!(s.max_graceful_termination_sec, 120);
+        assert_eq!(s.new_pod_scale_up_delay, Duration::from_secs(45));
+        assert!(!s.skip_nodes_with_local_storage);
+        // A bare boolean flag is true and does not take the next word.
+        assert!(s.ignore_daemon_sets_utilization);
+        assert!(flags.unreadable.is_empty(), "{:?}", flags.unreadable);
+        // Control: flags left out keep upstream's defaults.
+        let defaults = parse_flags(&["./cluster-autoscaler", "--nodes=0:4:burst"]).settings;
+        assert_eq!(defaults, Autoscaler::default());
+        assert!(defaults.skip_nodes_with_local_storage);
+        assert_eq!(defaults.max_drain_parallelism, 1);
+    }
+
+    #[test]
+    fn a_flag_value_the_bench_cannot_read_is_named_not_dropped() {
+        let flags = parse_flags(&[
+            "./cluster-autoscaler",
+            "--nodes=0:4:burst",
+            "--scale-down-unneeded-time=ten minutes",
+            "--expander=priority",
+            "--max-drain-parallelism=-1",
+            "--skip-nodes-with-system-pods=maybe",
+        ]);
         assert_eq!(
-            flags.expanders,
-            [Expander::LeastNodes, Expander::LeastWaste]
+            flags.unreadable,
+            [
+                "--scale-down-unneeded-time=ten minutes",
+                "--expander=priority",
+                "--max-drain-parallelism=-1",
+                "--skip-nodes-with-system-pods=maybe",
+            ]
         );
-        assert_eq!(
-            flags.scale_down_unneeded_time,
-            Some(crate::duration::Duration::from_mins(10))
-        );
+        // The settings the bad values would have set keep their defaults.
+        assert_eq!(flags.settings, Autoscaler::default());
     }
 
     #[test]
