@@ -773,3 +773,40 @@ fn captured_pods_start_on_their_nodes_and_only_the_first_ones_do() {
         "the pod says where it was captured"
     );
 }
+
+#[test]
+fn a_served_pod_carries_the_priority_admission_resolved() {
+    // The Priority admission plugin writes `spec.priority` and
+    // `spec.preemptionPolicy` into every pod
+    // (plugin/pkg/admission/priority/admission.go): the class's value and
+    // policy for a pod naming one, 0 and `PreemptLowerPriority` for a pod
+    // naming none when no class is the global default.
+    let pools = "    - {name: a, count: 1, serverType: cx43, namePattern: 'a-{n}'}\n";
+    let class = "apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch-low}
+value: 1000
+preemptionPolicy: Never
+---
+";
+    let manifests = format!(
+        "{class}{}{}",
+        deployment("batch", 1, "1Gi", "      priorityClassName: batch-low\n"),
+        deployment("web", 1, "1Gi", "")
+    );
+    let mut sim = simulation(pools, &manifests, 1);
+    sim.advance_to(60_000);
+    let served = |prefix: &str| {
+        let pod = (0..sim.pods().len())
+            .find(|&p| sim.pods()[p].name.starts_with(prefix))
+            .expect("a pod");
+        let spec = sim.pod_view(pod).spec.expect("a spec");
+        (spec.priority, spec.preemption_policy)
+    };
+    assert_eq!(served("batch"), (Some(1000), Some("Never".to_owned())));
+    // Control: the pod naming no class.
+    assert_eq!(
+        served("web"),
+        (Some(0), Some("PreemptLowerPriority".to_owned()))
+    );
+}

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use drillbench_policy::priority::PreemptionPolicy;
 use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetStatus, Deployment, DeploymentSpec, DeploymentStatus,
     ReplicaSet, ReplicaSetSpec, ReplicaSetStatus, StatefulSet, StatefulSetSpec, StatefulSetStatus,
@@ -274,6 +275,19 @@ impl Simulation {
         }
         if let Some(spec) = object.spec.as_mut() {
             spec.node_name = p.node.map(|n| self.world.node(n).name.clone());
+            // What the Priority admission plugin wrote into the pod
+            // (`plugin/pkg/admission/priority/admission.go`): the value
+            // resolved from its class (or the global default, or 0), and
+            // the class's preemption policy, `PreemptLowerPriority` unless
+            // the class says `Never`.
+            spec.priority = Some(p.template.priority.value);
+            spec.preemption_policy = Some(
+                match p.template.priority.policy {
+                    PreemptionPolicy::PreemptLowerPriority => "PreemptLowerPriority",
+                    PreemptionPolicy::Never => "Never",
+                }
+                .to_owned(),
+            );
         }
         if let Some(status) = object.status.as_mut() {
             status.host_ip = p.node.map(|n| format!("10.0.{}.{}", n / 250, n % 250 + 2));
@@ -281,6 +295,9 @@ impl Simulation {
                 .node
                 .map(|_| format!("10.244.{}.{}", pod / 250, pod % 250 + 2));
             status.start_time = p.node.map(|_| timestamp(p.created_at));
+            // The node a preemption made room on, while the pod waits for
+            // its victims to go (`status.nominatedNodeName`).
+            status.nominated_node_name = p.nominated.map(|n| self.world.node(n).name.clone());
             if p.phase == PodPhase::Blocked {
                 status.reason = Some("ContainerCreating".to_owned());
                 status.message = Some("a volume is still attached to another node".to_owned());
