@@ -78,6 +78,7 @@ mod serve_kubectl_status;
 mod serve_kubectl_storage;
 mod serve_kubectl_strict;
 mod serve_resource_versions;
+mod sim_apply_delete;
 mod sim_cron;
 mod sim_drills;
 mod sim_incident;

@@ -278,6 +278,36 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`150%` is not an integer >= 0 or a percentage from \"0%\" to \"100%\"",
     ),
     (
+        "apply-missing-file",
+        "23:19",
+        "manifest file `manifests/apply-nowhere.yaml` does not exist",
+    ),
+    (
+        "apply-changes-template",
+        "23:19",
+        "changes the pod template of `default/Deployment/web`, which the drill already has",
+    ),
+    (
+        "apply-kyverno-policy",
+        "manifests/apply-policy.yaml:3:7",
+        "a Kyverno policy applied by a step is not modelled",
+    ),
+    (
+        "delete-unknown-kind",
+        "23:20",
+        "a delete step cannot delete a `Service`; expected one of Deployment,",
+    ),
+    (
+        "delete-never-created",
+        "23:38",
+        "the drill has no Deployment `default/wbe` at this step (did you mean `default/web`?)",
+    ),
+    (
+        "delete-twice",
+        "24:38",
+        "the drill has no Deployment `default/web` at this step",
+    ),
+    (
         "delete-node-object-empty-pool",
         "14:32",
         "pool `spare` is a static pool of 0 nodes, so the step has no node to target",

@@ -34,7 +34,7 @@ pub fn decide(run_label: Option<&str>, context: &str, allowed: Option<&str>) -> 
 }
 
 /// The steps of a drill that change the cluster (faults, scaling,
-/// rollouts, node steps, evictions, budget changes), by label; a read-only cluster refuses a drill that has any.
+/// rollouts, node steps, evictions, budget changes, applies, deletions), by label; a read-only cluster refuses a drill that has any.
 pub fn changing_steps(drill: &Drill) -> Vec<String> {
     drill
         .steps
@@ -48,6 +48,8 @@ pub fn changing_steps(drill: &Drill) -> Vec<String> {
                 Action::Node { change, .. } => change.to_string(),
                 Action::Evict(_) => "an eviction".to_owned(),
                 Action::Pdb(change) => change.to_string(),
+                Action::Apply(manifest) => manifest.to_string(),
+                Action::Delete(object) => object.to_string(),
                 Action::Scale(_) => "scaling".to_owned(),
                 Action::Preflight(_) | Action::Sleep(_) | Action::WaitUntil { .. } => {
                     "a change".to_owned()

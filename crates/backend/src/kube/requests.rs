@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::drain::Evicted;
 use drillbench_model::labels::RUN_LABEL;
-use drillbench_model::scenario::step::{NodeChange, PdbChange};
+use drillbench_model::scenario::step::{NodeChange, ObjectKey, PdbChange};
 
 /// Labels a manifest with the run it belongs to.
 pub(super) fn label_with_run(value: &mut Value, run: &str) {
@@ -113,6 +113,27 @@ pub(super) async fn change_pdb(
     )
     .await
     .map(|_| ())
+}
+
+/// Deletes one object by kind, namespace and name with background
+/// propagation (`kubectl delete`'s default): a workload's pods go after
+/// it, each with its grace period. `false` when it was already gone.
+pub(super) async fn delete_object(
+    client: &kube::Client,
+    object: &ObjectKey,
+) -> Result<bool, kube::Error> {
+    use kube::api::{DynamicObject, GroupVersionKind};
+    let api_version = object.api_version().unwrap_or("v1");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, &object.kind);
+    let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &object.namespace, &resource);
+    match api.delete(&object.name, &DeleteParams::background()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// Sets the image of a Deployment's containers (only `container`, when
