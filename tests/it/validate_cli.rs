@@ -278,6 +278,21 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`150%` is not an integer >= 0 or a percentage from \"0%\" to \"100%\"",
     ),
     (
+        "priority-class-value-too-high",
+        "manifests/priority-class-value-too-high.yaml:5:8",
+        "PriorityClass `platform-critical`: value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
+    ),
+    (
+        "priority-class-two-global-defaults",
+        "manifests/priority-class-two-global-defaults.yaml:13:16",
+        "PriorityClass `batch`: is forbidden: PriorityClass standard is already marked as default. Only one default can exist",
+    ),
+    (
+        "priority-class-system-prefix",
+        "manifests/priority-class-system-prefix.yaml:4:9",
+        "priority class names with 'system-' prefix are reserved for system use only. error: system-platform is not a known system priority class",
+    ),
+    (
         "apply-missing-file",
         "23:19",
         "manifest file `manifests/apply-nowhere.yaml` does not exist",

@@ -607,6 +607,11 @@ fn load_workloads(
         };
         sources.diagnostic(&documents, index, &problem, checker);
     }
+    for (index, problem) in
+        crate::priority_class_rules::second_global_defaults(&documents, captured_count)
+    {
+        sources.diagnostic(&documents, index, &problem, checker);
+    }
     (files, documents, sources)
 }
 

@@ -313,6 +313,9 @@ pub fn object_field_problems(object: &Value) -> Vec<FieldProblem> {
             label_selector(object, "/spec/selector", &what, &mut problems);
         }
         "PodDisruptionBudget" => pdb(object, &what, &mut problems),
+        "PriorityClass" => {
+            crate::priority_class_rules::class_problems(object, &what, &mut problems);
+        }
         _ => {}
     }
     if kind == "PersistentVolumeClaim" {
