@@ -81,6 +81,7 @@ mod serve_resource_versions;
 mod sim_apply_delete;
 mod sim_cron;
 mod sim_drills;
+mod sim_grace;
 mod sim_incident;
 mod sim_latencies;
 mod sim_node_steps;

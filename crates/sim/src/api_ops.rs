@@ -286,11 +286,14 @@ impl Simulation {
         self.settle();
     }
 
+    /// A deletion's `gracePeriodSeconds` shorter than the pod's own: the
+    /// pod terminates that much sooner. A longer one is not modelled (the
+    /// pod's own termination is already queued).
     pub(super) fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
         match grace {
             Some(g) if g == Duration::ZERO => self.pod_gone(pod),
-            Some(g) if g < self.engine.timings().termination_grace => {
-                // The default termination is still queued; whichever comes
+            Some(g) if g < self.grace_of(pod) => {
+                // The pod's own termination is still queued; whichever comes
                 // first removes the pod and the other finds it gone.
                 let at = after(self.now(), g);
                 self.schedule(at, Action::PodTerminated(pod));

@@ -341,7 +341,7 @@ impl Backend for KubeBackend {
         let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
         let outcome = self
             .runtime
-            .block_on(requests::evict(&self.client, namespace, name))
+            .block_on(requests::evict(&self.client, namespace, name, None))
             .map_err(|source| KubeError::Api {
                 what: format!("evict pod {key}"),
                 source,

@@ -5,7 +5,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use super::drain::Evicted;
@@ -198,15 +198,31 @@ pub(super) async fn scale(
     }
 }
 
-/// Evicts a pod through the Eviction API: a 429 is a refusal (a budget
-/// allows no disruption), a 404 a pod already gone.
+/// Evicts a pod through the Eviction API, with the eviction's
+/// `deleteOptions.gracePeriodSeconds` when `grace` is given (the pod's own
+/// otherwise): a 429 is a refusal (a budget allows no disruption), a 404 a
+/// pod already gone.
 pub(super) async fn evict(
     client: &kube::Client,
     namespace: &str,
     name: &str,
+    grace: Option<drillbench_model::duration::Duration>,
 ) -> Result<Evicted, kube::Error> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    match api.evict(name, &EvictParams::default()).await {
+    // The policy/v1 Eviction written out: kube-rs's `EvictParams` sends its
+    // delete options as `delete_options`, a field the API server ignores.
+    let mut eviction = json!({
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+    });
+    if let Some(grace) = grace {
+        eviction["deleteOptions"] = json!({"gracePeriodSeconds": grace.as_millis() / 1_000});
+    }
+    let answer: Result<Value, kube::Error> = api
+        .create_subresource("eviction", name, &PostParams::default(), &eviction)
+        .await;
+    match answer {
         Ok(_) => Ok(Evicted::Accepted),
         Err(kube::Error::Api(s)) if s.code == 429 => Ok(Evicted::Refused(s.message)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Evicted::Gone),
@@ -339,27 +355,54 @@ mod tests {
             first
         });
         assert_eq!(
-            evict(&client, "apps", "db-0").await.expect("accepted"),
+            evict(&client, "apps", "db-0", None)
+                .await
+                .expect("accepted"),
             Evicted::Accepted
         );
         assert_eq!(
-            evict(&client, "apps", "db-0").await.expect("refused"),
+            evict(&client, "apps", "db-0", None).await.expect("refused"),
             Evicted::Refused(
                 "Cannot evict pod as it would violate the pod's disruption budget.".to_owned()
             )
         );
         assert_eq!(
-            evict(&client, "apps", "db-0").await.expect("gone"),
+            evict(&client, "apps", "db-0", None).await.expect("gone"),
             Evicted::Gone
         );
         assert!(
-            evict(&client, "apps", "db-0").await.is_err(),
+            evict(&client, "apps", "db-0", None).await.is_err(),
             "a failure is an error"
         );
         let (method, uri, _, body) = server.await.expect("server");
         assert_eq!(method, "POST");
         assert_eq!(uri, "/api/v1/namespaces/apps/pods/db-0/eviction?");
         assert_eq!(body["metadata"]["name"], "db-0");
+        assert!(body.get("deleteOptions").is_none(), "the pod's own grace");
+    }
+
+    // cluster-autoscaler `evictPod`: the scale-down's Eviction carries
+    // `deleteOptions.gracePeriodSeconds`; the control (an operator's
+    // eviction) carries none, so the pod keeps its own.
+    #[tokio::test]
+    async fn an_eviction_with_a_grace_period_sends_it_in_its_delete_options() {
+        let (client, mut handle) = client();
+        let server = tokio::spawn(async move {
+            answer(
+                &mut handle,
+                ok(json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})),
+            )
+            .await
+        });
+        let grace = drillbench_model::duration::Duration::from_secs(600);
+        assert_eq!(
+            evict(&client, "apps", "db-0", Some(grace))
+                .await
+                .expect("accepted"),
+            Evicted::Accepted
+        );
+        let (_, _, _, body) = server.await.expect("server");
+        assert_eq!(body["deleteOptions"]["gracePeriodSeconds"], 600);
     }
 
     #[tokio::test]
