@@ -174,3 +174,35 @@ fn deleting_the_applied_deployment_takes_its_pods_away_and_nothing_replaces_them
     ));
     assert_eq!(kept.count("PodDeleted"), 0, "{:?}", kept.extra);
 }
+
+// plugin/pkg/admission/priority: a pod naming a PriorityClass that does not
+// exist is refused ("no PriorityClass with name … was found"), whether the
+// drill applies it at the start or in a step; the control applies the
+// class in the same file before the Deployment and validates.
+#[test]
+fn an_applied_pods_priority_class_must_exist_and_may_come_in_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = drill(dir.path(), "  - apply: {path: manifests/extra.yaml}\n");
+    let classed = EXTRA.replace(
+        "    spec:\n",
+        "    spec:\n      priorityClassName: extra-low\n",
+    );
+    std::fs::write(dir.path().join("manifests/extra.yaml"), &classed).unwrap();
+    let refused = crate::common::bench(&["validate", path.to_str().unwrap()]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("names PriorityClass `extra-low`, which does not exist"),
+        "{}",
+        refused.stderr
+    );
+    let class = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: extra-low}\nvalue: 10\n---\n";
+    std::fs::write(
+        dir.path().join("manifests/extra.yaml"),
+        format!("{class}{classed}"),
+    )
+    .unwrap();
+    let admitted = crate::common::bench(&["validate", path.to_str().unwrap()]);
+    assert_eq!(admitted.code, 0, "{}", admitted.stderr);
+}

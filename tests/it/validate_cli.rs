@@ -293,6 +293,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "priority class names with 'system-' prefix are reserved for system use only. error: system-platform is not a known system priority class",
     ),
     (
+        "apply-unknown-priority-class",
+        "manifests/apply-unknown-priority-class.yaml:11:26",
+        "Deployment `batch`: spec.template.spec.priorityClassName names PriorityClass `batch-low`, which does not exist",
+    ),
+    (
         "apply-missing-file",
         "23:19",
         "manifest file `manifests/apply-nowhere.yaml` does not exist",

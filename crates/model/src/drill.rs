@@ -172,7 +172,8 @@ impl Drill {
         if let Some(captured) = &captured {
             workload_files.push(captured.path.clone());
         }
-        let (applied_files, applied) = load_apply_steps(&spec, &drill_dir, &mut checker);
+        let (applied_files, applied, mut applied_sources) =
+            load_apply_steps(&spec, &drill_dir, &mut checker);
         workload_files.extend(applied_files);
         fill_apply_steps(&mut steps, &applied);
         let (policy_files, policies, policy_guards) =
@@ -191,6 +192,13 @@ impl Drill {
             if unread.is_none() {
                 check_policy_controls(&spec, &policies, &policy_guards, &mut checker);
                 check_object_references(topology, &workloads, &mut sources, &mut checker);
+                check_applied_references(
+                    topology,
+                    &workloads,
+                    &applied,
+                    &mut applied_sources,
+                    &mut checker,
+                );
             }
             check_budgets(&spec, topology, &workloads, &mut sources, &mut checker);
         }
@@ -456,9 +464,10 @@ fn load_apply_steps(
     spec: &DrillSpec,
     drill_dir: &Path,
     checker: &mut Checker<'_>,
-) -> (Vec<PathBuf>, BTreeMap<usize, Vec<Document>>) {
+) -> (Vec<PathBuf>, BTreeMap<usize, Vec<Document>>, Sources) {
     // Their own: no inline object is among a step's documents.
-    let sources = &mut Sources::default();
+    let mut own = Sources::default();
+    let sources = &mut own;
     let mut files = Vec::new();
     let mut applied = BTreeMap::new();
     for (index, step) in spec.steps.iter().enumerate() {
@@ -496,7 +505,42 @@ fn load_apply_steps(
         }
         applied.insert(index, documents);
     }
-    (files, applied)
+    (files, applied, own)
+}
+
+/// The references of the objects `apply` steps bring (a namespace, a
+/// StorageClass, a PriorityClass) resolve against the drill's objects and
+/// every applied one, and a `globalDefault` PriorityClass among them is
+/// refused when one exists already, as for the drill's own.
+fn check_applied_references(
+    topology: &Topology,
+    workloads: &[Document],
+    applied: &BTreeMap<usize, Vec<Document>>,
+    sources: &mut Sources,
+    checker: &mut Checker<'_>,
+) {
+    let flat: Vec<Document> = applied.values().flatten().cloned().collect();
+    if flat.is_empty() {
+        return;
+    }
+    let classes: Vec<String> = topology
+        .storage_classes
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let values: Vec<&serde_json::Value> = workloads.iter().chain(&flat).map(|d| &d.value).collect();
+    let declared = manifest_rules::Declared::new(&values, &classes);
+    for (index, document) in flat.iter().enumerate() {
+        for problem in declared.unresolved(&document.value) {
+            sources.diagnostic(&flat, index, &problem, checker);
+        }
+    }
+    let all: Vec<Document> = workloads.iter().chain(&flat).cloned().collect();
+    for (index, problem) in
+        crate::priority_class_rules::second_global_defaults(&all, workloads.len())
+    {
+        sources.diagnostic(&flat, index - workloads.len(), &problem, checker);
+    }
 }
 
 /// Gives each lowered `apply` step the objects of its file, in step order.
