@@ -1544,12 +1544,15 @@ impl<'t> References<'t> {
                 }
                 _ => {}
             }
-            match document.kind() {
-                Some("Namespace") => self
-                    .namespaces
-                    .insert(document.name().unwrap_or_default().to_owned()),
-                _ => self.namespaces.insert(namespace.to_owned()),
+            // As `References::new` reads them: a Namespace object's name,
+            // or the namespace an object names.
+            let named = match document.kind() {
+                Some("Namespace") => document.name(),
+                _ => document.namespace(),
             };
+            if let Some(named) = named {
+                self.namespaces.insert(named.to_owned());
+            }
         }
     }
 

@@ -331,6 +331,8 @@ impl Simulation {
         // deleted controller is inert whatever marks it dirty later.
         self.world.workload_mut(w).kind = WorkloadKind::Pod;
         self.world.workload_mut(w).replicas = 0;
+        // A deleted CronJob's schedule fires no more.
+        self.world.workload_mut(w).cron = None;
         let pods = self.world.workload(w).pods.clone();
         for pod in pods {
             match propagation {
