@@ -572,6 +572,14 @@ fn run_step(
             backend.change_pdb(change)?;
             Ok(None)
         }
+        Action::Apply(manifest) => {
+            backend.apply_manifest(drill, manifest)?;
+            Ok(None)
+        }
+        Action::Delete(object) => {
+            backend.delete_object(object)?;
+            Ok(None)
+        }
         Action::Sleep(duration) => {
             let until = backend.now() + duration.as_millis();
             backend.advance_to(until);

@@ -845,6 +845,32 @@ fn a_from_cluster_drill_needs_a_cluster_that_has_its_workloads() {
     assert!(resolved.report.is_some(), "{}", resolved.stderr);
 }
 
+// The apply and delete steps through the API: server-side apply of the
+// file's Deployment, then a background-propagation delete; the served
+// simulator schedules and removes the same two pods the simulator does.
+#[test]
+fn apply_and_delete_steps_through_the_api_reach_the_simulators_pods() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let drill =
+        crate::sim_apply_delete::drill(dir.path(), crate::sim_apply_delete::APPLY_THEN_DELETE);
+    let (sim, kube) = both(&drill);
+    assert_eq!(verdicts(&kube), verdicts(&sim));
+    for report in [&sim, &kube] {
+        let extra = |kind: EventKind| {
+            let mut pods: Vec<&str> = report
+                .timeline
+                .iter()
+                .filter(|e| e.kind == kind && e.object.name.starts_with("extra-"))
+                .map(|e| e.object.name.as_str())
+                .collect();
+            pods.dedup();
+            pods.len()
+        };
+        assert_eq!(extra(EventKind::PodScheduled), 2, "{}", report.backend);
+        assert_eq!(extra(EventKind::PodDeleted), 2, "{}", report.backend);
+    }
+}
+
 #[test]
 fn a_pdb_step_through_the_api_is_a_merge_patch_the_next_eviction_is_judged_by() {
     for (lowered, refusals) in [(false, 2), (true, 1)] {

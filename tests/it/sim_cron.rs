@@ -173,3 +173,33 @@ fn schedules_and_time_zones_the_simulator_cannot_honour_are_refused() {
     assert!(error.contains("runs schedules in UTC"), "{error}");
     assert!(cluster("  schedule: \"0 3 * * *\"\n  timeZone: Etc/UTC\n").is_ok());
 }
+
+// kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ and
+// garbage-collection: a deleted CronJob schedules no more Jobs. Deleted at
+// 00:25 (a drill's `delete` step), its runs stop after 00:20; the control
+// keeps it and runs at 00:30 and after.
+#[test]
+fn a_deleted_cronjob_runs_no_more() {
+    use drillbench_model::scenario::step::ObjectKey;
+    let created_until = |delete: bool| {
+        let mut sim = cluster("  schedule: \"*/10 * * * *\"\n").expect("provisions");
+        sim.advance_to(25 * MIN);
+        if delete {
+            sim.delete_object(&ObjectKey {
+                kind: "CronJob".to_owned(),
+                namespace: "ops".to_owned(),
+                name: "snap".to_owned(),
+            })
+            .expect("deleted");
+        }
+        sim.advance_to(60 * MIN + 1);
+        sim.observation()
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::PodCreated && e.object.name.starts_with("snap-"))
+            .map(|e| e.at_ms / MIN)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(created_until(true), [10, 20]);
+    assert_eq!(created_until(false), [10, 20, 30, 40, 50, 60]);
+}

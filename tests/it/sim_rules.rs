@@ -28,7 +28,7 @@ fn cluster_drill(manifests: &str, release: &str, autoscaled_min: u32) -> Drill {
 
 /// [`cluster`] with more autoscaler settings (YAML lines under
 /// `autoscaler:`, indented four spaces).
-fn cluster_with(manifests: &str, autoscaler: &str) -> Simulation {
+pub(crate) fn cluster_with(manifests: &str, autoscaler: &str) -> Simulation {
     let drill = cluster_drill_with(manifests, "never", 0, autoscaler);
     Simulation::new(&drill, 1).expect("provisions")
 }
@@ -402,7 +402,7 @@ fn scale_down_with(stayer: &str) -> Simulation {
     sim
 }
 
-fn stayer(annotations: &str, volumes: &str, kind: &str) -> String {
+pub(crate) fn stayer(annotations: &str, volumes: &str, kind: &str) -> String {
     let body = format!(
         "metadata: {{name: keep, namespace: apps, labels: {{app: keep}}{annotations}}}
 spec:

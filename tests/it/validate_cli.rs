@@ -278,6 +278,56 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`150%` is not an integer >= 0 or a percentage from \"0%\" to \"100%\"",
     ),
     (
+        "priority-class-value-too-high",
+        "manifests/priority-class-value-too-high.yaml:5:8",
+        "PriorityClass `platform-critical`: value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
+    ),
+    (
+        "priority-class-two-global-defaults",
+        "manifests/priority-class-two-global-defaults.yaml:13:16",
+        "PriorityClass `batch`: is forbidden: PriorityClass standard is already marked as default. Only one default can exist",
+    ),
+    (
+        "priority-class-system-prefix",
+        "manifests/priority-class-system-prefix.yaml:4:9",
+        "priority class names with 'system-' prefix are reserved for system use only. error: system-platform is not a known system priority class",
+    ),
+    (
+        "apply-unknown-priority-class",
+        "manifests/apply-unknown-priority-class.yaml:11:26",
+        "Deployment `batch`: spec.template.spec.priorityClassName names PriorityClass `batch-low`, which does not exist",
+    ),
+    (
+        "apply-missing-file",
+        "23:19",
+        "manifest file `manifests/apply-nowhere.yaml` does not exist",
+    ),
+    (
+        "apply-changes-template",
+        "23:19",
+        "changes the pod template of `default/Deployment/web`, which the drill already has",
+    ),
+    (
+        "apply-kyverno-policy",
+        "manifests/apply-policy.yaml:3:7",
+        "a Kyverno policy applied by a step is not modelled",
+    ),
+    (
+        "delete-unknown-kind",
+        "23:20",
+        "a delete step cannot delete a `Service`; expected one of Deployment,",
+    ),
+    (
+        "delete-never-created",
+        "23:38",
+        "the drill has no Deployment `default/wbe` at this step (did you mean `default/web`?)",
+    ),
+    (
+        "delete-twice",
+        "24:38",
+        "the drill has no Deployment `default/web` at this step",
+    ),
+    (
         "delete-node-object-empty-pool",
         "14:32",
         "pool `spare` is a static pool of 0 nodes, so the step has no node to target",

@@ -22,8 +22,9 @@ pub mod talos;
 pub mod tool;
 pub mod velero;
 
+use drillbench_model::drill::Drill;
 use drillbench_model::duration::Duration;
-use drillbench_model::scenario::step::{NodeChange, PdbChange};
+use drillbench_model::scenario::step::{ApplyManifest, NodeChange, ObjectKey, PdbChange};
 use drillbench_observe::{Observation, Time};
 use drillbench_preflight::Facts;
 
@@ -307,6 +308,30 @@ pub trait Backend {
         Err(BackendError::Unsupported {
             backend: self.name(),
             what: change.to_string(),
+        })
+    }
+
+    /// Applies a manifest file's objects in order, as `kubectl apply
+    /// --server-side` would, admitted by the drill's guards where the
+    /// backend admits its workloads itself.
+    fn apply_manifest(
+        &mut self,
+        drill: &Drill,
+        manifest: &ApplyManifest,
+    ) -> Result<(), BackendError> {
+        let _ = drill;
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: manifest.to_string(),
+        })
+    }
+
+    /// Deletes one object, a workload's pods with it (background
+    /// propagation).
+    fn delete_object(&mut self, object: &ObjectKey) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            backend: self.name(),
+            what: object.to_string(),
         })
     }
 

@@ -3,9 +3,10 @@
 use super::{Backend, BackendError, Capabilities, Eviction};
 use drillbench_model::duration::Duration;
 use drillbench_model::scenario::spec::BackupPhase;
-use drillbench_model::scenario::step::{NodeChange, PdbChange};
+use drillbench_model::scenario::step::{ApplyManifest, NodeChange, ObjectKey, PdbChange};
 use drillbench_observe::{Observation, Time};
 use drillbench_preflight::{BackupFacts, EtcdCounts, Facts, NodeFacts, Readiness};
+use drillbench_sim::api_ops::ApiOpError;
 use drillbench_sim::world::NodePhase;
 use drillbench_sim::{EPOCH_SECONDS, Simulation};
 
@@ -207,6 +208,26 @@ impl Backend for SimBackend {
     fn change_pdb(&mut self, change: &PdbChange) -> Result<(), BackendError> {
         self.sim
             .change_pdb(change)
+            .map_err(|e| BackendError::NotFound(e.to_string()))
+    }
+
+    fn apply_manifest(
+        &mut self,
+        drill: &drillbench_model::drill::Drill,
+        manifest: &ApplyManifest,
+    ) -> Result<(), BackendError> {
+        let guards: Vec<_> = drill.spec.guards.iter().map(|g| g.value.clone()).collect();
+        self.sim
+            .apply_documents(&manifest.documents, &guards)
+            .map_err(|e| match e {
+                ApiOpError::NotFound(what) => BackendError::NotFound(what),
+                other => BackendError::infrastructure(other),
+            })
+    }
+
+    fn delete_object(&mut self, object: &ObjectKey) -> Result<(), BackendError> {
+        self.sim
+            .delete_object(object)
             .map_err(|e| BackendError::NotFound(e.to_string()))
     }
 

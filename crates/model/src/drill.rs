@@ -20,7 +20,7 @@ use crate::scenario::spec::{
     AssertionSpec, Condition, DrillSpec, Fault, FromCluster, GuardChange, NodeOperator, PodMatch,
     PolicyRef, Subject, Target, WorkloadSource,
 };
-use crate::scenario::step::Step;
+use crate::scenario::step::{Action, DELETABLE_KINDS, Step};
 use crate::scenario::{Diagnostic, Diagnostics, Located, Position, SourceFile};
 use crate::snapshot_drill::{self, Captured};
 use crate::topology::{self, CONTROL_PLANE_POOL, Topology};
@@ -113,7 +113,7 @@ impl Drill {
             spec.cluster.pools.clear();
         }
         let mut checker = Checker::new(&source);
-        let (steps, assertions) = check(&spec, &mut checker);
+        let (mut steps, assertions) = check(&spec, &mut checker);
         let drill_dir = source
             .path
             .parent()
@@ -172,6 +172,10 @@ impl Drill {
         if let Some(captured) = &captured {
             workload_files.push(captured.path.clone());
         }
+        let (applied_files, applied, mut applied_sources) =
+            load_apply_steps(&spec, &drill_dir, &mut checker);
+        workload_files.extend(applied_files);
+        fill_apply_steps(&mut steps, &applied);
         let (policy_files, policies, policy_guards) =
             load_policies(&spec, &drill_dir, &workloads, unread.as_ref(), &mut checker);
         workload_files.extend(policy_files);
@@ -180,6 +184,7 @@ impl Drill {
                 &spec,
                 topology,
                 &workloads,
+                &applied,
                 &policy_guards,
                 unread.as_ref(),
                 &mut checker,
@@ -187,6 +192,13 @@ impl Drill {
             if unread.is_none() {
                 check_policy_controls(&spec, &policies, &policy_guards, &mut checker);
                 check_object_references(topology, &workloads, &mut sources, &mut checker);
+                check_applied_references(
+                    topology,
+                    &workloads,
+                    &applied,
+                    &mut applied_sources,
+                    &mut checker,
+                );
             }
             check_budgets(&spec, topology, &workloads, &mut sources, &mut checker);
         }
@@ -335,10 +347,215 @@ fn own_problems(object: &serde_json::Value) -> Vec<FieldProblem> {
     problems
 }
 
-/// Reads every workload file and inline object. A file that is missing or
-/// malformed is a diagnostic at the place the problem is: the `path:` line
-/// for a missing file, the file's own line and column for bad YAML, and the
-/// offending field for an object the API server would refuse.
+/// One manifest file a drill names, under `workloads:` or in an `apply`
+/// step.
+struct ManifestFile<'a> {
+    /// What the drill calls it, for the message when it is missing.
+    what: &'static str,
+    /// As written, relative to the drill's folder.
+    path: &'a Path,
+    /// Where the drill names it.
+    at: Position,
+    substitute: &'a BTreeMap<String, String>,
+    substitute_from: &'a [crate::scenario::spec::SubstituteFrom],
+}
+
+impl ManifestFile<'_> {
+    /// Reads the file's documents onto `documents`, each checked on its
+    /// own; returns the files read (the manifest and its values files).
+    /// A file that is missing or malformed is a diagnostic at the place
+    /// the problem is: the drill's line for a missing file, the file's own
+    /// line and column for bad YAML, and the offending field for an object
+    /// the API server would refuse.
+    fn load(
+        &self,
+        drill_dir: &Path,
+        documents: &mut Vec<Document>,
+        sources: &mut Sources,
+        checker: &mut Checker<'_>,
+    ) -> Vec<PathBuf> {
+        let resolved = embedded::join(drill_dir, self.path);
+        if !embedded::is_file(&resolved) {
+            let what = if embedded::exists(&resolved) {
+                "is not a regular file (a folder, pipe or device)"
+            } else {
+                "does not exist"
+            };
+            checker.error(
+                self.at,
+                format!(
+                    "{} `{}` {what} (resolved against the drill's folder)",
+                    self.what,
+                    self.path.display()
+                ),
+            );
+            return Vec::new();
+        }
+        let value_files: Vec<ValuesFile> = self
+            .substitute_from
+            .iter()
+            .map(|entry| ValuesFile {
+                path: embedded::join(drill_dir, &entry.path),
+                optional: entry.optional,
+            })
+            .collect();
+        let values = match flux_values::gather(self.substitute, &value_files) {
+            Ok(values) => values,
+            Err(
+                ValuesError::Shape { location, expected }
+                | ValuesError::Manifest(ManifestError::Malformed { location, expected }),
+            ) => {
+                checker.diagnostics.push(manifest_diagnostic(
+                    Path::new(&location.source),
+                    location.line,
+                    location.column,
+                    expected,
+                ));
+                return Vec::new();
+            }
+            Err(error) => {
+                checker.error(self.at, error.to_string());
+                return Vec::new();
+            }
+        };
+        match manifest::load_substituted_text(&resolved, &values) {
+            Ok((loaded, text)) => {
+                if let Some(first) = loaded.first() {
+                    sources.texts.insert(first.source.clone(), text);
+                }
+                let start = documents.len();
+                documents.extend(loaded);
+                for index in start..documents.len() {
+                    for problem in own_problems(&documents[index].value) {
+                        sources.diagnostic(documents, index, &problem, checker);
+                    }
+                }
+            }
+            Err(ManifestError::Malformed { location, expected }) => {
+                checker.diagnostics.push(manifest_diagnostic(
+                    &resolved,
+                    location.line,
+                    location.column,
+                    expected,
+                ));
+            }
+            Err(ManifestError::Substitution { problems, .. }) => {
+                for problem in problems {
+                    checker.diagnostics.push(manifest_diagnostic(
+                        &resolved,
+                        problem.line,
+                        problem.column,
+                        problem.message,
+                    ));
+                }
+            }
+            Err(error) => checker.error(self.at, error.to_string()),
+        }
+        std::iter::once(resolved)
+            .chain(value_files.into_iter().map(|file| file.path))
+            .collect()
+    }
+}
+
+/// Reads the manifest file of every `apply` step, by the step's index:
+/// each is checked as a workload file is, and a Kyverno policy in one is
+/// refused (admission runs the policies the drill starts with).
+fn load_apply_steps(
+    spec: &DrillSpec,
+    drill_dir: &Path,
+    checker: &mut Checker<'_>,
+) -> (Vec<PathBuf>, BTreeMap<usize, Vec<Document>>, Sources) {
+    // Their own: no inline object is among a step's documents.
+    let mut own = Sources::default();
+    let sources = &mut own;
+    let mut files = Vec::new();
+    let mut applied = BTreeMap::new();
+    for (index, step) in spec.steps.iter().enumerate() {
+        let Some(apply) = &step.apply else {
+            continue;
+        };
+        let file = ManifestFile {
+            what: "manifest file",
+            path: &apply.path,
+            at: apply.path.at,
+            substitute: &BTreeMap::new(),
+            substitute_from: &[],
+        };
+        let mut documents = Vec::new();
+        files.extend(file.load(drill_dir, &mut documents, sources, checker));
+        for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
+            let first = &documents[earlier];
+            let problem = FieldProblem {
+                pointer: "/metadata/name".to_owned(),
+                message: format!("{problem}; the first is at {}:{}", first.source, first.line),
+            };
+            sources.diagnostic(&documents, index, &problem, checker);
+        }
+        for at in 0..documents.len() {
+            if policy_guard::is_policy(&documents[at].value) {
+                let problem = FieldProblem {
+                    pointer: "/kind".to_owned(),
+                    message: "a Kyverno policy applied by a step is not modelled: admission \
+                              runs the policies the drill starts with; expected it under \
+                              `workloads:`"
+                        .to_owned(),
+                };
+                sources.diagnostic(&documents, at, &problem, checker);
+            }
+        }
+        applied.insert(index, documents);
+    }
+    (files, applied, own)
+}
+
+/// The references of the objects `apply` steps bring (a namespace, a
+/// StorageClass, a PriorityClass) resolve against the drill's objects and
+/// every applied one, and a `globalDefault` PriorityClass among them is
+/// refused when one exists already, as for the drill's own.
+fn check_applied_references(
+    topology: &Topology,
+    workloads: &[Document],
+    applied: &BTreeMap<usize, Vec<Document>>,
+    sources: &mut Sources,
+    checker: &mut Checker<'_>,
+) {
+    let flat: Vec<Document> = applied.values().flatten().cloned().collect();
+    if flat.is_empty() {
+        return;
+    }
+    let classes: Vec<String> = topology
+        .storage_classes
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let values: Vec<&serde_json::Value> = workloads.iter().chain(&flat).map(|d| &d.value).collect();
+    let declared = manifest_rules::Declared::new(&values, &classes);
+    for (index, document) in flat.iter().enumerate() {
+        for problem in declared.unresolved(&document.value) {
+            sources.diagnostic(&flat, index, &problem, checker);
+        }
+    }
+    let all: Vec<Document> = workloads.iter().chain(&flat).cloned().collect();
+    for (index, problem) in
+        crate::priority_class_rules::second_global_defaults(&all, workloads.len())
+    {
+        sources.diagnostic(&flat, index - workloads.len(), &problem, checker);
+    }
+}
+
+/// Gives each lowered `apply` step the objects of its file, in step order.
+fn fill_apply_steps(steps: &mut [Step], applied: &BTreeMap<usize, Vec<Document>>) {
+    let mut files = applied.values();
+    for step in steps {
+        if let Action::Apply(manifest) = &mut step.action
+            && let Some(documents) = files.next()
+        {
+            manifest.documents = documents.clone();
+        }
+    }
+}
+
+/// Reads every workload file and inline object.
 fn load_workloads(
     spec: &DrillSpec,
     source: &SourceFile,
@@ -366,87 +583,22 @@ fn load_workloads(
                 substitute,
                 substitute_from,
             } => {
-                let resolved = embedded::join(drill_dir, path);
-                if !embedded::is_file(&resolved) {
-                    let what = if embedded::exists(&resolved) {
-                        "is not a regular file (a folder, pipe or device)"
-                    } else {
-                        "does not exist"
-                    };
-                    checker.error(
-                        workload.at,
-                        format!(
-                            "workload file `{}` {what} (resolved against the drill's folder)",
-                            path.display()
-                        ),
-                    );
-                    continue;
-                }
-                let value_files: Vec<ValuesFile> = substitute_from
-                    .iter()
-                    .map(|entry| ValuesFile {
-                        path: embedded::join(drill_dir, &entry.path),
-                        optional: entry.optional,
-                    })
-                    .collect();
-                let values = match flux_values::gather(substitute, &value_files) {
-                    Ok(values) => values,
-                    Err(
-                        ValuesError::Shape { location, expected }
-                        | ValuesError::Manifest(ManifestError::Malformed { location, expected }),
-                    ) => {
-                        checker.diagnostics.push(manifest_diagnostic(
-                            Path::new(&location.source),
-                            location.line,
-                            location.column,
-                            expected,
-                        ));
-                        continue;
-                    }
-                    Err(error) => {
-                        checker.error(workload.at, error.to_string());
-                        continue;
-                    }
+                let file = ManifestFile {
+                    what: "workload file",
+                    path,
+                    at: workload.at,
+                    substitute,
+                    substitute_from,
                 };
-                match manifest::load_substituted_text(&resolved, &values) {
-                    Ok((loaded, text)) => {
-                        if let Some(first) = loaded.first() {
-                            sources.texts.insert(first.source.clone(), text);
-                        }
-                        let start = documents.len();
-                        documents.extend(
-                            loaded.into_iter().filter(|doc| {
-                                !policies_only || policy_guard::is_policy(&doc.value)
-                            }),
-                        );
-                        for index in start..documents.len() {
-                            for problem in own_problems(&documents[index].value) {
-                                sources.diagnostic(&documents, index, &problem, checker);
-                            }
-                        }
-                    }
-                    Err(ManifestError::Malformed { location, expected }) => {
-                        checker.diagnostics.push(manifest_diagnostic(
-                            &resolved,
-                            location.line,
-                            location.column,
-                            expected,
-                        ));
-                    }
-                    Err(ManifestError::Substitution { problems, .. }) => {
-                        for problem in problems {
-                            checker.diagnostics.push(manifest_diagnostic(
-                                &resolved,
-                                problem.line,
-                                problem.column,
-                                problem.message,
-                            ));
-                        }
-                    }
-                    Err(error) => checker.error(workload.at, error.to_string()),
+                let start = documents.len();
+                files.extend(file.load(drill_dir, &mut documents, &mut sources, checker));
+                if policies_only {
+                    let mut index = 0;
+                    documents.retain(|doc| {
+                        index += 1;
+                        index <= start || policy_guard::is_policy(&doc.value)
+                    });
                 }
-                files.push(resolved);
-                files.extend(value_files.into_iter().map(|file| file.path));
             }
             WorkloadSource::FromCluster(_) => {
                 if std::mem::replace(&mut from_cluster_seen, true) {
@@ -497,6 +649,11 @@ fn load_workloads(
             pointer: "/metadata/name".to_owned(),
             message: format!("{problem}; the first is at {}:{}", first.source, first.line),
         };
+        sources.diagnostic(&documents, index, &problem, checker);
+    }
+    for (index, problem) in
+        crate::priority_class_rules::second_global_defaults(&documents, captured_count)
+    {
         sources.diagnostic(&documents, index, &problem, checker);
     }
     (files, documents, sources)
@@ -927,6 +1084,29 @@ fn manifest_diagnostic(
     }
 }
 
+/// What the simulator compares when an object of the drill is applied
+/// again: its pod template's labels and spec (a bare pod's own), or `None`
+/// for an object without pods.
+fn template_of(document: &Document) -> Option<serde_json::Value> {
+    let template = match document.kind()? {
+        "Pod" => "",
+        "CronJob" => "/spec/jobTemplate/spec/template",
+        kind if WORKLOAD_KINDS.contains(&kind) => "/spec/template",
+        _ => return None,
+    };
+    let field = |pointer: &str| {
+        document
+            .value
+            .pointer(&format!("{template}{pointer}"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    Some(serde_json::json!([
+        field("/metadata/labels"),
+        field("/spec")
+    ]))
+}
+
 /// The kinds a drill can scale or wait for: the pod controllers.
 pub const WORKLOAD_KINDS: [&str; 6] = [
     "Deployment",
@@ -942,6 +1122,7 @@ fn check_references(
     spec: &DrillSpec,
     topology: &Topology,
     workloads: &[Document],
+    applied: &BTreeMap<usize, Vec<Document>>,
     policy_guards: &[Located<String>],
     unread: Option<&FromCluster>,
     checker: &mut Checker<'_>,
@@ -952,7 +1133,16 @@ fn check_references(
     for guard in &spec.guards {
         refs.pod_match(&guard.matches, checker);
     }
-    for step in &spec.steps {
+    // Steps run in order: a step may name what an earlier `apply` created
+    // and not what an earlier `delete` removed.
+    let mut deleted = BTreeSet::new();
+    for (index, step) in spec.steps.iter().enumerate() {
+        if let (Some(apply), Some(documents)) = (&step.apply, applied.get(&index)) {
+            refs.apply(&apply.path, documents, checker);
+        }
+        if let Some(delete) = &step.delete {
+            deleted.extend(refs.delete(delete, checker));
+        }
         if let Some(preflight) = &step.preflight {
             if let Some(target) = &preflight.target {
                 refs.control_plane_target(target, checker);
@@ -1015,6 +1205,9 @@ fn check_references(
             }
         }
     }
+    // An assertion judges the whole drill, so it may name a workload a
+    // step deleted.
+    refs.workloads.extend(deleted);
     crate::fault_targets::check_fault_targets(spec, topology, checker);
     let names: BTreeSet<&str> = spec.assertions.iter().map(|a| a.name.as_str()).collect();
     for assertion in &spec.assertions {
@@ -1053,6 +1246,11 @@ struct References<'t> {
     workloads: BTreeSet<String>,
     /// The drill's PodDisruptionBudgets, as `namespace/name`.
     pdbs: BTreeSet<String>,
+    /// The drill's bare pods, as `namespace/Pod/name`.
+    bare_pods: BTreeSet<String>,
+    /// The pod template of each workload and bare pod, by its
+    /// `namespace/Kind/name`: what a later apply may not change.
+    templates: BTreeMap<String, serde_json::Value>,
     /// Namespaces the drill's documents live in or create.
     namespaces: BTreeSet<String>,
     /// The names of the drill's policy guards.
@@ -1082,6 +1280,20 @@ impl<'t> References<'t> {
                         "{}/{}",
                         field("/metadata/namespace").unwrap_or("default"),
                         field("/metadata/name")?
+                    ))
+                })
+                .collect(),
+            bare_pods: workloads
+                .iter()
+                .filter(|d| d.kind() == Some("Pod"))
+                .map(|d| WorkloadRef::of_object(&d.value).to_string())
+                .collect(),
+            templates: workloads
+                .iter()
+                .filter_map(|d| {
+                    Some((
+                        WorkloadRef::of_object(&d.value).to_string(),
+                        template_of(d)?,
                     ))
                 })
                 .collect(),
@@ -1288,7 +1500,121 @@ impl<'t> References<'t> {
         }
     }
 
-    /// A workload named `namespace/Kind/name` that the drill deploys.
+    /// An `apply` step's objects join the drill's from that step on. One
+    /// that the drill already has may change its replicas, not its pod
+    /// template: a rollout is its own step, and the simulator refuses it
+    /// through an apply.
+    fn apply(
+        &mut self,
+        path: &Located<PathBuf>,
+        documents: &[Document],
+        checker: &mut Checker<'_>,
+    ) {
+        for document in documents {
+            let key = WorkloadRef::of_object(&document.value).to_string();
+            if let Some(template) = template_of(document) {
+                match self.templates.get(&key) {
+                    Some(before) if *before != template => checker.error(
+                        path.at,
+                        format!(
+                            "`{}` changes the pod template of `{key}`, which the drill already \
+                             has; expected only a new replica count (a new image is a `rollout` \
+                             step; or `delete` it first)",
+                            path.value.display()
+                        ),
+                    ),
+                    _ => {
+                        self.templates.insert(key.clone(), template);
+                    }
+                }
+            }
+            let namespace = document.namespace().unwrap_or("default");
+            match document.kind() {
+                Some("Pod") => {
+                    self.bare_pods.insert(key);
+                }
+                Some("PodDisruptionBudget") => {
+                    self.pdbs.insert(format!(
+                        "{namespace}/{}",
+                        document.name().unwrap_or_default()
+                    ));
+                }
+                Some(kind) if WORKLOAD_KINDS.contains(&kind) => {
+                    self.workloads.insert(key);
+                }
+                _ => {}
+            }
+            // As `References::new` reads them: a Namespace object's name,
+            // or the namespace an object names.
+            let named = match document.kind() {
+                Some("Namespace") => document.name(),
+                _ => document.namespace(),
+            };
+            if let Some(named) = named {
+                self.namespaces.insert(named.to_owned());
+            }
+        }
+    }
+
+    /// A `delete` step deletes an object the drill has at that step; it
+    /// leaves the drill's objects from then on. Returns the workload it
+    /// deleted, if it was one.
+    fn delete(
+        &mut self,
+        delete: &crate::scenario::spec::DeleteStep,
+        checker: &mut Checker<'_>,
+    ) -> Option<String> {
+        let kind = delete.kind.as_str();
+        if !DELETABLE_KINDS.contains(&kind) {
+            // Refused with the step.
+            return None;
+        }
+        let namespace = delete.namespace.as_ref().map_or("default", |n| n.as_str());
+        if self.unread(namespace) {
+            return None;
+        }
+        let (set, key) = match kind {
+            "PodDisruptionBudget" => (&mut self.pdbs, format!("{namespace}/{}", delete.name.value)),
+            "Pod" => (
+                &mut self.bare_pods,
+                WorkloadRef::new(namespace, kind, &delete.name).to_string(),
+            ),
+            _ => (
+                &mut self.workloads,
+                WorkloadRef::new(namespace, kind, &delete.name).to_string(),
+            ),
+        };
+        if set.remove(&key) {
+            self.templates.remove(&key);
+            return (kind != "PodDisruptionBudget" && kind != "Pod").then_some(key);
+        }
+        // As the step names them: `namespace/name`.
+        let known: Vec<String> = set
+            .iter()
+            .filter_map(|k| match kind {
+                "PodDisruptionBudget" => Some(k.clone()),
+                _ => WorkloadRef::parse(k)
+                    .filter(|w| w.kind == kind)
+                    .map(|w| format!("{}/{}", w.namespace, w.name)),
+            })
+            .collect();
+        let wanted = format!("{namespace}/{}", delete.name.value);
+        checker.error(
+            delete.name.at,
+            format!(
+                "the drill has no {kind} `{wanted}` at this step{}; expected one it deploys \
+                 or an earlier `apply` created, and no earlier `delete` removed ({})",
+                did_you_mean(&wanted, known.iter().map(String::as_str)),
+                if known.is_empty() {
+                    format!("it has no {kind}")
+                } else {
+                    format!("it has {}", known.join(", "))
+                }
+            ),
+        );
+        None
+    }
+
     /// A budget step's budget is one of the drill's (the shape of the name
     /// is checked with the step).
     fn pdb(&self, name: &Located<String>, checker: &mut Checker<'_>) {
@@ -1310,6 +1636,7 @@ impl<'t> References<'t> {
         );
     }
 
+    /// A workload named `namespace/Kind/name` that the drill deploys.
     fn workload(&self, workload: &Located<String>, checker: &mut Checker<'_>) {
         let parts: Vec<&str> = workload.split('/').collect();
         if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {

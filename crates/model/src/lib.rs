@@ -31,6 +31,7 @@ pub mod name_pattern;
 pub mod object_rules;
 pub mod pod_spec_rules;
 pub mod policy_guard;
+pub mod priority_class_rules;
 pub mod rng;
 pub mod scenario;
 pub mod snapshot;

@@ -313,6 +313,9 @@ pub fn object_field_problems(object: &Value) -> Vec<FieldProblem> {
             label_selector(object, "/spec/selector", &what, &mut problems);
         }
         "PodDisruptionBudget" => pdb(object, &what, &mut problems),
+        "PriorityClass" => {
+            crate::priority_class_rules::class_problems(object, &what, &mut problems);
+        }
         _ => {}
     }
     if kind == "PersistentVolumeClaim" {
@@ -505,7 +508,7 @@ fn names(object: &Value, kind: &str, what: &str, problems: &mut Vec<FieldProblem
 
 pub(crate) const DNS1123_LABEL: &str = "at most 63 lowercase letters, digits and `-`, starting and ending with a letter or digit (RFC 1123 label)";
 const DNS1035_LABEL: &str = "at most 63 lowercase letters, digits and `-`, starting with a letter and ending with a letter or digit (RFC 1035 label)";
-const DNS1123_SUBDOMAIN: &str = "at most 253 characters of lowercase letters, digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit (RFC 1123 subdomain)";
+pub(crate) const DNS1123_SUBDOMAIN: &str = "at most 253 characters of lowercase letters, digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit (RFC 1123 subdomain)";
 
 pub(crate) fn is_dns1123_label(value: &str) -> bool {
     let bytes = value.as_bytes();
@@ -521,7 +524,7 @@ fn is_dns1035_label(value: &str) -> bool {
     is_dns1123_label(value) && value.as_bytes()[0].is_ascii_lowercase()
 }
 
-fn is_dns1123_subdomain(value: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(value: &str) -> bool {
     value.len() <= 253 && value.split('.').all(is_dns1123_label)
 }
 

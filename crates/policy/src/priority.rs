@@ -22,11 +22,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
-/// `scheduling.SystemCriticalPriority`: the value of
-/// `system-cluster-critical`.
-pub const SYSTEM_CLUSTER_CRITICAL: i32 = 2_000_000_000;
-/// `system-node-critical`: 1000 above [`SYSTEM_CLUSTER_CRITICAL`].
-pub const SYSTEM_NODE_CRITICAL: i32 = SYSTEM_CLUSTER_CRITICAL + 1000;
+pub use drillbench_model::priority_class_rules::{SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL};
 
 /// `preemptionPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -17,7 +17,7 @@ use drillbench_model::duration::Duration;
 use drillbench_model::k8s::disruption::{Budget, PdbSelector};
 use drillbench_model::manifest::Document;
 use drillbench_model::scenario::spec::GuardSpec;
-use drillbench_model::scenario::step::{NodeChange, PdbBound, PdbChange};
+use drillbench_model::scenario::step::{NodeChange, ObjectKey, PdbBound, PdbChange};
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::EventKind;
 
@@ -43,6 +43,15 @@ pub enum Applied {
     Created,
     /// An existing object changed.
     Updated,
+}
+
+/// What an apply does with an object of a kind the simulator does not model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unmodelled {
+    /// Refuse it (the API façade: the client learns it was not applied).
+    Refuse,
+    /// List it as not simulated (a drill's step, as its own objects are).
+    Record,
 }
 
 /// How a deletion treats the objects a workload owns.
@@ -277,11 +286,14 @@ impl Simulation {
         self.settle();
     }
 
+    /// A deletion's `gracePeriodSeconds` shorter than the pod's own: the
+    /// pod terminates that much sooner. A longer one is not modelled (the
+    /// pod's own termination is already queued).
     pub(super) fn apply_grace(&mut self, pod: PodId, grace: Option<Duration>) {
         match grace {
             Some(g) if g == Duration::ZERO => self.pod_gone(pod),
-            Some(g) if g < self.engine.timings().termination_grace => {
-                // The default termination is still queued; whichever comes
+            Some(g) if g < self.grace_of(pod) => {
+                // The pod's own termination is still queued; whichever comes
                 // first removes the pod and the other finds it gone.
                 let at = after(self.now(), g);
                 self.schedule(at, Action::PodTerminated(pod));
@@ -319,6 +331,8 @@ impl Simulation {
         // deleted controller is inert whatever marks it dirty later.
         self.world.workload_mut(w).kind = WorkloadKind::Pod;
         self.world.workload_mut(w).replicas = 0;
+        // A deleted CronJob's schedule fires no more.
+        self.world.workload_mut(w).cron = None;
         let pods = self.world.workload(w).pods.clone();
         for pod in pods {
             match propagation {
@@ -348,6 +362,58 @@ impl Simulation {
             column: 1,
             value,
         };
+        // Refused, an unmodelled kind is an error, never `None`.
+        self.apply_document(document, guards, Unmodelled::Refuse)
+            .map(|applied| applied.unwrap_or(Applied::Created))
+    }
+
+    /// A drill's `apply` step: the file's objects applied in its order, as
+    /// through the API, admitted by the drill's guards; an object of a kind
+    /// the simulator does not model is listed as not simulated, as the
+    /// drill's own are, not refused.
+    pub fn apply_documents(
+        &mut self,
+        documents: &[Document],
+        guards: &[GuardSpec],
+    ) -> Result<(), ApiOpError> {
+        for document in documents {
+            self.apply_document(document.clone(), guards, Unmodelled::Record)?;
+        }
+        Ok(())
+    }
+
+    /// A drill's `delete` step: a workload or bare pod is deleted with its
+    /// pods (background propagation, each pod with its grace period), a
+    /// budget is removed and evictions are no longer judged by it.
+    pub fn delete_object(&mut self, object: &ObjectKey) -> Result<(), ApiOpError> {
+        let not_found = || {
+            ApiOpError::NotFound(format!(
+                "no {} `{}/{}`",
+                object.kind, object.namespace, object.name
+            ))
+        };
+        if object.kind == "PodDisruptionBudget" {
+            let index = self
+                .pdb_index(&object.namespace, &object.name)
+                .ok_or_else(not_found)?;
+            self.delete_pdb(index);
+            self.react();
+            return Ok(());
+        }
+        let key = WorkloadRef::new(&object.namespace, &object.kind, &object.name).to_string();
+        let w = self.workload_id(&key).ok_or_else(not_found)?;
+        self.delete_workload(w, Propagation::Cascade);
+        Ok(())
+    }
+
+    /// Applies one object; `None` when its kind is not modelled and
+    /// `unmodelled` says to record it.
+    fn apply_document(
+        &mut self,
+        document: Document,
+        guards: &[GuardSpec],
+        unmodelled: Unmodelled,
+    ) -> Result<Option<Applied>, ApiOpError> {
         let kind = document.kind().unwrap_or_default().to_owned();
         let name = document.name().unwrap_or_default().to_owned();
         if name.is_empty() {
@@ -375,6 +441,10 @@ impl Simulation {
         .map_err(|e| ApiOpError::Invalid(e.to_string()))?;
         self.priority_classes = loaded.priority_classes.clone();
         if let Some(not) = loaded.not_simulated.first() {
+            if unmodelled == Unmodelled::Record {
+                self.obs.not_simulated.extend(loaded.not_simulated);
+                return Ok(None);
+            }
             return Err(ApiOpError::Invalid(format!(
                 "the simulator does not model {} objects",
                 not.kind
@@ -437,11 +507,11 @@ impl Simulation {
         self.obs.not_simulated = not_simulated;
         self.refresh_pdb_status();
         self.react();
-        Ok(if updated {
+        Ok(Some(if updated {
             Applied::Updated
         } else {
             Applied::Created
-        })
+        }))
     }
 
     /// The budget of that namespace and name.

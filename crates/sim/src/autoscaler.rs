@@ -361,9 +361,22 @@ impl Simulation {
             return;
         }
         let pods = self.world.movable_pods(node);
+        let flag = self.topology.autoscaler.max_graceful_termination_sec;
         let refused = drain::evict_until_refused(pods, |pod| {
             Ok::<_, std::convert::Infallible>(match self.evict(pod) {
-                Ok(()) => Evicted::Accepted,
+                Ok(()) => {
+                    // Each eviction asks for the pod's grace capped at
+                    // `--max-graceful-termination-sec`.
+                    let written = self
+                        .world
+                        .pod(pod)
+                        .template
+                        .spec
+                        .termination_grace_period_seconds;
+                    let grace = drain::autoscaler_grace(written, flag);
+                    self.apply_grace(pod, Some(grace));
+                    Evicted::Accepted
+                }
                 Err(refusal) => Evicted::Refused(refusal),
             })
         });

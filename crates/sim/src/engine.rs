@@ -19,8 +19,6 @@ pub struct Timings {
     pub cloud_node_deletion: Duration,
     /// Pod GC deletes pods bound to a deleted node after this quarantine.
     pub pod_gc_quarantine: Duration,
-    /// `terminationGracePeriodSeconds` default.
-    pub termination_grace: Duration,
     /// How long a drain waits between refused evictions.
     pub eviction_retry: Duration,
     /// How long a replacement control plane takes to boot and join.
@@ -35,7 +33,6 @@ impl Default for Timings {
             node_monitor_grace: Duration::from_secs(50),
             cloud_node_deletion: Duration::from_secs(5),
             pod_gc_quarantine: Duration::from_secs(40),
-            termination_grace: Duration::from_secs(30),
             eviction_retry: drillbench_policy::drain::EVICTION_RETRY,
             control_plane_boot: (Duration::from_mins(3), Duration::from_mins(5)),
             learner_catch_up: (Duration::from_secs(20), Duration::from_secs(60)),

@@ -12,6 +12,7 @@ use super::world::{
     ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, SimPod, WorkloadId, WorkloadKind,
 };
 use super::{Action, Simulation, claim_ref};
+use drillbench_model::duration::Duration;
 use drillbench_model::scenario::spec::BindingMode;
 use drillbench_observe::{EventKind, Placement};
 
@@ -295,6 +296,18 @@ impl Simulation {
         }
     }
 
+    /// The grace period the pod terminates in when deleted without an
+    /// override: its own `terminationGracePeriodSeconds`, 30 s unset.
+    pub(super) fn grace_of(&self, pod: PodId) -> Duration {
+        drillbench_policy::drain::pod_grace(
+            self.world
+                .pod(pod)
+                .template
+                .spec
+                .termination_grace_period_seconds,
+        )
+    }
+
     /// Deletes a pod: a pod on a healthy node terminates after its grace
     /// period; one on a lost node stays Terminating until its node is gone.
     pub(super) fn delete_pod(&mut self, pod: PodId) {
@@ -312,7 +325,7 @@ impl Simulation {
                 self.mark_owner_dirty(pod);
                 if self.world.node(node).server_up && self.world.node(node).phase != NodePhase::Gone
                 {
-                    let at = after(self.now(), self.engine.timings().termination_grace);
+                    let at = after(self.now(), self.grace_of(pod));
                     self.schedule(at, Action::PodTerminated(pod));
                 }
             }

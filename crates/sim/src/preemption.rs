@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use super::Simulation;
 use super::state::World;
 use super::world::{NodeId, PodId, PodPhase};
-use drillbench_model::duration::Duration;
 use drillbench_observe::EventKind;
 use drillbench_policy::preemption::{Resident, Victims, pick_candidate, select_victims};
 
@@ -118,15 +117,8 @@ impl Simulation {
                 Some(node),
                 &format!("preempted by {preemptor} on node {node_name}"),
             );
-            let grace = self
-                .world
-                .pod(victim)
-                .template
-                .spec
-                .termination_grace_period_seconds
-                .map(|s| Duration::from_secs(s.max(0) as u64));
+            // Deleted with its own grace period (`DeleteOptions{}`).
             self.delete_pod(victim);
-            self.apply_grace(victim, grace);
         }
         true
     }

@@ -34,7 +34,8 @@ pub fn decide(run_label: Option<&str>, context: &str, allowed: Option<&str>) -> 
 }
 
 /// The steps of a drill that change the cluster (faults, scaling,
-/// rollouts, node steps, evictions, budget changes), by label; a read-only cluster refuses a drill that has any.
+/// rollouts, node steps, evictions, budget changes, applies, deletions),
+/// by label; a read-only cluster refuses a drill that has any.
 pub fn changing_steps(drill: &Drill) -> Vec<String> {
     drill
         .steps
@@ -48,6 +49,8 @@ pub fn changing_steps(drill: &Drill) -> Vec<String> {
                 Action::Node { change, .. } => change.to_string(),
                 Action::Evict(_) => "an eviction".to_owned(),
                 Action::Pdb(change) => change.to_string(),
+                Action::Apply(manifest) => manifest.to_string(),
+                Action::Delete(object) => object.to_string(),
                 Action::Scale(_) => "scaling".to_owned(),
                 Action::Preflight(_) | Action::Sleep(_) | Action::WaitUntil { .. } => {
                     "a change".to_owned()
@@ -106,5 +109,41 @@ mod tests {
         let steps = changing_steps(&drill);
         assert_eq!(steps.len(), 2, "{steps:?}");
         assert!(steps[0].contains("prod-worker-1 loses power"));
+    }
+
+    // A read-only cluster refuses a drill that applies or deletes objects;
+    // the waits around them change nothing.
+    #[test]
+    fn apply_and_delete_steps_change_the_cluster() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("extra.yaml"),
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: extra}\n\
+             spec: {minAvailable: 1, selector: {matchLabels: {app: extra}}}\n",
+        )
+        .expect("write");
+        let text = "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: x}
+cluster:
+  pools: [{name: workers, count: 1, serverType: cx43}]
+steps:
+  - wait: {for: 1m}
+  - apply: {path: extra.yaml}
+  - delete: {kind: PodDisruptionBudget, name: extra}
+assertions: [{name: quorum, quorum: {}}]
+";
+        let drill = Drill::from_source(drillbench_model::scenario::SourceFile::new(
+            dir.path().join("drill.yaml"),
+            text.to_owned(),
+        ))
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        assert_eq!(
+            changing_steps(&drill),
+            [
+                "`step 2` (apply extra.yaml)",
+                "`step 3` (delete PodDisruptionBudget default/extra)"
+            ]
+        );
     }
 }

@@ -10,8 +10,9 @@ use super::probe::etcd_ref;
 use super::sync::Drainer;
 use super::{FIELD_MANAGER, KubeBackend, KubeError, dry_run, requests};
 use crate::{Backend, BackendError, Capabilities, DryRunAnswer, Eviction};
+use drillbench_model::drill::Drill;
 use drillbench_model::duration::Duration;
-use drillbench_model::scenario::step::{NodeChange, PdbChange};
+use drillbench_model::scenario::step::{ApplyManifest, NodeChange, ObjectKey, PdbChange};
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::{Event, EventKind, ObjectRef, Observation, Time};
 use drillbench_policy::drain::EVICTION_RETRY;
@@ -258,6 +259,35 @@ impl Backend for KubeBackend {
         Ok(self.restore_namespace_with_velero(namespace, schedule)?)
     }
 
+    fn apply_manifest(
+        &mut self,
+        drill: &Drill,
+        manifest: &ApplyManifest,
+    ) -> Result<(), BackendError> {
+        let documents: Vec<&_> = manifest.documents.iter().collect();
+        self.apply_documents(drill, &documents)?;
+        self.sync()?;
+        Ok(())
+    }
+
+    fn delete_object(&mut self, object: &ObjectKey) -> Result<(), BackendError> {
+        let deleted = self
+            .runtime
+            .block_on(requests::delete_object(&self.client, object))
+            .map_err(|source| KubeError::Api {
+                what: object.to_string(),
+                source,
+            })?;
+        if !deleted {
+            return Err(BackendError::NotFound(format!(
+                "no {} `{}/{}`",
+                object.kind, object.namespace, object.name
+            )));
+        }
+        self.sync()?;
+        Ok(())
+    }
+
     fn change_pdb(&mut self, change: &PdbChange) -> Result<(), BackendError> {
         self.runtime
             .block_on(requests::change_pdb(&self.client, change))
@@ -311,7 +341,7 @@ impl Backend for KubeBackend {
         let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
         let outcome = self
             .runtime
-            .block_on(requests::evict(&self.client, namespace, name))
+            .block_on(requests::evict(&self.client, namespace, name, None))
             .map_err(|source| KubeError::Api {
                 what: format!("evict pod {key}"),
                 source,

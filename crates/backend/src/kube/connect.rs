@@ -14,6 +14,7 @@ use crate::bench_api::BenchApi;
 use crate::machines::Machines;
 use crate::{BackendError, Capabilities};
 use drillbench_model::drill::Drill;
+use drillbench_model::manifest::Document;
 use drillbench_model::rng::SeededRng;
 use drillbench_observe::ObjectRef;
 
@@ -143,17 +144,30 @@ impl KubeBackend {
     /// The objects a `fromCluster` drill read from the cluster are the
     /// platform's, already there: they are never applied.
     fn apply_workloads(&mut self, drill: &Drill) -> Result<(), KubeError> {
+        let documents: Vec<&Document> = drill
+            .workloads
+            .iter()
+            .filter(|d| !drill.is_cluster_object(d))
+            .collect();
+        self.apply_documents(drill, &documents)
+    }
+
+    /// Server-side applies objects in order, labelled with the run and,
+    /// where the bench admits for the cluster, through the drill's guards
+    /// first (a refused one never reaches the cluster); a kind the cluster
+    /// does not serve is recorded as not simulated.
+    pub(super) fn apply_documents(
+        &mut self,
+        drill: &Drill,
+        documents: &[&Document],
+    ) -> Result<(), KubeError> {
         let client = self.client.clone();
         let run = self.options.run_id.clone();
         let admit_guards = self.options.admit_guards;
         let mut not_served = Vec::new();
         let mut decisions = Vec::new();
         self.runtime.block_on(async {
-            for doc in drill
-                .workloads
-                .iter()
-                .filter(|d| !drill.is_cluster_object(d))
-            {
+            for doc in documents {
                 let mut value = doc.value.clone();
                 if admit_guards {
                     let verdicts = admission::admit_object(drill, &mut value);

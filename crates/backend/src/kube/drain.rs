@@ -137,6 +137,7 @@ mod tests {
                 .map(|name| PodOnNode {
                     namespace: "apps".to_owned(),
                     name: name.clone(),
+                    termination_grace_seconds: None,
                 })
                 .collect()
         }
@@ -227,6 +228,7 @@ mod tests {
                 vec![PodOnNode {
                     namespace: "a".to_owned(),
                     name: "p".to_owned(),
+                    termination_grace_seconds: None,
                 }]
             }
             fn terminating(&self, _: &PodOnNode) -> bool {

@@ -5,12 +5,12 @@
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use super::drain::Evicted;
 use drillbench_model::labels::RUN_LABEL;
-use drillbench_model::scenario::step::{NodeChange, PdbChange};
+use drillbench_model::scenario::step::{NodeChange, ObjectKey, PdbChange};
 
 /// Labels a manifest with the run it belongs to.
 pub(super) fn label_with_run(value: &mut Value, run: &str) {
@@ -115,6 +115,27 @@ pub(super) async fn change_pdb(
     .map(|_| ())
 }
 
+/// Deletes one object by kind, namespace and name with background
+/// propagation (`kubectl delete`'s default): a workload's pods go after
+/// it, each with its grace period. `false` when it was already gone.
+pub(super) async fn delete_object(
+    client: &kube::Client,
+    object: &ObjectKey,
+) -> Result<bool, kube::Error> {
+    use kube::api::{DynamicObject, GroupVersionKind};
+    let api_version = object.api_version().unwrap_or("v1");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, &object.kind);
+    let (resource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &object.namespace, &resource);
+    match api.delete(&object.name, &DeleteParams::background()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
 /// Sets the image of a Deployment's containers (only `container`, when
 /// given), as `kubectl set image` does; `false` when it has no such
 /// container.
@@ -177,15 +198,31 @@ pub(super) async fn scale(
     }
 }
 
-/// Evicts a pod through the Eviction API: a 429 is a refusal (a budget
-/// allows no disruption), a 404 a pod already gone.
+/// Evicts a pod through the Eviction API, with the eviction's
+/// `deleteOptions.gracePeriodSeconds` when `grace` is given (the pod's own
+/// otherwise): a 429 is a refusal (a budget allows no disruption), a 404 a
+/// pod already gone.
 pub(super) async fn evict(
     client: &kube::Client,
     namespace: &str,
     name: &str,
+    grace: Option<drillbench_model::duration::Duration>,
 ) -> Result<Evicted, kube::Error> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    match api.evict(name, &EvictParams::default()).await {
+    // The policy/v1 Eviction written out: kube-rs's `EvictParams` sends its
+    // delete options as `delete_options`, a field the API server ignores.
+    let mut eviction = json!({
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+    });
+    if let Some(grace) = grace {
+        eviction["deleteOptions"] = json!({"gracePeriodSeconds": grace.as_millis() / 1_000});
+    }
+    let answer: Result<Value, kube::Error> = api
+        .create_subresource("eviction", name, &PostParams::default(), &eviction)
+        .await;
+    match answer {
         Ok(_) => Ok(Evicted::Accepted),
         Err(kube::Error::Api(s)) if s.code == 429 => Ok(Evicted::Refused(s.message)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Evicted::Gone),
@@ -318,27 +355,54 @@ mod tests {
             first
         });
         assert_eq!(
-            evict(&client, "apps", "db-0").await.expect("accepted"),
+            evict(&client, "apps", "db-0", None)
+                .await
+                .expect("accepted"),
             Evicted::Accepted
         );
         assert_eq!(
-            evict(&client, "apps", "db-0").await.expect("refused"),
+            evict(&client, "apps", "db-0", None).await.expect("refused"),
             Evicted::Refused(
                 "Cannot evict pod as it would violate the pod's disruption budget.".to_owned()
             )
         );
         assert_eq!(
-            evict(&client, "apps", "db-0").await.expect("gone"),
+            evict(&client, "apps", "db-0", None).await.expect("gone"),
             Evicted::Gone
         );
         assert!(
-            evict(&client, "apps", "db-0").await.is_err(),
+            evict(&client, "apps", "db-0", None).await.is_err(),
             "a failure is an error"
         );
         let (method, uri, _, body) = server.await.expect("server");
         assert_eq!(method, "POST");
         assert_eq!(uri, "/api/v1/namespaces/apps/pods/db-0/eviction?");
         assert_eq!(body["metadata"]["name"], "db-0");
+        assert!(body.get("deleteOptions").is_none(), "the pod's own grace");
+    }
+
+    // cluster-autoscaler `evictPod`: the scale-down's Eviction carries
+    // `deleteOptions.gracePeriodSeconds`; the control (an operator's
+    // eviction) carries none, so the pod keeps its own.
+    #[tokio::test]
+    async fn an_eviction_with_a_grace_period_sends_it_in_its_delete_options() {
+        let (client, mut handle) = client();
+        let server = tokio::spawn(async move {
+            answer(
+                &mut handle,
+                ok(json!({"kind": "Status", "apiVersion": "v1", "status": "Success"})),
+            )
+            .await
+        });
+        let grace = drillbench_model::duration::Duration::from_secs(600);
+        assert_eq!(
+            evict(&client, "apps", "db-0", Some(grace))
+                .await
+                .expect("accepted"),
+            Evicted::Accepted
+        );
+        let (_, _, _, body) = server.await.expect("server");
+        assert_eq!(body["deleteOptions"]["gracePeriodSeconds"], 600);
     }
 
     #[tokio::test]

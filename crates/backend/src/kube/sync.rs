@@ -185,6 +185,10 @@ pub(super) fn node_ref(name: &str) -> ObjectRef {
 pub(super) struct Drainer<'a> {
     backend: &'a mut KubeBackend,
     evicted: BTreeSet<(String, String)>,
+    /// The autoscaler's `--max-graceful-termination-sec`, when it is the
+    /// autoscaler draining: each eviction asks for the pod's grace capped
+    /// at it. An operator's drain leaves each pod its own.
+    grace_cap: Option<u32>,
 }
 
 impl<'a> Drainer<'a> {
@@ -192,6 +196,18 @@ impl<'a> Drainer<'a> {
         Drainer {
             backend,
             evicted: BTreeSet::new(),
+            grace_cap: None,
+        }
+    }
+
+    /// The cluster autoscaler's scale-down drain.
+    pub(super) fn for_autoscaler(
+        backend: &'a mut KubeBackend,
+        max_graceful_termination_sec: u32,
+    ) -> Self {
+        Drainer {
+            grace_cap: Some(max_graceful_termination_sec),
+            ..Drainer::new(backend)
         }
     }
 }
@@ -224,6 +240,9 @@ impl DrainOps for Drainer<'_> {
                 &self.backend.client,
                 &pod.namespace,
                 &pod.name,
+                self.grace_cap.map(|cap| {
+                    drillbench_policy::drain::autoscaler_grace(pod.termination_grace_seconds, cap)
+                }),
             ))
             .map_err(|source| KubeError::Api {
                 what: format!("evict pod {}/{}", pod.namespace, pod.name),
@@ -333,7 +352,8 @@ impl KubeBackend {
                     );
                     self.sync()?;
                     let pods = self.observer.pods_to_evict(&node);
-                    let mut drainer = Drainer::new(self);
+                    let cap = scaler.max_graceful_termination_sec();
+                    let mut drainer = Drainer::for_autoscaler(self, cap);
                     let mut refused = None;
                     for pod in &pods {
                         if let Evicted::Refused(why) = drainer.evict(pod)? {

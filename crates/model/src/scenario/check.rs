@@ -396,11 +396,14 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
                 format!(
                     "a step sets {set} actions; expected exactly one of preflight, fault, scale, \
                      rollout, wait, taint, untaint, cordon, uncordon, label, annotate, evict, \
-                     deleteNodeObject, pdb"
+                     deleteNodeObject, pdb, apply, delete"
                 ),
             );
         }
         check_node_step(step, checker);
+        if let Some(delete) = &step.delete {
+            check_delete_step(delete, checker);
+        }
         if let Some(pdb) = &step.pdb {
             check_pdb_step(pdb, step.at, checker);
         }
@@ -446,6 +449,49 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
         }
     }
     lowered
+}
+
+/// A delete step names a kind whose deletion is modelled, and a name and
+/// namespace the API server could hold (`ValidateObjectMeta`: a DNS-1123
+/// subdomain for these kinds' names, a label for a namespace).
+fn check_delete_step(delete: &crate::scenario::spec::DeleteStep, checker: &mut Checker<'_>) {
+    use crate::scenario::step::DELETABLE_KINDS;
+    if !DELETABLE_KINDS.contains(&delete.kind.as_str()) {
+        checker.error(
+            delete.kind.at,
+            format!(
+                "a delete step cannot delete a `{}`{}; expected one of {}",
+                delete.kind.value,
+                crate::suggest::closest(&delete.kind.value, DELETABLE_KINDS)
+                    .map(|k| format!(" (did you mean `{k}`?)"))
+                    .unwrap_or_default(),
+                DELETABLE_KINDS.join(", ")
+            ),
+        );
+    }
+    use crate::manifest_rules::{
+        DNS1123_LABEL, DNS1123_SUBDOMAIN, is_dns1123_label, is_dns1123_subdomain,
+    };
+    if !is_dns1123_subdomain(&delete.name) {
+        checker.error(
+            delete.name.at,
+            format!(
+                "`{}` is not a valid object name; expected {DNS1123_SUBDOMAIN}",
+                delete.name.value
+            ),
+        );
+    }
+    if let Some(namespace) = &delete.namespace
+        && !is_dns1123_label(namespace)
+    {
+        checker.error(
+            namespace.at,
+            format!(
+                "`{}` is not a valid namespace name; expected {DNS1123_LABEL}",
+                namespace.value
+            ),
+        );
+    }
 }
 
 /// A budget step names `namespace/name` and sets exactly one bound, as

@@ -32,13 +32,13 @@ pub use cluster::{
 };
 pub use recovery::{DurationDistribution, RecoverySpec, RecoveryStep, Triangular};
 pub use steps::{
-    Condition, EvictStep, Fault, IntOrPercent, MetadataStep, NodeFault, NodeStep, PdbStep,
-    PoolFault, PoolSize, PreflightStep, RebuildFault, RestoreNamespaceFault, RolloutStep,
-    ScaleStep, StepSpec, TaintStep, Target, UntaintStep, UpgradeFault, WaitStep,
+    ApplyStep, Condition, DeleteStep, EvictStep, Fault, IntOrPercent, MetadataStep, NodeFault,
+    NodeStep, PdbStep, PoolFault, PoolSize, PreflightStep, RebuildFault, RestoreNamespaceFault,
+    RolloutStep, ScaleStep, StepSpec, TaintStep, Target, UntaintStep, UpgradeFault, WaitStep,
 };
 pub use workloads::{
     FromCluster, GuardAction, GuardEntry, GuardSpec, NodeOperator, NodeRequirement, PodMatch,
-    PolicyRef, Requirement, WorkloadSource,
+    PolicyRef, Requirement, SubstituteFrom, WorkloadSource,
 };
 
 /// The `apiVersion` every drill file declares.

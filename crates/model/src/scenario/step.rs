@@ -13,6 +13,7 @@ use super::spec::{
     StepSpec, TaintEffect, Target,
 };
 use crate::duration::Duration;
+use crate::manifest::Document;
 
 /// A validated step.
 #[derive(Debug, Clone)]
@@ -49,6 +50,72 @@ pub enum Action {
     Evict(EvictStep),
     /// Replace a disruption budget's bound.
     Pdb(PdbChange),
+    /// Apply a manifest file's objects, in the file's order.
+    Apply(ApplyManifest),
+    /// Delete one object of the drill.
+    Delete(ObjectKey),
+}
+
+/// A manifest file an `apply` step applies: the file as the drill names
+/// it, and its objects, read and checked when the drill is validated (so
+/// a run never meets a file that is missing or an object the API server
+/// would refuse).
+#[derive(Debug, Clone)]
+pub struct ApplyManifest {
+    /// As written in the drill, relative to its folder.
+    pub path: std::path::PathBuf,
+    /// Its objects, in the file's order; filled in by [`Drill`] loading.
+    ///
+    /// [`Drill`]: crate::drill::Drill
+    pub documents: Vec<Document>,
+}
+
+impl fmt::Display for ApplyManifest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "apply {}", self.path.display())
+    }
+}
+
+/// The kinds a `delete` step may delete: those whose deletion the
+/// simulator models (a controller and its pods, a bare pod, a budget).
+pub const DELETABLE_KINDS: [&str; 8] = [
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+    "Pod",
+    "PodDisruptionBudget",
+];
+
+/// One namespaced object, as a `delete` step names it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// One of [`DELETABLE_KINDS`].
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The `apiVersion` its kind is served at, for a request that must name
+    /// its resource; `None` for a kind a `delete` step cannot name.
+    pub fn api_version(&self) -> Option<&'static str> {
+        Some(match self.kind.as_str() {
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => "apps/v1",
+            "Job" | "CronJob" => "batch/v1",
+            "Pod" => "v1",
+            "PodDisruptionBudget" => "policy/v1",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "delete {} {}/{}", self.kind, self.namespace, self.name)
+    }
 }
 
 /// A disruption budget's new bound, as a merge patch of its spec writes it.
@@ -109,6 +176,8 @@ impl Action {
                 | Action::Node { .. }
                 | Action::Evict(_)
                 | Action::Pdb(_)
+                | Action::Apply(_)
+                | Action::Delete(_)
         )
     }
 }
@@ -227,6 +296,8 @@ impl StepSpec {
             evict,
             delete_node_object,
             pdb,
+            apply,
+            delete,
         } = self;
         [
             preflight.is_some(),
@@ -243,6 +314,8 @@ impl StepSpec {
             evict.is_some(),
             delete_node_object.is_some(),
             pdb.is_some(),
+            apply.is_some(),
+            delete.is_some(),
         ]
         .into_iter()
         .filter(|set| *set)
@@ -339,6 +412,23 @@ impl Step {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
                 bound,
+            })
+        } else if let Some(apply) = &spec.apply {
+            Action::Apply(ApplyManifest {
+                path: apply.path.value.clone(),
+                documents: Vec::new(),
+            })
+        } else if let Some(delete) = &spec.delete {
+            if !DELETABLE_KINDS.contains(&delete.kind.as_str()) {
+                return None;
+            }
+            Action::Delete(ObjectKey {
+                kind: delete.kind.value.clone(),
+                namespace: delete
+                    .namespace
+                    .as_ref()
+                    .map_or_else(|| "default".to_owned(), |n| n.value.clone()),
+                name: delete.name.value.clone(),
             })
         } else {
             let wait = spec.wait.as_ref()?;
@@ -478,6 +568,33 @@ mod tests {
         assert!(Step::lower(&both, 0).is_none());
         assert!(Step::lower(&spec("pdb: {name: apps/web}\n"), 0).is_none());
         assert!(Step::lower(&spec("pdb: {name: web, minAvailable: 1}\n"), 0).is_none());
+    }
+
+    #[test]
+    fn apply_and_delete_steps_lower_and_change_the_cluster() {
+        let apply = Step::lower(&spec("apply: {path: manifests/x.yaml}\n"), 0).expect("apply");
+        assert!(apply.action.changes_the_cluster());
+        let Action::Apply(manifest) = &apply.action else {
+            panic!("{:?}", apply.action)
+        };
+        assert_eq!(manifest.to_string(), "apply manifests/x.yaml");
+        // kubectl's default namespace when the step names none.
+        let delete =
+            Step::lower(&spec("delete: {kind: Deployment, name: web}\n"), 0).expect("delete");
+        assert!(delete.action.changes_the_cluster());
+        let Action::Delete(object) = &delete.action else {
+            panic!("{:?}", delete.action)
+        };
+        assert_eq!(object.to_string(), "delete Deployment default/web");
+        assert_eq!(object.api_version(), Some("apps/v1"));
+        let pdb = spec("delete: {kind: PodDisruptionBudget, namespace: apps, name: web}\n");
+        let Action::Delete(object) = Step::lower(&pdb, 0).expect("delete").action else {
+            panic!("not a delete")
+        };
+        assert_eq!(object.namespace, "apps");
+        assert_eq!(object.api_version(), Some("policy/v1"));
+        // Control: a kind whose deletion is not modelled does not lower.
+        assert!(Step::lower(&spec("delete: {kind: Service, name: web}\n"), 0).is_none());
     }
 
     #[test]

@@ -85,6 +85,12 @@ pub struct EmulatedAutoscaler {
 }
 
 impl EmulatedAutoscaler {
+    /// `--max-graceful-termination-sec`: what its drains cap each evicted
+    /// pod's grace period at.
+    pub fn max_graceful_termination_sec(&self) -> u32 {
+        self.topology.autoscaler.max_graceful_termination_sec
+    }
+
     /// The autoscaler of a drill's topology, its first scan one interval
     /// after `now`; `None` when no pool is autoscaled.
     pub fn new(topology: &Topology, seed: u64, now: Time) -> Option<Self> {

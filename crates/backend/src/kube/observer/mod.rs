@@ -439,11 +439,12 @@ impl Observer {
         self.pods
             .iter()
             .filter(|(_, p)| p.node.as_deref() == Some(node) && !p.daemon)
-            .map(|(key, _)| {
+            .map(|(key, p)| {
                 let (namespace, name) = key.split_once('/').unwrap_or(("", key));
                 PodOnNode {
                     namespace: namespace.to_owned(),
                     name: name.to_owned(),
+                    termination_grace_seconds: p.facts.termination_grace_seconds,
                 }
             })
             .collect()

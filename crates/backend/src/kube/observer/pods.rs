@@ -63,6 +63,8 @@ pub(in crate::kube) struct PodFacts {
     pub(in crate::kube) anti_affinity: Vec<AffinityTerm>,
     /// Its topology spread constraints (none when they do not compile).
     pub(in crate::kube) spread: Vec<SpreadConstraint>,
+    /// `terminationGracePeriodSeconds`, which a scale-down eviction caps.
+    pub(in crate::kube) termination_grace_seconds: Option<i64>,
 }
 
 /// A pod the bench may evict from a node.
@@ -70,6 +72,8 @@ pub(in crate::kube) struct PodFacts {
 pub struct PodOnNode {
     pub namespace: String,
     pub name: String,
+    /// Its `terminationGracePeriodSeconds`, if it sets one.
+    pub termination_grace_seconds: Option<i64>,
 }
 
 fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
@@ -94,6 +98,7 @@ fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
         affinity,
         anti_affinity,
         spread,
+        termination_grace_seconds: spec.termination_grace_period_seconds,
     }
 }
 

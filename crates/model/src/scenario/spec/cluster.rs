@@ -235,8 +235,11 @@ pub struct AutoscalerSpec {
     /// node (true).
     #[serde(default)]
     pub skip_nodes_with_system_pods: Option<bool>,
-    /// How long a scale-down waits for the evicted pods to terminate
-    /// before it deletes the node anyway, in seconds (600).
+    /// `--max-graceful-termination-sec`, in seconds (600): each scale-down
+    /// eviction gives its pod at most this grace period (its own
+    /// `terminationGracePeriodSeconds` when shorter), and a removal whose
+    /// pods are still terminating this long (plus 30 s) after their
+    /// evictions fails.
     #[serde(default)]
     pub max_graceful_termination_sec: Option<Located<u32>>,
     /// Whether DaemonSet pods are left out of a node's utilisation (false).

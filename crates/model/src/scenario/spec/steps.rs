@@ -71,6 +71,40 @@ pub struct StepSpec {
     /// the disruption controller judges later evictions by the new budget.
     #[serde(default)]
     pub pdb: Option<PdbStep>,
+    /// Apply a manifest file at this instant (`kubectl apply --server-side
+    /// -f FILE`): its objects are created, or a workload of the drill
+    /// changes its replicas, and controllers and the scheduler react.
+    #[serde(default)]
+    pub apply: Option<ApplyStep>,
+    /// Delete one object of the drill (`kubectl delete KIND NAME -n NS`):
+    /// a workload's pods go with it (background propagation), each with its
+    /// termination grace period.
+    #[serde(default)]
+    pub delete: Option<DeleteStep>,
+}
+
+/// A manifest file applied mid-drill.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApplyStep {
+    /// A file of Kubernetes YAML (multi-document, as `kustomize build`
+    /// prints it), relative to the drill file, as under `workloads:`.
+    pub path: Located<std::path::PathBuf>,
+}
+
+/// One object deleted mid-drill, named as `kubectl delete` names it.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteStep {
+    /// The object's kind: `Deployment`, `StatefulSet`, `DaemonSet`,
+    /// `ReplicaSet`, `Job`, `CronJob`, `Pod` or `PodDisruptionBudget`.
+    pub kind: Located<String>,
+    /// Its namespace; `default` when unset, as `kubectl` takes it.
+    #[serde(default)]
+    pub namespace: Option<Located<String>>,
+    /// Its name: an object the drill deploys, or one an earlier `apply`
+    /// step created.
+    pub name: Located<String>,
 }
 
 /// A disruption budget's new bound. Exactly one of `minAvailable` and
