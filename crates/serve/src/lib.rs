@@ -153,6 +153,13 @@ impl Server {
             return Err(ServeError::Speed(speed));
         }
         let door = Door::open(options.listen, options.kubeconfig_out.as_deref())?;
+        // The built-in kinds' OpenAPI documents are built beside the
+        // simulation's start rather than on its thread at the first
+        // `kubectl explain`; a server that cannot spare the thread builds
+        // them when first asked.
+        let _ = std::thread::Builder::new()
+            .name("bench-openapi".to_owned())
+            .spawn(openapi::warm);
         let (commands, inbox) = std_mpsc::channel();
         // The simulation is not `Send` (it shares templates through `Rc`),
         // so it is built on the thread that owns it; the drill is sent.

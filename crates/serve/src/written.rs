@@ -51,6 +51,10 @@ pub(super) struct Written {
     /// the API server increments it on every spec change and never on a
     /// status change. Absent means 1, a workload as created.
     generations: BTreeMap<Key, i64>,
+    /// How many times a CustomResourceDefinition was stored or removed:
+    /// what the served types are built from changes only then, so what is
+    /// derived from them (the OpenAPI documents) is kept until it moves.
+    definition_changes: u64,
 }
 
 impl Written {
@@ -96,6 +100,7 @@ impl Written {
 
     /// Keeps a manifest of a [`DECLARED_KINDS`] kind as served.
     pub(super) fn declare(&mut self, key: Key, object: Value) {
+        self.note_definition_change(&key);
         self.declared.insert(key, object);
     }
 
@@ -105,7 +110,23 @@ impl Written {
 
     /// Removes a declared object, returning what it was.
     pub(super) fn undeclare(&mut self, key: &Key) -> Option<Value> {
-        self.declared.remove(key)
+        let removed = self.declared.remove(key);
+        if removed.is_some() {
+            self.note_definition_change(key);
+        }
+        removed
+    }
+
+    fn note_definition_change(&mut self, key: &Key) {
+        if key.0 == super::crds::CRD_KIND {
+            self.definition_changes += 1;
+        }
+    }
+
+    /// Changes with every CustomResourceDefinition stored or removed, and
+    /// only then (see `definition_changes`).
+    pub(super) fn definition_changes(&self) -> u64 {
+        self.definition_changes
     }
 
     /// The keys of the declared objects in a namespace, in order.
