@@ -72,6 +72,7 @@ mod serve_kubectl_auth_leases;
 mod serve_kubectl_crds;
 mod serve_kubectl_declared;
 mod serve_kubectl_dry_run;
+mod serve_kubectl_endpoints;
 mod serve_kubectl_events;
 mod serve_kubectl_replicasets;
 mod serve_kubectl_status;

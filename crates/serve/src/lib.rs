@@ -23,6 +23,7 @@ mod control;
 mod crd_schema;
 mod crds;
 mod discovery;
+mod endpoint_slices;
 mod events;
 mod frozen;
 mod history;

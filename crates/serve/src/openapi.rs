@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 use k8s_openapi::api::{
-    apps, authorization, batch, coordination, core, policy, scheduling, storage,
+    apps, authorization, batch, coordination, core, discovery, policy, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -68,6 +68,7 @@ fn add_kind(generator: &mut SchemaGenerator, kind: &str) -> Option<String> {
         "VolumeAttachment" => add::<storage::v1::VolumeAttachment>(g),
         "Lease" => add::<coordination::v1::Lease>(g),
         "PriorityClass" => add::<scheduling::v1::PriorityClass>(g),
+        "EndpointSlice" => add::<discovery::v1::EndpointSlice>(g),
         "CustomResourceDefinition" => add::<CustomResourceDefinition>(g),
         "SelfSubjectAccessReview" => add::<authorization::v1::SelfSubjectAccessReview>(g),
         "SelfSubjectRulesReview" => add::<authorization::v1::SelfSubjectRulesReview>(g),
@@ -482,8 +483,12 @@ mod tests {
         let mut documents = Documents::default();
         let mut written = Written::default();
         let path = "apis/stable.example.com/v1";
-        let apps = documents.group_version(&written, "apis/apps/v1").expect("apps/v1");
-        let again = documents.group_version(&written, "apis/apps/v1").expect("apps/v1");
+        let apps = documents
+            .group_version(&written, "apis/apps/v1")
+            .expect("apps/v1");
+        let again = documents
+            .group_version(&written, "apis/apps/v1")
+            .expect("apps/v1");
         assert_eq!(apps.as_ptr(), again.as_ptr(), "the same bytes, not rebuilt");
         let index = documents.index(&written);
         assert_eq!(index.as_ptr(), documents.index(&written).as_ptr());
@@ -503,7 +508,10 @@ mod tests {
         assert!(String::from_utf8_lossy(&served).contains("com.example.stable.v1.CronTab"));
         assert_eq!(
             served.as_ptr(),
-            documents.group_version(&written, path).expect("served").as_ptr()
+            documents
+                .group_version(&written, path)
+                .expect("served")
+                .as_ptr()
         );
         assert!(String::from_utf8_lossy(&documents.index(&written)).contains(path));
 

@@ -278,6 +278,18 @@ pub const RESOURCES: &[Resource] = &[
         &["status"],
         true,
     ),
+    // Read-only: the EndpointSlice controller's, derived from the Services
+    // and the pods they select (`super::endpoint_slices`).
+    res(
+        "discovery.k8s.io",
+        "endpointslices",
+        "endpointslice",
+        "EndpointSlice",
+        true,
+        &[],
+        &[],
+        false,
+    ),
     res(
         "scheduling.k8s.io",
         "priorityclasses",
@@ -356,6 +368,7 @@ pub const GROUPS: &[&str] = &[
     "scheduling.k8s.io",
     "authorization.k8s.io",
     "apiextensions.k8s.io",
+    "discovery.k8s.io",
 ];
 
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {

@@ -173,9 +173,7 @@ impl Facade {
                 group,
                 version,
             )),
-            ["openapi", "v3"] => Ok(json_bytes(
-                self.documents.index(&self.cluster.written),
-            )),
+            ["openapi", "v3"] => Ok(json_bytes(self.documents.index(&self.cluster.written))),
             ["openapi", "v3", rest @ ..] => self
                 .documents
                 .group_version(&self.cluster.written, &rest.join("/"))

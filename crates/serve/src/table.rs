@@ -93,6 +93,14 @@ pub(crate) fn columns(kind: &str) -> Vec<Value> {
             age,
         ],
         "Namespace" => vec![name, column("Status", "string", 0, ""), age],
+        // kubectl's EndpointSlice printer (`printEndpointSlice`).
+        "EndpointSlice" => vec![
+            name,
+            column("AddressType", "string", 0, ""),
+            column("Ports", "string", 0, ""),
+            column("Endpoints", "string", 0, ""),
+            age,
+        ],
         // kubectl's event printer (`printEvent`): the wide columns at
         // priority 1.
         "Event" => vec![
@@ -115,6 +123,20 @@ fn text(object: &Value, pointer: &str) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => "<none>".to_owned(),
         Some(other) => other.to_string(),
+    }
+}
+
+/// kubectl's `listWithMoreString`: the first three, `+ N more...` for
+/// the rest, `<unset>` for none.
+fn first_three(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        return "<unset>".to_owned();
+    }
+    let shown = items[..items.len().min(3)].join(",");
+    match items.len() {
+        n if n > 3 => format!("{shown} + {} more...", n - 3),
+        _ => shown,
     }
 }
 
@@ -267,6 +289,32 @@ pub(crate) fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
             json!(int(object, "/status/numberReady")),
             age,
         ],
+        "EndpointSlice" => {
+            let ports = object
+                .pointer("/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|p| match (p["port"].as_i64(), p["name"].as_str()) {
+                    (Some(port), _) => port.to_string(),
+                    (None, Some(name)) => name.to_owned(),
+                    (None, None) => "*".to_owned(),
+                });
+            let addresses = object
+                .pointer("/endpoints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(|e| e["addresses"].as_array().into_iter().flatten())
+                .map(|a| a.as_str().unwrap_or_default().to_owned());
+            vec![
+                name,
+                json!(text(object, "/addressType")),
+                json!(first_three(ports)),
+                json!(first_three(addresses)),
+                age,
+            ]
+        }
         "PodDisruptionBudget" => vec![
             name,
             json!(text(object, "/spec/minAvailable").replace("<none>", "N/A")),

@@ -162,11 +162,15 @@ pub(super) fn create(
                 cluster.apply_manifest(object.clone())?;
             }
             strip_rv_mut(&mut object);
+            let uid = crds::uid(cluster);
             if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert(
                     "creationTimestamp".to_owned(),
                     json!(stamp(cluster.sim.now() as i64)),
                 );
+                // The API server gives every object a uid; a Service's is
+                // what its EndpointSlices' owner reference names.
+                meta.insert("uid".to_owned(), json!(uid));
                 if !namespace.is_empty() {
                     meta.insert("namespace".to_owned(), json!(namespace));
                 }
