@@ -178,6 +178,12 @@ impl Cluster {
         &self.history
     }
 
+    /// The Events, to store one a client wrote (announced by
+    /// [`Cluster::api_change`] like any API edit).
+    pub(super) fn events_mut(&mut self) -> &mut Events {
+        &mut self.events
+    }
+
     pub(super) fn list_cache(&self) -> &ListCache {
         &self.list_cache
     }

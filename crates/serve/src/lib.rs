@@ -25,6 +25,7 @@ mod crds;
 mod discovery;
 mod endpoint_slices;
 mod events;
+mod events_v1;
 mod frozen;
 mod history;
 pub mod limits;
@@ -43,6 +44,7 @@ mod status;
 pub mod table;
 #[cfg(test)]
 mod testing;
+mod versions;
 mod watch;
 mod write;
 mod written;

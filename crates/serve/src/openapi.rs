@@ -45,8 +45,11 @@ fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
 
 /// The schema of a built-in kind the façade serves, added to the
 /// generator; its name, or `None` for a kind without one here.
-fn add_kind(generator: &mut SchemaGenerator, kind: &str) -> Option<String> {
+fn add_kind(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     let g = generator;
+    if (group, kind) == ("events.k8s.io", "Event") {
+        return Some(add::<k8s_openapi::api::events::v1::Event>(g));
+    }
     Some(match kind {
         "Namespace" => add::<core::v1::Namespace>(g),
         "Node" => add::<core::v1::Node>(g),
@@ -133,13 +136,13 @@ fn built_in_documents() -> BTreeMap<String, Value> {
         let mut generator = generator();
         let mut kinds = Vec::new();
         for r in RESOURCES.iter().filter(|r| r.group == group) {
-            if let Some(name) = add_kind(&mut generator, r.kind) {
+            if let Some(name) = add_kind(&mut generator, r.group, r.kind) {
                 kinds.push((name, r.kind));
             }
         }
         if group == "authorization.k8s.io" {
             for kind in ["SelfSubjectAccessReview", "SelfSubjectRulesReview"] {
-                if let Some(name) = add_kind(&mut generator, kind) {
+                if let Some(name) = add_kind(&mut generator, group, kind) {
                     kinds.push((name, kind));
                 }
             }

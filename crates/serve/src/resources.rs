@@ -126,8 +126,22 @@ pub const RESOURCES: &[Resource] = &[
         &["eviction", "status"],
         true,
     )),
-    // The timeline as the Events its components record (`super::events`).
-    res("", "events", "event", "Event", true, &["ev"], &[], false),
+    // The timeline as the Events its components record (`super::events`),
+    // and the Events clients write (`super::events_v1`).
+    res("", "events", "event", "Event", true, &["ev"], &[], true),
+    // The same Events through the newer API, converted
+    // (`super::events_v1`); their key is the core kind's, so both read and
+    // watch one store.
+    res(
+        "events.k8s.io",
+        "events",
+        "event",
+        "Event",
+        true,
+        &["ev"],
+        &[],
+        true,
+    ),
     // Plain stored objects: what a restore drill's marker writer writes
     // and a backup carries; the simulator gives them no behaviour.
     res(
@@ -390,6 +404,7 @@ pub const GROUPS: &[&str] = &[
     "authorization.k8s.io",
     "apiextensions.k8s.io",
     "discovery.k8s.io",
+    "events.k8s.io",
 ];
 
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
