@@ -3,7 +3,8 @@
 //! service` (kubectl 1.32 reads the slices labelled
 //! `kubernetes.io/service-name`, and lists the ready endpoints). The
 //! slices follow the pods the Service selects (`crates/serve/src/
-//! endpoint_slices.rs`): a pod being deleted stops being ready there.
+//! endpoint_slices.rs`): a pod being deleted stops being ready there. The
+//! legacy v1 Endpoints (`endpoints.rs`) follow the same pods.
 
 use crate::kubectl_support::*;
 
@@ -80,6 +81,22 @@ fn a_services_endpoint_slices_list_the_ready_pods_it_selects() {
         "{line}"
     );
 
+    // The legacy Endpoints of the same Service say the same.
+    let endpoints = |s: &Served| -> String {
+        s.ok(&[
+            "get",
+            "endpoints",
+            "api",
+            "-n",
+            "apps",
+            "-o",
+            "jsonpath={range .subsets[*].addresses[*]}{.targetRef.name}{\"\\n\"}{end}",
+        ])
+    };
+    assert_eq!(endpoints(&s).trim(), "api-00000\napi-00001");
+    let table = s.ok(&["get", "endpoints", "api", "-n", "apps"]);
+    assert!(table.contains(&format!("{first}:8080")), "{table}");
+
     // Control: a pod being deleted is terminating in its slice and no
     // longer ready, so describe leaves it out. (Serving follows the pod's
     // Ready condition, which the simulator drops as deletion starts.)
@@ -99,6 +116,11 @@ fn a_services_endpoint_slices_list_the_ready_pods_it_selects() {
     assert!(
         !line.contains(&first) && line.contains(&format!("{second}:8080")),
         "{line}"
+    );
+    assert_eq!(
+        endpoints(&s).trim(),
+        "api-00001",
+        "a terminating pod leaves"
     );
 }
 

@@ -32,17 +32,18 @@ use drillbench_sim::world::PodPhase;
 /// Derived kinds whose objects come and go with the state they show, so
 /// [`Cluster::sync`] announces their disappearance itself: no timeline
 /// event and no API call deletes a VolumeAttachment.
-const DERIVED_LIFETIMES: [&str; 5] = [
+const DERIVED_LIFETIMES: [&str; 6] = [
     "PersistentVolume",
     "VolumeAttachment",
     "Lease",
     "ReplicaSet",
     "EndpointSlice",
+    "Endpoints",
 ];
 
 /// Kinds whose state follows from other objects' events without one of
 /// their own, compared with their last announced state at every sync.
-const DERIVED_KINDS: [&str; 11] = [
+const DERIVED_KINDS: [&str; 12] = [
     // A node's kubelet renews its Lease every ten seconds while it is up
     // (the simulator's `LEASE_RENEW_INTERVAL_MS`): each renewal is a
     // change, so a watch of Leases sees heartbeats stop when a node is
@@ -59,9 +60,10 @@ const DERIVED_KINDS: [&str; 11] = [
     "DaemonSet",
     "Job",
     "PodDisruptionBudget",
-    // A Service's slices follow the pods it selects, so they come after
-    // every pod this sync announced (the workloads' included).
+    // A Service's slices and Endpoints follow the pods it selects, so they
+    // come after every pod this sync announced (the workloads' included).
     "EndpointSlice",
+    "Endpoints",
 ];
 
 /// Derived kinds that own pods.

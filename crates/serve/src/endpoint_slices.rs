@@ -138,7 +138,7 @@ pub(super) fn slices_for<'a>(
 
 /// Whether a Service's selector (`labels.Set(selector).AsSelector()`)
 /// matches a pod's labels: every pair present and equal.
-fn selects(selector: &Map<String, Value>, pod: &Value) -> bool {
+pub(super) fn selects(selector: &Map<String, Value>, pod: &Value) -> bool {
     let labels = pod.pointer("/metadata/labels").and_then(Value::as_object);
     selector
         .iter()
@@ -155,7 +155,7 @@ fn should_be_in_endpoints(pod: &Value) -> bool {
     pod_ips(pod).next().is_some()
 }
 
-fn pod_ips(pod: &Value) -> impl Iterator<Item = &str> {
+pub(super) fn pod_ips(pod: &Value) -> impl Iterator<Item = &str> {
     let listed: Vec<&str> = pod
         .pointer("/status/podIPs")
         .and_then(Value::as_array)
@@ -175,7 +175,7 @@ fn pod_ips(pod: &Value) -> impl Iterator<Item = &str> {
 /// The address types of a Service's slices (`getAddressTypesForService`):
 /// its `ipFamilies`, else the family of its ClusterIP; see the module's
 /// documentation for a Service with neither.
-fn address_types(service: &Value) -> Vec<&'static str> {
+pub(super) fn address_types(service: &Value) -> Vec<&'static str> {
     let families: Vec<&'static str> = service
         .pointer("/spec/ipFamilies")
         .and_then(Value::as_array)
@@ -250,7 +250,7 @@ fn endpoint(
 /// server defaults a Service's (`SetDefaults_Service`: protocol TCP,
 /// target port the port) and a container's (`SetDefaults_ContainerPort`:
 /// protocol TCP).
-fn endpoint_ports(service: &Value, pod: &Value) -> Vec<Value> {
+pub(super) fn endpoint_ports(service: &Value, pod: &Value) -> Vec<Value> {
     let ports = service
         .pointer("/spec/ports")
         .and_then(Value::as_array)
@@ -356,12 +356,12 @@ fn slice(
 
 /// A uid drawn from the slice's identity, in the shape of the
 /// simulator's uids.
-fn uid(seed: u64) -> String {
+pub(super) fn uid(seed: u64) -> String {
     format!("00000000-0000-4000-8e5a-{:012x}", seed & 0xffff_ffff_ffff)
 }
 
 /// FNV-1a, 64 bits: stable across runs and Rust releases.
-fn fnv1a(text: &str) -> u64 {
+pub(super) fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })

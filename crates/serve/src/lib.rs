@@ -24,6 +24,7 @@ mod crd_schema;
 mod crds;
 mod discovery;
 mod endpoint_slices;
+mod endpoints;
 mod events;
 mod events_v1;
 mod frozen;

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::endpoint_slices;
+use super::endpoints;
 use super::events::Events;
 use super::history::{History, Key, key_of, set_rv, text};
 use super::resources::{self, Resource};
@@ -105,6 +106,10 @@ impl Objects<'_> {
                     l.metadata.name.as_deref() == Some(name) && namespace == "kube-node-lease"
                 })
                 .map(to_json)?,
+            "Endpoints" => self
+                .endpoints_in(namespace)
+                .into_iter()
+                .find(|e| e.pointer("/metadata/name").and_then(Value::as_str) == Some(name))?,
             "EndpointSlice" => self
                 .endpoint_slices_in(namespace)
                 .into_iter()
@@ -224,7 +229,7 @@ impl Objects<'_> {
             "PersistentVolume" => sim.volume_views().iter().map(to_json).collect(),
             "VolumeAttachment" => sim.attachment_views().iter().map(to_json).collect(),
             "ReplicaSet" => sim.replicaset_views().iter().map(to_json).collect(),
-            "EndpointSlice" => {
+            "EndpointSlice" | "Endpoints" => {
                 let namespaces: std::collections::BTreeSet<String> = self
                     .written
                     .declared_of_kind("Service")
@@ -232,7 +237,13 @@ impl Objects<'_> {
                     .collect();
                 namespaces
                     .iter()
-                    .flat_map(|ns| self.endpoint_slices_in(ns))
+                    .flat_map(|ns| {
+                        if kind == "Endpoints" {
+                            self.endpoints_in(ns)
+                        } else {
+                            self.endpoint_slices_in(ns)
+                        }
+                    })
                     .collect()
             }
             _ => Vec::new(),
@@ -267,6 +278,18 @@ impl Objects<'_> {
                     self.history.announced_in("Pod", namespace),
                     &zones,
                 )
+            })
+            .collect()
+    }
+
+    /// The Endpoints of a namespace's Services, as the endpoints controller
+    /// derives them from the pods last announced.
+    fn endpoints_in(&self, namespace: &str) -> Vec<Value> {
+        self.written
+            .declared_of_kind("Service")
+            .filter(|s| text(s, "/metadata/namespace") == namespace)
+            .filter_map(|service| {
+                endpoints::endpoints_for(service, self.history.announced_in("Pod", namespace))
             })
             .collect()
     }

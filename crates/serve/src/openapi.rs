@@ -72,6 +72,7 @@ fn add_kind(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<
         "Lease" => add::<coordination::v1::Lease>(g),
         "PriorityClass" => add::<scheduling::v1::PriorityClass>(g),
         "EndpointSlice" => add::<discovery::v1::EndpointSlice>(g),
+        "Endpoints" => add::<core::v1::Endpoints>(g),
         "CustomResourceDefinition" => add::<CustomResourceDefinition>(g),
         "SelfSubjectAccessReview" => add::<authorization::v1::SelfSubjectAccessReview>(g),
         "SelfSubjectRulesReview" => add::<authorization::v1::SelfSubjectRulesReview>(g),

@@ -313,6 +313,18 @@ pub const RESOURCES: &[Resource] = &[
         &["status"],
         true,
     ),
+    // Read-only: the endpoints controller's, derived from the Services and
+    // the pods they select (`super::endpoints`).
+    res(
+        "",
+        "endpoints",
+        "endpoints",
+        "Endpoints",
+        true,
+        &["ep"],
+        &[],
+        false,
+    ),
     // Read-only: the EndpointSlice controller's, derived from the Services
     // and the pods they select (`super::endpoint_slices`).
     res(

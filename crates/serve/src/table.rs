@@ -93,6 +93,8 @@ pub(crate) fn columns(kind: &str) -> Vec<Value> {
             age,
         ],
         "Namespace" => vec![name, column("Status", "string", 0, ""), age],
+        // kubectl's Endpoints printer (`printEndpoints`).
+        "Endpoints" => vec![name, column("Endpoints", "string", 0, ""), age],
         // kubectl's EndpointSlice printer (`printEndpointSlice`).
         "EndpointSlice" => vec![
             name,
@@ -123,6 +125,35 @@ fn text(object: &Value, pointer: &str) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => "<none>".to_owned(),
         Some(other) => other.to_string(),
+    }
+}
+
+/// kubectl's `formatEndpoints` (for every port): each ready address with
+/// each port as `IP:PORT`, a port-less subset's as `IP`, the first three
+/// and `+ N more...`; `<none>` without subsets.
+fn endpoints_text(object: &Value) -> String {
+    let Some(subsets) = object["subsets"].as_array().filter(|s| !s.is_empty()) else {
+        return "<none>".to_owned();
+    };
+    let mut listed = Vec::new();
+    for subset in subsets {
+        let addresses = subset["addresses"].as_array().into_iter().flatten();
+        let ip = |a: &Value| a["ip"].as_str().unwrap_or_default().to_owned();
+        match subset["ports"].as_array().filter(|p| !p.is_empty()) {
+            None => listed.extend(addresses.map(ip)),
+            Some(ports) => {
+                for port in ports {
+                    for address in subset["addresses"].as_array().into_iter().flatten() {
+                        listed.push(format!("{}:{}", ip(address), port["port"]));
+                    }
+                }
+            }
+        }
+    }
+    let shown = listed[..listed.len().min(3)].join(",");
+    match listed.len() {
+        n if n > 3 => format!("{shown} + {} more...", n - 3),
+        _ => shown,
     }
 }
 
@@ -289,6 +320,7 @@ pub(crate) fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
             json!(int(object, "/status/numberReady")),
             age,
         ],
+        "Endpoints" => vec![name, json!(endpoints_text(object)), age],
         "EndpointSlice" => {
             let ports = object
                 .pointer("/ports")
