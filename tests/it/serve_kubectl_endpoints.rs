@@ -80,6 +80,15 @@ fn a_services_endpoint_slices_list_the_ready_pods_it_selects() {
         line.contains(&format!("{first}:8080")) && line.contains(&format!("{second}:8080")),
         "{line}"
     );
+    // A target port the Service gives is kept (the control of the
+    // defaulted one in the test below).
+    let described = s.ok(&["describe", "service", "api", "-n", "apps"]);
+    assert!(
+        described
+            .lines()
+            .any(|l| l.starts_with("TargetPort:") && l.trim_end().ends_with("8080/TCP")),
+        "{described}"
+    );
 
     // The legacy Endpoints of the same Service say the same.
     let endpoints = |s: &Served| -> String {
@@ -166,6 +175,20 @@ spec:
         .find(|l| l.starts_with("Endpoints:"))
         .unwrap_or_else(|| panic!("no Endpoints line: {described}"));
     assert_eq!(line.trim_end(), "Endpoints:", "{described}");
+    // Stored with the API server's defaults (`SetDefaults_Service`): the
+    // type, the protocol, the port as target port, no affinity.
+    for (field, value) in [
+        ("Type:", "ClusterIP"),
+        ("TargetPort:", "80/TCP"),
+        ("Session Affinity:", "None"),
+    ] {
+        assert!(
+            described
+                .lines()
+                .any(|l| l.starts_with(field) && l.trim_end().ends_with(value)),
+            "{field} {value}: {described}"
+        );
+    }
     s.ok(&["delete", "service", "nothing", "-n", "apps"]);
     assert_eq!(s.ok(&by_service).trim(), "");
 }

@@ -152,6 +152,9 @@ pub(super) fn commit(
         kind if DECLARED_KINDS.contains(&kind) => {
             let mut object = wanted.clone();
             strip_rv_mut(&mut object);
+            if kind == "Service" {
+                super::service_defaults::default_service(&mut object);
+            }
             // What the server set at creation stays as it was.
             for field in ["creationTimestamp", "uid", "namespace"] {
                 if let (Some(meta), Some(kept)) = (

@@ -40,6 +40,7 @@ pub mod patch;
 mod read;
 pub mod resources;
 pub mod select;
+mod service_defaults;
 pub mod state;
 mod status;
 pub mod table;
