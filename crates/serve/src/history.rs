@@ -223,6 +223,11 @@ impl History {
         }
     }
 
+    /// The newest resourceVersion of a kind's changes (0 for none).
+    pub(super) fn latest_of(&self, kind: &str) -> u64 {
+        self.latest.get(kind).copied().unwrap_or(0)
+    }
+
     /// The newest resourceVersion of each kind that changed.
     pub(super) fn latest(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         self.latest.iter().map(|(k, v)| (*k, *v))
