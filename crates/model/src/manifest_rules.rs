@@ -531,7 +531,7 @@ pub(crate) fn is_dns1123_subdomain(value: &str) -> bool {
 /// apimachinery `IsQualifiedName`: an optional DNS subdomain prefix and `/`,
 /// then a name of at most 63 characters, alphanumeric at both ends, with
 /// `-`, `_`, `.` between.
-pub(crate) fn is_qualified_name(value: &str) -> bool {
+pub fn is_qualified_name(value: &str) -> bool {
     let (prefix, name) = match value.split_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, value),

@@ -32,11 +32,13 @@ use drillbench_sim::world::PodPhase;
 /// Derived kinds whose objects come and go with the state they show, so
 /// [`Cluster::sync`] announces their disappearance itself: no timeline
 /// event and no API call deletes a VolumeAttachment.
-const DERIVED_LIFETIMES: [&str; 4] = [
+const DERIVED_LIFETIMES: [&str; 6] = [
     "PersistentVolume",
     "VolumeAttachment",
     "Lease",
     "ReplicaSet",
+    "EndpointSlice",
+    "Endpoints",
 ];
 
 /// Kinds whose state follows from other objects' events without one of
@@ -60,6 +62,16 @@ const DERIVED_KINDS: [&str; 10] = [
     "PodDisruptionBudget",
 ];
 
+/// Kinds derived from the Services and the pods they select, as their
+/// controllers keep them (`super::endpoint_slices`, `super::endpoints`):
+/// derived after every pod a sync announced, only when a pod, a node or a
+/// Service changed since they last were, and once per advance of the
+/// clock rather than at each of its instants, as a controller batches
+/// the pod changes of a period. Deriving them costs a pass over a
+/// namespace's pods per Service, which at every instant of a scale-up
+/// was most of the simulation's time.
+const SERVICE_DERIVED: [&str; 2] = ["EndpointSlice", "Endpoints"];
+
 /// Derived kinds that own pods.
 const WORKLOAD_KINDS: [&str; 4] = ["Deployment", "StatefulSet", "DaemonSet", "Job"];
 
@@ -82,6 +94,9 @@ pub(super) struct Cluster {
     /// The most pods one workload written through the API may ask for
     /// ([`super::limits::Limits::max_pods`]).
     pub(super) max_pods: u64,
+    /// What [`SERVICE_DERIVED`] were last derived from: the newest Pod and
+    /// Node versions and the Services' change count.
+    service_inputs: Option<(u64, u64, u64)>,
 }
 
 impl Cluster {
@@ -99,6 +114,7 @@ impl Cluster {
             seen_events: 0,
             list_cache: ListCache::default(),
             max_pods: super::limits::DEFAULT_MAX_PODS,
+            service_inputs: None,
         };
         cluster.written.set_metadata(
             ("Namespace", String::new(), "kube-system".to_owned()),
@@ -147,6 +163,7 @@ impl Cluster {
             seen_events: self.seen_events,
             list_cache: ListCache::default(),
             max_pods: self.max_pods,
+            service_inputs: self.service_inputs,
         }
     }
 
@@ -172,6 +189,12 @@ impl Cluster {
 
     pub(super) fn history(&self) -> &History {
         &self.history
+    }
+
+    /// The Events, to store one a client wrote (announced by
+    /// [`Cluster::api_change`] like any API edit).
+    pub(super) fn events_mut(&mut self) -> &mut Events {
+        &mut self.events
     }
 
     pub(super) fn list_cache(&self) -> &ListCache {
@@ -224,7 +247,7 @@ impl Cluster {
                 break;
             }
             self.sim.advance_to(at);
-            self.sync();
+            self.sync_instant();
         }
         self.sim.advance_to(until);
         self.sync();
@@ -237,6 +260,13 @@ impl Cluster {
     /// Turns the timeline's new events (and objects that appeared without
     /// one) into changes, and sends them to the watchers.
     pub(super) fn sync(&mut self) {
+        self.sync_instant();
+        self.sync_service_derived();
+    }
+
+    /// [`Cluster::sync`] but for the kinds derived from Services, which
+    /// an advance derives once, at its end.
+    fn sync_instant(&mut self) {
         let first = self.seen_events;
         let events: Vec<_> = self.sim.observation().events[first..].to_vec();
         self.seen_events = self.sim.observation().events.len();
@@ -281,6 +311,23 @@ impl Cluster {
             };
             self.sync_derived(resource);
         }
+    }
+
+    fn sync_service_derived(&mut self) {
+        let inputs = (
+            self.history.latest_of("Pod"),
+            self.history.latest_of("Node"),
+            self.written.changes_of("Service"),
+        );
+        if self.service_inputs == Some(inputs) {
+            return;
+        }
+        for kind in SERVICE_DERIVED {
+            if let Some(resource) = resources::by_kind(kind) {
+                self.sync_derived(resource);
+            }
+        }
+        self.service_inputs = Some(inputs);
     }
 
     fn sync_derived(&mut self, resource: &'static Resource) {
@@ -379,6 +426,9 @@ impl Cluster {
 /// namespace, with a uid and the drill's start as its creation.
 fn declared(manifest: &Value, key: &Key, index: usize) -> Value {
     let mut object = manifest.clone();
+    if key.0 == "Service" {
+        super::service_defaults::default_service(&mut object);
+    }
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         if !key.1.is_empty() {
             meta.insert("namespace".to_owned(), json!(key.1));
@@ -596,6 +646,61 @@ mod tests {
             .view("Lease", "kube-node-lease", "prod-worker-1", false)
             .expect("the lost node's lease");
         assert_eq!(lease["spec"]["renewTime"], "2026-01-01T00:01:00.000000Z");
+    }
+
+    /// A Service selecting apps/api, and the cluster after its node is
+    /// crashed; `per_instant`: synced at every instant instead of once
+    /// at the end of the advance. Returns how many Pod and EndpointSlice
+    /// changes followed the crash.
+    fn endpoint_changes_after_a_crash(per_instant: bool) -> (usize, usize) {
+        let mut cluster = cluster();
+        let key: Key = ("Service", "apps".to_owned(), "api".to_owned());
+        cluster.written.declare(
+            key.clone(),
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "api", "namespace": "apps", "uid": "s"},
+                   "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]}}),
+        );
+        cluster.sync();
+        cluster.api_change(key, None);
+        let before = cluster.history().rv();
+        let pod = cluster
+            .view("Pod", "apps", "api-00000", false)
+            .expect("a pod");
+        let node = pod["spec"]["nodeName"].as_str().expect("bound").to_owned();
+        let node = cluster.sim.node_id(&node).expect("its node");
+        cluster.sim.crash_node_api(node);
+        let until = cluster.sim.now() + 600_000;
+        if per_instant {
+            while let Some(at) = cluster.sim.next_event_time().filter(|&at| at <= until) {
+                cluster.sim.advance_to(at);
+                cluster.sync();
+            }
+        } else {
+            cluster.advance_to(until);
+        }
+        let count = |kind: &str| {
+            cluster
+                .history()
+                .since(before)
+                .filter(|c| c.kind == kind)
+                .count()
+        };
+        (count("Pod"), count("EndpointSlice"))
+    }
+
+    /// A Service's EndpointSlices are derived once per advance, as a
+    /// controller batches the pod changes of a period: the pods change at
+    /// several instants of the advance, the slice once. Control: synced
+    /// at each instant, the same crash changes the slice more than once.
+    #[test]
+    fn a_services_endpoints_are_derived_once_per_advance() {
+        let (pods, slices) = endpoint_changes_after_a_crash(false);
+        assert!(pods > 1, "{pods} pod changes");
+        assert_eq!(slices, 1);
+        let (pods_each, slices_each) = endpoint_changes_after_a_crash(true);
+        assert_eq!(pods_each, pods, "the same pod changes");
+        assert!(slices_each > 1, "{slices_each} slice changes");
     }
 
     #[test]

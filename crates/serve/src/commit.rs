@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::api::ApiError;
 use super::cluster::Cluster;
+use super::events_v1;
 use super::history::strip_rv_mut;
 use super::resources::Resource;
 use super::written::{DECLARED_KINDS, RUN_DECLARED};
@@ -122,9 +123,38 @@ pub(super) fn commit(
                 )));
             }
         }
+        "Event" => {
+            let errors =
+                events_v1::update_errors(current, wanted, namespace, events_v1::converts(resource));
+            if !errors.is_empty() {
+                return Err(ApiError::invalid(format!(
+                    "{} \"{name}\" is invalid: {}",
+                    if events_v1::converts(resource) {
+                        "Event.events.k8s.io"
+                    } else {
+                        "Event"
+                    },
+                    errors.join(", ")
+                )));
+            }
+            let mut object = wanted.clone();
+            strip_rv_mut(&mut object);
+            for field in ["creationTimestamp", "uid", "namespace"] {
+                if let (Some(meta), Some(kept)) = (
+                    object.get_mut("metadata").and_then(Value::as_object_mut),
+                    current.pointer(&format!("/metadata/{field}")),
+                ) {
+                    meta.insert(field.to_owned(), kept.clone());
+                }
+            }
+            cluster.events_mut().put(namespace, name, object);
+        }
         kind if DECLARED_KINDS.contains(&kind) => {
             let mut object = wanted.clone();
             strip_rv_mut(&mut object);
+            if kind == "Service" {
+                super::service_defaults::default_service(&mut object);
+            }
             // What the server set at creation stays as it was.
             for field in ["creationTimestamp", "uid", "namespace"] {
                 if let (Some(meta), Some(kept)) = (

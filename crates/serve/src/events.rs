@@ -183,6 +183,16 @@ impl Events {
         Some((key, object))
     }
 
+    /// Keeps an Event a client wrote (core form).
+    pub(super) fn put(&mut self, namespace: &str, name: &str, event: Value) {
+        self.stored
+            .insert((namespace.to_owned(), name.to_owned()), event);
+    }
+
+    pub(super) fn remove(&mut self, namespace: &str, name: &str) -> Option<Value> {
+        self.stored.remove(&(namespace.to_owned(), name.to_owned()))
+    }
+
     pub(super) fn get(&self, namespace: &str, name: &str) -> Option<&Value> {
         self.stored.get(&(namespace.to_owned(), name.to_owned()))
     }

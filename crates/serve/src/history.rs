@@ -159,6 +159,19 @@ impl History {
             .map(|(k, a)| (k, &a.bare))
     }
 
+    /// The objects of a kind in one namespace announced and not deleted,
+    /// with their last state (without resourceVersion), in name order.
+    pub(super) fn announced_in<'a>(
+        &'a self,
+        kind: &'static str,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = &'a Value> {
+        self.announced
+            .range((kind, namespace.to_owned(), String::new())..)
+            .take_while(move |(k, _)| k.0 == kind && k.1 == namespace)
+            .map(|(_, a)| &a.bare)
+    }
+
     /// The objects of a kind announced and not deleted, with their last
     /// state (without resourceVersion) and the version it was announced
     /// at, in key order.
@@ -208,6 +221,11 @@ impl History {
                 }
             }
         }
+    }
+
+    /// The newest resourceVersion of a kind's changes (0 for none).
+    pub(super) fn latest_of(&self, kind: &str) -> u64 {
+        self.latest.get(kind).copied().unwrap_or(0)
     }
 
     /// The newest resourceVersion of each kind that changed.

@@ -23,7 +23,10 @@ mod control;
 mod crd_schema;
 mod crds;
 mod discovery;
+mod endpoint_slices;
+mod endpoints;
 mod events;
+mod events_v1;
 mod frozen;
 mod history;
 pub mod limits;
@@ -37,11 +40,13 @@ pub mod patch;
 mod read;
 pub mod resources;
 pub mod select;
+mod service_defaults;
 pub mod state;
 mod status;
 pub mod table;
 #[cfg(test)]
 mod testing;
+mod versions;
 mod watch;
 mod write;
 mod written;
@@ -153,6 +158,13 @@ impl Server {
             return Err(ServeError::Speed(speed));
         }
         let door = Door::open(options.listen, options.kubeconfig_out.as_deref())?;
+        // The built-in kinds' OpenAPI documents are built beside the
+        // simulation's start rather than on its thread at the first
+        // `kubectl explain`; a server that cannot spare the thread builds
+        // them when first asked.
+        let _ = std::thread::Builder::new()
+            .name("bench-openapi".to_owned())
+            .spawn(openapi::warm);
         let (commands, inbox) = std_mpsc::channel();
         // The simulation is not `Send` (it shares templates through `Rc`),
         // so it is built on the thread that owns it; the drill is sent.

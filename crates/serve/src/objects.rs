@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use super::endpoint_slices;
+use super::endpoints;
 use super::events::Events;
 use super::history::{History, Key, key_of, set_rv, text};
 use super::resources::{self, Resource};
@@ -104,6 +106,14 @@ impl Objects<'_> {
                     l.metadata.name.as_deref() == Some(name) && namespace == "kube-node-lease"
                 })
                 .map(to_json)?,
+            "Endpoints" => self
+                .endpoints_in(namespace)
+                .into_iter()
+                .find(|e| e.pointer("/metadata/name").and_then(Value::as_str) == Some(name))?,
+            "EndpointSlice" => self
+                .endpoint_slices_in(namespace)
+                .into_iter()
+                .find(|s| s.pointer("/metadata/name").and_then(Value::as_str) == Some(name))?,
             // A custom resource (`Kind.group`): stored as written.
             _ if kind.contains('.') => self
                 .written
@@ -219,6 +229,23 @@ impl Objects<'_> {
             "PersistentVolume" => sim.volume_views().iter().map(to_json).collect(),
             "VolumeAttachment" => sim.attachment_views().iter().map(to_json).collect(),
             "ReplicaSet" => sim.replicaset_views().iter().map(to_json).collect(),
+            "EndpointSlice" | "Endpoints" => {
+                let namespaces: std::collections::BTreeSet<String> = self
+                    .written
+                    .declared_of_kind("Service")
+                    .map(|s| text(s, "/metadata/namespace"))
+                    .collect();
+                namespaces
+                    .iter()
+                    .flat_map(|ns| {
+                        if kind == "Endpoints" {
+                            self.endpoints_in(ns)
+                        } else {
+                            self.endpoint_slices_in(ns)
+                        }
+                    })
+                    .collect()
+            }
             _ => Vec::new(),
         };
         for object in &mut objects {
@@ -229,6 +256,42 @@ impl Objects<'_> {
             k(a).cmp(&k(b))
         });
         objects
+    }
+
+    /// The EndpointSlices of a namespace's Services, as the controller
+    /// derives them from the pods and nodes last announced (what its
+    /// informers would hold).
+    fn endpoint_slices_in(&self, namespace: &str) -> Vec<Value> {
+        let mut services = self
+            .written
+            .declared_of_kind("Service")
+            .filter(|s| text(s, "/metadata/namespace") == namespace)
+            .peekable();
+        if services.peek().is_none() {
+            return Vec::new();
+        }
+        let zones = endpoint_slices::zones(self.history.announced_of_kind("Node").map(|(_, n)| n));
+        services
+            .flat_map(|service| {
+                endpoint_slices::slices_for(
+                    service,
+                    self.history.announced_in("Pod", namespace),
+                    &zones,
+                )
+            })
+            .collect()
+    }
+
+    /// The Endpoints of a namespace's Services, as the endpoints controller
+    /// derives them from the pods last announced.
+    fn endpoints_in(&self, namespace: &str) -> Vec<Value> {
+        self.written
+            .declared_of_kind("Service")
+            .filter(|s| text(s, "/metadata/namespace") == namespace)
+            .filter_map(|service| {
+                endpoints::endpoints_for(service, self.history.announced_in("Pod", namespace))
+            })
+            .collect()
     }
 
     /// Whether a pod of the namespace has not finished terminating.

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 use k8s_openapi::api::{
-    apps, authorization, batch, coordination, core, policy, scheduling, storage,
+    apps, authorization, batch, coordination, core, discovery, policy, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -45,8 +45,11 @@ fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
 
 /// The schema of a built-in kind the façade serves, added to the
 /// generator; its name, or `None` for a kind without one here.
-fn add_kind(generator: &mut SchemaGenerator, kind: &str) -> Option<String> {
+fn add_kind(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<String> {
     let g = generator;
+    if (group, kind) == ("events.k8s.io", "Event") {
+        return Some(add::<k8s_openapi::api::events::v1::Event>(g));
+    }
     Some(match kind {
         "Namespace" => add::<core::v1::Namespace>(g),
         "Node" => add::<core::v1::Node>(g),
@@ -68,6 +71,8 @@ fn add_kind(generator: &mut SchemaGenerator, kind: &str) -> Option<String> {
         "VolumeAttachment" => add::<storage::v1::VolumeAttachment>(g),
         "Lease" => add::<coordination::v1::Lease>(g),
         "PriorityClass" => add::<scheduling::v1::PriorityClass>(g),
+        "EndpointSlice" => add::<discovery::v1::EndpointSlice>(g),
+        "Endpoints" => add::<core::v1::Endpoints>(g),
         "CustomResourceDefinition" => add::<CustomResourceDefinition>(g),
         "SelfSubjectAccessReview" => add::<authorization::v1::SelfSubjectAccessReview>(g),
         "SelfSubjectRulesReview" => add::<authorization::v1::SelfSubjectRulesReview>(g),
@@ -125,36 +130,109 @@ fn mark_kind(schemas: &mut Map<String, Value>, name: &str, group: &str, version:
     }
 }
 
-/// The built-in groups' documents, generated once: the types never
-/// change while the server runs.
-fn built_in() -> &'static BTreeMap<String, Value> {
-    static DOCUMENTS: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
-    DOCUMENTS.get_or_init(|| {
-        let mut documents = BTreeMap::new();
-        for group in std::iter::once("").chain(GROUPS.iter().copied()) {
-            let mut generator = generator();
-            let mut kinds = Vec::new();
-            for r in RESOURCES.iter().filter(|r| r.group == group) {
-                if let Some(name) = add_kind(&mut generator, r.kind) {
-                    kinds.push((name, r.kind));
-                }
+/// The built-in groups' documents, by path (`api/v1`, `apis/apps/v1`).
+fn built_in_documents() -> BTreeMap<String, Value> {
+    let mut documents = BTreeMap::new();
+    for group in std::iter::once("").chain(GROUPS.iter().copied()) {
+        let mut generator = generator();
+        let mut kinds = Vec::new();
+        for r in RESOURCES.iter().filter(|r| r.group == group) {
+            if let Some(name) = add_kind(&mut generator, r.group, r.kind) {
+                kinds.push((name, r.kind));
             }
-            if group == "authorization.k8s.io" {
-                for kind in ["SelfSubjectAccessReview", "SelfSubjectRulesReview"] {
-                    if let Some(name) = add_kind(&mut generator, kind) {
-                        kinds.push((name, kind));
-                    }
-                }
-            }
-            let mut schemas = generator.take_definitions(true);
-            for (name, kind) in kinds {
-                mark_kind(&mut schemas, &name, group, "v1", kind);
-            }
-            let paths = patch_paths(RESOURCES.iter().filter(|r| r.group == group));
-            documents.insert(gv_path(group, "v1"), document(paths, schemas));
         }
-        documents
+        if group == "authorization.k8s.io" {
+            for kind in ["SelfSubjectAccessReview", "SelfSubjectRulesReview"] {
+                if let Some(name) = add_kind(&mut generator, group, kind) {
+                    kinds.push((name, kind));
+                }
+            }
+        }
+        let mut schemas = generator.take_definitions(true);
+        for (name, kind) in kinds {
+            mark_kind(&mut schemas, &name, group, "v1", kind);
+        }
+        let paths = patch_paths(RESOURCES.iter().filter(|r| r.group == group));
+        documents.insert(gv_path(group, "v1"), document(paths, schemas));
+    }
+    documents
+}
+
+/// The built-in groups' documents, generated and serialised once per
+/// process: the types never change while a server runs, and generating
+/// them costs tens of milliseconds (more in a debug build).
+fn built_in() -> &'static BTreeMap<String, Bytes> {
+    static DOCUMENTS: OnceLock<BTreeMap<String, Bytes>> = OnceLock::new();
+    DOCUMENTS.get_or_init(|| {
+        built_in_documents()
+            .into_iter()
+            .map(|(path, document)| (path, serialised(&document)))
+            .collect()
     })
+}
+
+/// Builds the built-in documents now, so the first `kubectl explain`
+/// does not wait for them (nor hold up the simulator thread meanwhile).
+pub(super) fn warm() {
+    built_in();
+}
+
+fn serialised(document: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(document).unwrap_or_default())
+}
+
+/// The documents as served, serialised once per set of served types: the
+/// built-in ones once per process ([`built_in`]), the index and the
+/// custom groups' once per state of the stored definitions
+/// ([`Written::definition_changes`]), since a CRD stored, changed or
+/// removed is the only thing that changes them. A request is then
+/// answered with the bytes, without building or serialising anything on
+/// the simulator thread.
+#[derive(Debug, Default)]
+pub(super) struct Documents {
+    /// The state of the definitions `index` and `custom` were built for.
+    built_for: Option<u64>,
+    index: Option<Bytes>,
+    /// Each custom group-version asked for, `None` for one not served.
+    custom: BTreeMap<String, Option<Bytes>>,
+}
+
+impl Documents {
+    /// Forgets what was built for other definitions than `written`'s.
+    fn refresh(&mut self, written: &Written) {
+        let now = written.definition_changes();
+        if self.built_for != Some(now) {
+            self.index = None;
+            self.custom.clear();
+            self.built_for = Some(now);
+        }
+    }
+
+    /// `/openapi/v3`.
+    pub(super) fn index(&mut self, written: &Written) -> Bytes {
+        self.refresh(written);
+        self.index
+            .get_or_insert_with(|| serialised(&index(written)))
+            .clone()
+    }
+
+    /// `/openapi/v3/PATH` (`api/v1`, `apis/GROUP/VERSION`), or `None` for
+    /// a group-version not served.
+    pub(super) fn group_version(&mut self, written: &Written, path: &str) -> Option<Bytes> {
+        if let Some(document) = built_in().get(path) {
+            return Some(document.clone());
+        }
+        self.refresh(written);
+        self.custom
+            .entry(path.to_owned())
+            .or_insert_with(|| custom_at(written, path).map(|d| serialised(&d)))
+            .clone()
+    }
+
+    #[cfg(test)]
+    fn is_built(&self, path: &str) -> bool {
+        self.custom.contains_key(path)
+    }
 }
 
 /// A custom kind's schema name, as the API server names it: the group
@@ -217,7 +295,7 @@ fn custom_document(written: &Written, group: &str, version: &str) -> Option<Valu
 }
 
 /// `/openapi/v3`: the index of per-group-version documents.
-pub(super) fn index(written: &Written) -> Value {
+fn index(written: &Written) -> Value {
     let mut paths = Map::new();
     let mut add = |path: String| {
         paths.insert(
@@ -236,16 +314,23 @@ pub(super) fn index(written: &Written) -> Value {
     json!({"paths": paths})
 }
 
-/// `/openapi/v3/api/v1` or `/openapi/v3/apis/GROUP/VERSION`.
-pub(super) fn group_version(written: &Written, path: &str) -> Option<Value> {
-    if let Some(document) = built_in().get(path) {
-        return Some(document.clone());
-    }
+/// The document of a custom group and version at `apis/GROUP/VERSION`;
+/// `None` for a built-in group's path or one no definition serves.
+fn custom_at(written: &Written, path: &str) -> Option<Value> {
     let (group, version) = path.strip_prefix("apis/")?.split_once('/')?;
     if resources::group(group).is_some() {
         return None;
     }
     custom_document(written, group, version)
+}
+
+/// `/openapi/v3/api/v1` or `/openapi/v3/apis/GROUP/VERSION`, built anew.
+#[cfg(test)]
+fn group_version(written: &Written, path: &str) -> Option<Value> {
+    if let Some(document) = built_in().get(path) {
+        return serde_json::from_slice(document).ok();
+    }
+    custom_at(written, path)
 }
 
 /// The media type kubectl asks `/openapi/v2` for.
@@ -391,6 +476,52 @@ mod tests {
             "v2 is not served"
         );
         assert!(group_version(&Written::default(), "apis/stable.example.com/v1").is_none());
+    }
+
+    /// A document is built once and then served as the same bytes until
+    /// the served types change: storing a definition brings its group
+    /// into the index and serves its document (the control: before it,
+    /// neither), removing it takes both away again.
+    #[test]
+    fn documents_are_served_from_the_cache_until_a_definition_changes() {
+        let mut documents = Documents::default();
+        let mut written = Written::default();
+        let path = "apis/stable.example.com/v1";
+        let apps = documents
+            .group_version(&written, "apis/apps/v1")
+            .expect("apps/v1");
+        let again = documents
+            .group_version(&written, "apis/apps/v1")
+            .expect("apps/v1");
+        assert_eq!(apps.as_ptr(), again.as_ptr(), "the same bytes, not rebuilt");
+        let index = documents.index(&written);
+        assert_eq!(index.as_ptr(), documents.index(&written).as_ptr());
+        assert!(!String::from_utf8_lossy(&index).contains(path));
+        assert!(documents.group_version(&written, path).is_none());
+        assert!(documents.is_built(path), "a miss is remembered too");
+
+        let key = (
+            crds::CRD_KIND,
+            String::new(),
+            "crontabs.stable.example.com".to_owned(),
+        );
+        let crd = crds::admit_definition(&key.2, None, crds::tests::crontab(), 0, "u".to_owned())
+            .expect("valid");
+        written.declare(key.clone(), crd);
+        let served = documents.group_version(&written, path).expect("now served");
+        assert!(String::from_utf8_lossy(&served).contains("com.example.stable.v1.CronTab"));
+        assert_eq!(
+            served.as_ptr(),
+            documents
+                .group_version(&written, path)
+                .expect("served")
+                .as_ptr()
+        );
+        assert!(String::from_utf8_lossy(&documents.index(&written)).contains(path));
+
+        written.undeclare(&key);
+        assert!(documents.group_version(&written, path).is_none());
+        assert!(!String::from_utf8_lossy(&documents.index(&written)).contains(path));
     }
 
     /// The protobuf v2 document decodes field by field as gnostic's

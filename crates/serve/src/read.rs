@@ -15,6 +15,7 @@ use super::resources::Resource;
 use super::select::{self, FieldTerm};
 use super::table;
 use super::watch::{WatchFilter, Watcher};
+use super::{events_v1, versions};
 
 /// One object, or its one-row Table when the client asked for tables.
 pub(super) fn single(
@@ -23,19 +24,19 @@ pub(super) fn single(
     resource: &Resource,
     mut object: Value,
 ) -> Reply {
-    super::crds::as_version(resource, &mut object);
+    if table::wants_table(&request.accept) && !partial::wants_metadata(&request.accept) {
+        // A table's columns read the stored form.
+        let rv = cluster.history().rv().to_string();
+        return Reply::Json(
+            200,
+            table::table(resource.key, &[object], &rv, cluster.sim.now()),
+        );
+    }
+    versions::as_served(resource, &mut object);
     if partial::wants_metadata(&request.accept) {
         return Reply::Json(200, partial::object(&object));
     }
-    if table::wants_table(&request.accept) {
-        let rv = cluster.history().rv().to_string();
-        Reply::Json(
-            200,
-            table::table(resource.key, &[object], &rv, cluster.sim.now()),
-        )
-    } else {
-        Reply::Json(200, object)
-    }
+    Reply::Json(200, object)
 }
 
 fn selectors(request: &Request) -> Result<(Selector, Vec<FieldTerm>), ApiError> {
@@ -58,7 +59,8 @@ fn selectors(request: &Request) -> Result<(Selector, Vec<FieldTerm>), ApiError> 
 
 /// The objects of a resource that the request's namespace and selectors
 /// let through, as they were at `rv` (now, or a version still in the
-/// change window).
+/// change window), in their stored form ([`versions::as_served`] turns
+/// them into what the resource serves).
 fn selected(
     cluster: &Cluster,
     request: &Request,
@@ -84,10 +86,6 @@ fn selected(
             })
         })
         .filter(|o| select::labels_match(&labels, o) && select::fields_match(&fields, o))
-        .map(|mut o| {
-            super::crds::as_version(resource, &mut o);
-            o
-        })
         .collect())
 }
 
@@ -261,6 +259,7 @@ pub(super) fn list(
     let rv = start.rv;
     if rv == cluster.history().rv()
         && ListCache::serves(resource.kind)
+        && !events_v1::converts(resource)
         && !partial::wants_metadata(&request.accept)
     {
         return cached_list(cluster, request, resource, namespace, &start, limit);
@@ -270,13 +269,16 @@ pub(super) fn list(
         items.retain(|o| (text(o, "/metadata/namespace"), text(o, "/metadata/name")) > *after);
     }
     let metadata = page(request, &mut items, limit, rv);
-    if partial::wants_metadata(&request.accept) {
-        return Ok(Reply::Json(200, partial::list(&items, metadata)));
-    }
-    if table::wants_table(&request.accept) {
+    if table::wants_table(&request.accept) && !partial::wants_metadata(&request.accept) {
         let mut t = table::table(resource.key, &items, &rv.to_string(), cluster.sim.now());
         t["metadata"] = metadata;
         return Ok(Reply::Json(200, t));
+    }
+    for item in &mut items {
+        versions::as_served(resource, item);
+    }
+    if partial::wants_metadata(&request.accept) {
+        return Ok(Reply::Json(200, partial::list(&items, metadata)));
     }
     Ok(Reply::Json(
         200,

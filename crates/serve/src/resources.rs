@@ -83,6 +83,18 @@ const fn res(
     }
 }
 
+/// A resource in the `all` category, as the API server's storage for it
+/// says (`Categories()` returning `"all"` in `pkg/registry/.../storage`:
+/// pods, services, replication controllers, replica sets, deployments,
+/// stateful sets, daemon sets, jobs, cron jobs and horizontal pod
+/// autoscalers), so `kubectl get all` lists it.
+const fn in_all(resource: Resource) -> Resource {
+    Resource {
+        categories: &["all"],
+        ..resource
+    }
+}
+
 pub const RESOURCES: &[Resource] = &[
     res(
         "",
@@ -104,7 +116,7 @@ pub const RESOURCES: &[Resource] = &[
         &["status"],
         true,
     ),
-    res(
+    in_all(res(
         "",
         "pods",
         "pod",
@@ -113,9 +125,23 @@ pub const RESOURCES: &[Resource] = &[
         &["po"],
         &["eviction", "status"],
         true,
+    )),
+    // The timeline as the Events its components record (`super::events`),
+    // and the Events clients write (`super::events_v1`).
+    res("", "events", "event", "Event", true, &["ev"], &[], true),
+    // The same Events through the newer API, converted
+    // (`super::events_v1`); their key is the core kind's, so both read and
+    // watch one store.
+    res(
+        "events.k8s.io",
+        "events",
+        "event",
+        "Event",
+        true,
+        &["ev"],
+        &[],
+        true,
     ),
-    // The timeline as the Events its components record (`super::events`).
-    res("", "events", "event", "Event", true, &["ev"], &[], false),
     // Plain stored objects: what a restore drill's marker writer writes
     // and a backup carries; the simulator gives them no behaviour.
     res(
@@ -150,7 +176,7 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         false,
     ),
-    res(
+    in_all(res(
         "apps",
         "deployments",
         "deployment",
@@ -159,8 +185,8 @@ pub const RESOURCES: &[Resource] = &[
         &["deploy"],
         &["scale", "status"],
         true,
-    ),
-    res(
+    )),
+    in_all(res(
         "apps",
         "statefulsets",
         "statefulset",
@@ -169,8 +195,8 @@ pub const RESOURCES: &[Resource] = &[
         &["sts"],
         &["scale", "status"],
         true,
-    ),
-    res(
+    )),
+    in_all(res(
         "apps",
         "daemonsets",
         "daemonset",
@@ -179,10 +205,10 @@ pub const RESOURCES: &[Resource] = &[
         &["ds"],
         &["status"],
         true,
-    ),
+    )),
     // Read-only: the simulator's Deployments keep one per revision
     // (`drillbench_sim::view::Simulation::replicaset_views`).
-    res(
+    in_all(res(
         "apps",
         "replicasets",
         "replicaset",
@@ -191,8 +217,17 @@ pub const RESOURCES: &[Resource] = &[
         &["rs"],
         &[],
         false,
-    ),
-    res("batch", "jobs", "job", "Job", true, &[], &["status"], true),
+    )),
+    in_all(res(
+        "batch",
+        "jobs",
+        "job",
+        "Job",
+        true,
+        &[],
+        &["status"],
+        true,
+    )),
     res(
         "policy",
         "poddisruptionbudgets",
@@ -236,7 +271,7 @@ pub const RESOURCES: &[Resource] = &[
     // Stored as written, from the drill's manifests and through the API
     // (`DECLARED_KINDS` in `super::written`); no behaviour.
     res("", "secrets", "secret", "Secret", true, &[], &[], true),
-    res(
+    in_all(res(
         "",
         "services",
         "service",
@@ -245,7 +280,7 @@ pub const RESOURCES: &[Resource] = &[
         &["svc"],
         &[],
         true,
-    ),
+    )),
     res(
         "",
         "serviceaccounts",
@@ -256,7 +291,7 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         true,
     ),
-    res(
+    in_all(res(
         "batch",
         "cronjobs",
         "cronjob",
@@ -265,7 +300,7 @@ pub const RESOURCES: &[Resource] = &[
         &["cj"],
         &[],
         true,
-    ),
+    )),
     // Stored with the status the apiextensions controllers write; each
     // serves its custom resources (`super::crds`).
     res(
@@ -277,6 +312,30 @@ pub const RESOURCES: &[Resource] = &[
         &["crd", "crds"],
         &["status"],
         true,
+    ),
+    // Read-only: the endpoints controller's, derived from the Services and
+    // the pods they select (`super::endpoints`).
+    res(
+        "",
+        "endpoints",
+        "endpoints",
+        "Endpoints",
+        true,
+        &["ep"],
+        &[],
+        false,
+    ),
+    // Read-only: the EndpointSlice controller's, derived from the Services
+    // and the pods they select (`super::endpoint_slices`).
+    res(
+        "discovery.k8s.io",
+        "endpointslices",
+        "endpointslice",
+        "EndpointSlice",
+        true,
+        &[],
+        &[],
+        false,
     ),
     res(
         "scheduling.k8s.io",
@@ -356,6 +415,8 @@ pub const GROUPS: &[&str] = &[
     "scheduling.k8s.io",
     "authorization.k8s.io",
     "apiextensions.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
 ];
 
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
@@ -464,10 +525,14 @@ pub fn resource_list_of<'a>(
         } else {
             verbs(r)
         };
-        resources.push(json!({
+        let mut entry = json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
             "kind": r.kind, "verbs": verbs, "shortNames": r.short,
-        }));
+        });
+        if !r.categories.is_empty() {
+            entry["categories"] = json!(r.categories);
+        }
+        resources.push(entry);
         if read_only {
             continue;
         }
@@ -490,4 +555,48 @@ pub fn resource_list_of<'a>(
     };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": group_version, "resources": resources}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The built-in kinds the API server's storage puts in the `all`
+    /// category (`Categories()` in `pkg/registry/core/pod/storage`,
+    /// `core/service/storage`, `apps/{deployment,statefulset,daemonset,
+    /// replicaset}/storage`, `batch/{job,cronjob}/storage`), as discovery
+    /// lists them; the controls are kinds whose storage names no category
+    /// (`core/endpoint/storage` has short names only; ConfigMaps, Nodes,
+    /// Events, EndpointSlices none).
+    #[test]
+    fn discovery_puts_the_workload_kinds_and_services_in_the_all_category() {
+        let in_all = |group: &str| -> Vec<String> {
+            resource_list(group, "v1").expect("served")["resources"]
+                .as_array()
+                .expect("resources")
+                .iter()
+                .filter(|r| r["categories"] == json!(["all"]))
+                .map(|r| r["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        assert_eq!(in_all(""), ["pods", "services"]);
+        assert_eq!(
+            in_all("apps"),
+            ["deployments", "statefulsets", "daemonsets", "replicasets"]
+        );
+        assert_eq!(in_all("batch"), ["jobs", "cronjobs"]);
+        for (group, plural) in [
+            ("", "configmaps"),
+            ("", "nodes"),
+            ("", "events"),
+            ("discovery.k8s.io", "endpointslices"),
+        ] {
+            let list = resource_list(group, "v1").expect("served");
+            let entry = list["resources"]
+                .as_array()
+                .and_then(|r| r.iter().find(|r| r["name"] == plural))
+                .expect("listed");
+            assert!(entry.get("categories").is_none(), "{plural}");
+        }
+    }
 }

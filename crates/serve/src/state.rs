@@ -51,6 +51,8 @@ pub(super) struct Facade {
     drill: Drill,
     /// `--standby-nodes`: a reset provisions the same way.
     standby_nodes: Option<u32>,
+    /// The OpenAPI documents, serialised once per set of served types.
+    documents: openapi::Documents,
 }
 
 impl Facade {
@@ -80,6 +82,7 @@ impl Facade {
             window,
             drill: drill.clone(),
             standby_nodes,
+            documents: openapi::Documents::default(),
         }
     }
 
@@ -170,11 +173,12 @@ impl Facade {
                 group,
                 version,
             )),
-            ["openapi", "v3"] => ok(openapi::index(&self.cluster.written)),
-            ["openapi", "v3", rest @ ..] => found(openapi::group_version(
-                &self.cluster.written,
-                &rest.join("/"),
-            )),
+            ["openapi", "v3"] => Ok(json_bytes(self.documents.index(&self.cluster.written))),
+            ["openapi", "v3", rest @ ..] => self
+                .documents
+                .group_version(&self.cluster.written, &rest.join("/"))
+                .map(json_bytes)
+                .ok_or_else(ApiError::no_such_path),
             ["openapi", "v2"] => Ok(match openapi::v2(&request.accept) {
                 (Some(media_type), _, body) => Reply::Raw {
                     status: 200,
@@ -305,6 +309,15 @@ impl Facade {
             }
         }
         Reply::Json(code, body)
+    }
+}
+
+/// A JSON document already serialised.
+fn json_bytes(body: bytes::Bytes) -> Reply {
+    Reply::Raw {
+        status: 200,
+        media_type: "application/json",
+        body,
     }
 }
 

@@ -93,6 +93,16 @@ pub(crate) fn columns(kind: &str) -> Vec<Value> {
             age,
         ],
         "Namespace" => vec![name, column("Status", "string", 0, ""), age],
+        // kubectl's Endpoints printer (`printEndpoints`).
+        "Endpoints" => vec![name, column("Endpoints", "string", 0, ""), age],
+        // kubectl's EndpointSlice printer (`printEndpointSlice`).
+        "EndpointSlice" => vec![
+            name,
+            column("AddressType", "string", 0, ""),
+            column("Ports", "string", 0, ""),
+            column("Endpoints", "string", 0, ""),
+            age,
+        ],
         // kubectl's event printer (`printEvent`): the wide columns at
         // priority 1.
         "Event" => vec![
@@ -115,6 +125,49 @@ fn text(object: &Value, pointer: &str) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => "<none>".to_owned(),
         Some(other) => other.to_string(),
+    }
+}
+
+/// kubectl's `formatEndpoints` (for every port): each ready address with
+/// each port as `IP:PORT`, a port-less subset's as `IP`, the first three
+/// and `+ N more...`; `<none>` without subsets.
+fn endpoints_text(object: &Value) -> String {
+    let Some(subsets) = object["subsets"].as_array().filter(|s| !s.is_empty()) else {
+        return "<none>".to_owned();
+    };
+    let mut listed = Vec::new();
+    for subset in subsets {
+        let addresses = subset["addresses"].as_array().into_iter().flatten();
+        let ip = |a: &Value| a["ip"].as_str().unwrap_or_default().to_owned();
+        match subset["ports"].as_array().filter(|p| !p.is_empty()) {
+            None => listed.extend(addresses.map(ip)),
+            Some(ports) => {
+                for port in ports {
+                    for address in subset["addresses"].as_array().into_iter().flatten() {
+                        listed.push(format!("{}:{}", ip(address), port["port"]));
+                    }
+                }
+            }
+        }
+    }
+    let shown = listed[..listed.len().min(3)].join(",");
+    match listed.len() {
+        n if n > 3 => format!("{shown} + {} more...", n - 3),
+        _ => shown,
+    }
+}
+
+/// kubectl's `listWithMoreString`: the first three, `+ N more...` for
+/// the rest, `<unset>` for none.
+fn first_three(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        return "<unset>".to_owned();
+    }
+    let shown = items[..items.len().min(3)].join(",");
+    match items.len() {
+        n if n > 3 => format!("{shown} + {} more...", n - 3),
+        _ => shown,
     }
 }
 
@@ -267,6 +320,33 @@ pub(crate) fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
             json!(int(object, "/status/numberReady")),
             age,
         ],
+        "Endpoints" => vec![name, json!(endpoints_text(object)), age],
+        "EndpointSlice" => {
+            let ports = object
+                .pointer("/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|p| match (p["port"].as_i64(), p["name"].as_str()) {
+                    (Some(port), _) => port.to_string(),
+                    (None, Some(name)) => name.to_owned(),
+                    (None, None) => "*".to_owned(),
+                });
+            let addresses = object
+                .pointer("/endpoints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(|e| e["addresses"].as_array().into_iter().flatten())
+                .map(|a| a.as_str().unwrap_or_default().to_owned());
+            vec![
+                name,
+                json!(text(object, "/addressType")),
+                json!(first_three(ports)),
+                json!(first_three(addresses)),
+                age,
+            ]
+        }
         "PodDisruptionBudget" => vec![
             name,
             json!(text(object, "/spec/minAvailable").replace("<none>", "N/A")),

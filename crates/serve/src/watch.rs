@@ -137,7 +137,6 @@ fn line(value: &Value) -> Bytes {
 
 fn event_line(watcher: &Watcher, kind_type: &str, object: &Value, now: Time) -> Bytes {
     let mut object = object.clone();
-    super::crds::as_version(watcher.resource, &mut object);
     let object = if watcher.table {
         let rv = text(&object, "/metadata/resourceVersion");
         table::table(
@@ -147,6 +146,7 @@ fn event_line(watcher: &Watcher, kind_type: &str, object: &Value, now: Time) -> 
             now,
         )
     } else {
+        super::versions::as_served(watcher.resource, &mut object);
         object
     };
     line(&json!({"type": kind_type, "object": object}))

@@ -13,7 +13,7 @@ use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
 use super::written::{DECLARED_KINDS, RUN_DECLARED};
-use super::{admit, crds, names, patch};
+use super::{admit, crds, events_v1, names, patch, service_defaults, versions};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
 
@@ -155,6 +155,9 @@ pub(super) fn create(
                 .put_config_map(&namespace, &name, object.clone());
         }
         kind if DECLARED_KINDS.contains(&kind) => {
+            if kind == "Service" {
+                service_defaults::default_service(&mut object);
+            }
             if RUN_DECLARED.contains(&kind) {
                 if let Some(refusal) = cluster.admission_refusal(&object) {
                     return Err(admit::denied(&refusal));
@@ -162,18 +165,44 @@ pub(super) fn create(
                 cluster.apply_manifest(object.clone())?;
             }
             strip_rv_mut(&mut object);
+            let uid = crds::uid(cluster);
             if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert(
                     "creationTimestamp".to_owned(),
                     json!(stamp(cluster.sim.now() as i64)),
                 );
+                // The API server gives every object a uid; a Service's is
+                // what its EndpointSlices' owner reference names.
+                meta.insert("uid".to_owned(), json!(uid));
                 if !namespace.is_empty() {
                     meta.insert("namespace".to_owned(), json!(namespace));
                 }
             }
             cluster.written.declare(key.clone(), object.clone());
         }
-        "Node" | "StorageClass" | "Lease" | "Event" => {
+        "Event" => {
+            // Written through events.k8s.io/v1, it is stored in the core
+            // form the timeline's Events have.
+            let strict = events_v1::converts(resource);
+            if strict {
+                object = events_v1::to_core(&object);
+            }
+            let errors = events_v1::create_errors(&object, &namespace, strict);
+            if !errors.is_empty() {
+                return Err(invalid(resource, &name, &errors));
+            }
+            strip_rv_mut(&mut object);
+            let uid = crds::uid(cluster);
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert(
+                    "creationTimestamp".to_owned(),
+                    json!(stamp(cluster.sim.now() as i64)),
+                );
+                meta.insert("uid".to_owned(), json!(uid));
+            }
+            cluster.events_mut().put(&namespace, &name, object.clone());
+        }
+        "Node" | "StorageClass" | "Lease" => {
             return Err(ApiError::new(
                 405,
                 "MethodNotAllowed",
@@ -211,7 +240,7 @@ pub(super) fn create(
                 resource.qualified()
             ))
         })?;
-    crds::as_version(resource, &mut created);
+    versions::as_served(resource, &mut created);
     Ok(Reply::Json(201, created))
 }
 
@@ -372,8 +401,11 @@ pub(super) fn update(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
+    // An Event is patched and replaced in the form its API serves it.
     let base = if sub == Some("scale") {
         scale_of(&current)
+    } else if events_v1::converts(resource) {
+        events_v1::to_v1(&current)
     } else {
         current.clone()
     };
@@ -399,6 +431,11 @@ pub(super) fn update(
         }
     } else {
         request.json_body()?
+    };
+    let wanted = if events_v1::converts(resource) {
+        events_v1::to_core(&wanted)
+    } else {
+        wanted
     };
     let stale = wanted
         .pointer("/metadata/resourceVersion")
@@ -441,7 +478,7 @@ pub(super) fn update(
         let mut after = cluster
             .view(resource.key, namespace, name, false)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        crds::as_version(resource, &mut after);
+        versions::as_served(resource, &mut after);
         return Ok(Reply::Json(200, after));
     }
     within_pod_budget(cluster, &wanted)?;
@@ -470,9 +507,10 @@ pub(super) fn update(
     }
     cluster.sync();
     cluster.api_change(key, Some(&current));
-    let after = cluster
+    let mut after = cluster
         .view(resource.key, namespace, name, false)
         .ok_or_else(|| ApiError::not_found(resource, name))?;
+    versions::as_served(resource, &mut after);
     Ok(Reply::Json(200, after))
 }
 
@@ -571,6 +609,10 @@ pub(super) fn delete(
             cluster.written.remove_config_map(namespace, name);
             cluster.written.forget_metadata(&key);
         }
+        "Event" => {
+            cluster.events_mut().remove(namespace, name);
+            cluster.written.forget_metadata(&key);
+        }
         kind if DECLARED_KINDS.contains(&kind) => {
             if RUN_DECLARED.contains(&kind)
                 && let Some(w) = cluster
@@ -609,7 +651,7 @@ pub(super) fn delete(
     let mut after = cluster
         .view(resource.key, namespace, name, false)
         .unwrap_or(current);
-    crds::as_version(resource, &mut after);
+    versions::as_served(resource, &mut after);
     Ok(Reply::Json(200, after))
 }
 

@@ -51,6 +51,11 @@ pub(super) struct Written {
     /// the API server increments it on every spec change and never on a
     /// status change. Absent means 1, a workload as created.
     generations: BTreeMap<Key, i64>,
+    /// How many times an object of each declared kind was stored or
+    /// removed: what is derived from them (the OpenAPI documents from the
+    /// CustomResourceDefinitions, the endpoints from the Services) is kept
+    /// until its count moves.
+    changes: BTreeMap<&'static str, u64>,
 }
 
 impl Written {
@@ -96,6 +101,7 @@ impl Written {
 
     /// Keeps a manifest of a [`DECLARED_KINDS`] kind as served.
     pub(super) fn declare(&mut self, key: Key, object: Value) {
+        self.note_change(&key);
         self.declared.insert(key, object);
     }
 
@@ -105,7 +111,26 @@ impl Written {
 
     /// Removes a declared object, returning what it was.
     pub(super) fn undeclare(&mut self, key: &Key) -> Option<Value> {
-        self.declared.remove(key)
+        let removed = self.declared.remove(key);
+        if removed.is_some() {
+            self.note_change(key);
+        }
+        removed
+    }
+
+    fn note_change(&mut self, key: &Key) {
+        *self.changes.entry(key.0).or_default() += 1;
+    }
+
+    /// Changes with every object of `kind` stored or removed, and only
+    /// then (see `changes`).
+    pub(super) fn changes_of(&self, kind: &str) -> u64 {
+        self.changes.get(kind).copied().unwrap_or(0)
+    }
+
+    /// [`Written::changes_of`] the CustomResourceDefinitions.
+    pub(super) fn definition_changes(&self) -> u64 {
+        self.changes_of(super::crds::CRD_KIND)
     }
 
     /// The keys of the declared objects in a namespace, in order.
