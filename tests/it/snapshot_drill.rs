@@ -175,6 +175,13 @@ fn drill_on(dir: &Path, edit: impl FnOnce(&mut Value), drill: &str) -> std::path
     path
 }
 
+/// The report of `drill` run in `dir`, which must pass.
+fn run_green(dir: &Path, drill: &Path) -> Value {
+    let run = bench_in(dir, &["run", drill.to_str().expect("utf-8"), "--out", "r"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    report(&dir.join("r"))
+}
+
 const SMALL_DRILL: &str = "apiVersion: drillbench.dev/v1alpha1
 kind: Drill
 metadata: {name: snap}
@@ -207,12 +214,7 @@ fn a_pod_whose_captured_node_is_gone_is_scheduled_and_says_so() {
         },
         SMALL_DRILL,
     );
-    let run = bench_in(
-        dir.path(),
-        &["run", drill.to_str().expect("utf-8"), "--out", "r"],
-    );
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    let report = report(&dir.path().join("r"));
+    let report = run_green(dir.path(), &drill);
     let said: Vec<&Value> = report["timeline"]
         .as_array()
         .expect("timeline")
@@ -338,12 +340,7 @@ fn the_autoscalers_flags_in_the_snapshot_set_its_settings_or_are_refused_at_thei
         |s| with_autoscaler_flag(s, "--scale-down-delay-after-add=25m"),
         SMALL_DRILL,
     );
-    let run = bench_in(
-        dir.path(),
-        &["run", drill.to_str().expect("utf-8"), "--out", "r"],
-    );
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    let report = report(&dir.path().join("r"));
+    let report = run_green(dir.path(), &drill);
     assert_eq!(
         report
             .pointer("/topology/autoscaler/scaleDownDelayAfterAdd")

@@ -368,7 +368,7 @@ pub(super) fn fnv1a(text: &str) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn service(spec: Value) -> Value {
@@ -393,7 +393,8 @@ mod tests {
                           "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}})
     }
 
-    fn with(mut object: Value, pointer: &str, value: Value) -> Value {
+    /// `object` with `value` set at `pointer`, whose parent exists.
+    pub(crate) fn with(mut object: Value, pointer: &str, value: Value) -> Value {
         let (parent, field) = pointer.rsplit_once('/').expect("a pointer");
         object
             .pointer_mut(parent)

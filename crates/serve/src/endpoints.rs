@@ -238,6 +238,7 @@ fn truncate(subsets: &mut [Value]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint_slices::tests::with;
 
     fn service(spec: Value) -> Value {
         json!({"metadata": {"name": "web", "namespace": "apps", "uid": "s", "labels": {"team": "a"}},
@@ -254,16 +255,6 @@ mod tests {
                "spec": {"nodeName": "node-1", "containers": [{"name": "c"}]},
                "status": {"phase": "Running", "podIP": ip,
                           "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}})
-    }
-
-    fn with(mut object: Value, pointer: &str, value: Value) -> Value {
-        let (parent, field) = pointer.rsplit_once('/').expect("a pointer");
-        object
-            .pointer_mut(parent)
-            .and_then(Value::as_object_mut)
-            .expect("the parent exists")
-            .insert(field.to_owned(), value);
-        object
     }
 
     /// Each subset as `ready IPs | not-ready IPs | ports`.
