@@ -250,7 +250,7 @@ impl World {
                 .entry(p.template.priority.value)
                 .or_default() += 1;
             self.groups
-                .bind(&p.template, &p.namespace, node, &self.nodes[node]);
+                .bind(&p.template, &p.namespace, node, &self.nodes);
         }
     }
 
@@ -301,7 +301,7 @@ impl World {
                     }
                 }
                 self.groups
-                    .release(&p.template, &p.namespace, node, &self.nodes[node]);
+                    .release(&p.template, &p.namespace, node, &self.nodes);
             }
         }
     }
