@@ -220,7 +220,7 @@ mod tests {
         let mut n = node(&format!("n-{i}"));
         let mut labels = n.labels().clone();
         labels.insert("zone".to_owned(), format!("z{}", i % 3));
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             labels.insert("rack".to_owned(), format!("r{}", i % 4));
         }
         n.object.metadata.labels = Some(labels);
@@ -240,10 +240,10 @@ mod tests {
             let mut groups = PodGroups::default();
             // (template, node) of every pod holding resources.
             let mut held: Vec<(usize, NodeId)> = Vec::new();
-            for step in 0..400 {
+            for step in 0..400_u32 {
                 match rng.index(10) {
                     0 if nodes.len() < 12 => nodes.push(zoned(nodes.len())),
-                    1 if step % 7 == 0 => {
+                    1 if step.is_multiple_of(7) => {
                         // A relabel moves a node to another zone.
                         let n = rng.index(nodes.len());
                         let mut labels = nodes[n].labels().clone();
