@@ -165,13 +165,114 @@ impl InterPodMisfit {
 /// Matching pods per topology pair: key, then value.
 type Pairs = BTreeMap<String, BTreeMap<String, u32>>;
 
-/// How many pods of a group run in each domain of one topology key: per
-/// value, a positive count (a domain the group left is no entry).
-pub type Domains = BTreeMap<String, u32>;
+/// One topology key's domains, numbered: each value gets a number, and
+/// each node (by the index's own order, the caller's node indices) the
+/// number of its domain. Counts per domain ([`Domains`]) are then vectors,
+/// and a node's domain one lookup instead of two string searches, which is
+/// what the filter costs per node scanned (kube-scheduler's counts are
+/// keyed by topology pair; the numbering only makes the same key cheap).
+#[derive(Debug, Clone, Default)]
+pub struct KeyDomains {
+    ids: BTreeMap<String, u32>,
+    of_node: Vec<Option<u32>>,
+}
+
+impl KeyDomains {
+    /// Numbers the next node: its value of the key, if it has one.
+    pub fn push_node(&mut self, value: Option<&String>) -> Option<u32> {
+        let id = value.map(|v| match self.ids.get(v) {
+            Some(&id) => id,
+            None => {
+                let id = self.ids.len() as u32;
+                self.ids.insert(v.clone(), id);
+                id
+            }
+        });
+        self.of_node.push(id);
+        id
+    }
+
+    /// How many nodes are numbered.
+    pub fn nodes(&self) -> usize {
+        self.of_node.len()
+    }
+
+    /// A numbered node's domain (none: it lacks the key, or is not
+    /// numbered).
+    pub fn of_node(&self, node: usize) -> Option<u32> {
+        self.of_node.get(node).copied().flatten()
+    }
+
+    /// The number of a value's domain, if a numbered node has it.
+    pub fn of_value(&self, value: &str) -> Option<u32> {
+        self.ids.get(value).copied()
+    }
+}
+
+/// How many pods of a group run in each domain of one topology key, by
+/// the key's domain numbers ([`KeyDomains`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Domains {
+    counts: Vec<u32>,
+    total: u32,
+}
+
+impl Domains {
+    /// `n` more pods in a domain.
+    pub fn add(&mut self, domain: u32, n: u32) {
+        let d = domain as usize;
+        if self.counts.len() <= d {
+            self.counts.resize(d + 1, 0);
+        }
+        self.counts[d] += n;
+        self.total += n;
+    }
+
+    /// One pod fewer in a domain (that counts one).
+    pub fn remove(&mut self, domain: u32) {
+        if let Some(n) = self.counts.get_mut(domain as usize)
+            && *n > 0
+        {
+            *n -= 1;
+            self.total -= 1;
+        }
+    }
+
+    /// How many pods run in a domain.
+    pub fn count(&self, domain: u32) -> u32 {
+        self.counts.get(domain as usize).copied().unwrap_or(0)
+    }
+
+    /// Whether no pod runs in any domain.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+}
 
 /// Domain counts an index keeps for a group of alike pods, read where they
-/// are rather than copied: (topology key, its domains).
-type Shared = Vec<(String, Rc<Domains>)>;
+/// are rather than copied.
+#[derive(Debug, Clone)]
+struct SharedCount {
+    key: String,
+    index: Rc<KeyDomains>,
+    domains: Rc<Domains>,
+}
+
+impl SharedCount {
+    /// Whether a pod it counts runs in the node's domain: found by the
+    /// node's number when the index numbered it, by its label otherwise.
+    fn in_domain(&self, node: Option<usize>, labels: &BTreeMap<String, String>) -> bool {
+        let id = match node {
+            Some(n) if n < self.index.nodes() => self.index.of_node(n),
+            _ => labels
+                .get(&self.key)
+                .and_then(|value| self.index.of_value(value)),
+        };
+        id.is_some_and(|d| self.domains.count(d) > 0)
+    }
+}
+
+type Shared = Vec<SharedCount>;
 
 /// What the filter counted for one incoming pod over the pods already
 /// placed: upstream's `preFilterState`.
@@ -208,26 +309,33 @@ fn bump(pairs: &mut Pairs, key: &str, labels: &BTreeMap<String, String>) {
 }
 
 fn has(pairs: &Pairs, key: &str, labels: &BTreeMap<String, String>) -> bool {
-    labels
-        .get(key)
-        .and_then(|value| pairs.get(key)?.get(value))
-        .is_some_and(|&n| n > 0)
+    !pairs.is_empty()
+        && labels
+            .get(key)
+            .and_then(|value| pairs.get(key)?.get(value))
+            .is_some_and(|&n| n > 0)
 }
 
-fn has_shared(shared: &Shared, key: &str, labels: &BTreeMap<String, String>) -> bool {
-    let Some(value) = labels.get(key) else {
-        return false;
-    };
+fn has_shared(
+    shared: &Shared,
+    key: &str,
+    node: Option<usize>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
     shared
         .iter()
-        .any(|(k, domains)| k == key && domains.get(value).is_some_and(|&n| n > 0))
+        .any(|s| s.key == key && s.in_domain(node, labels))
 }
 
-/// Keeps a group's domains unless they are empty: an empty map counts no
+/// Keeps a group's domains unless they are empty: empty counts hold no
 /// pod, as a pod on a node without the key is counted nowhere.
-fn share(shared: &mut Shared, key: &str, domains: Rc<Domains>) {
-    if domains.values().any(|&n| n > 0) {
-        shared.push((key.to_owned(), domains));
+fn share(shared: &mut Shared, key: &str, (index, domains): (Rc<KeyDomains>, Rc<Domains>)) {
+    if !domains.is_empty() {
+        shared.push(SharedCount {
+            key: key.to_owned(),
+            index,
+            domains,
+        });
     }
 }
 
@@ -259,15 +367,15 @@ impl InterPodState {
 
     /// Counts a group of existing pods that are alike to the filter (same
     /// namespace, labels and terms) at once, as [`InterPodState::add`]
-    /// would count each of them: `domains(key)` says how many of them run
-    /// in each domain of a topology key. An index that keeps those counts
-    /// as pods bind and leave makes a pod's state cost the number of
-    /// groups, not of pods.
+    /// would count each of them: `domains(key)` gives the key's domains
+    /// numbered and how many of them run in each. An index that keeps
+    /// those counts as pods bind and leave makes a pod's state cost the
+    /// number of groups, not of pods.
     pub fn add_group(
         &mut self,
         incoming: &PodTerms<'_>,
         existing: &PodTerms<'_>,
-        mut domains: impl FnMut(&str) -> Rc<Domains>,
+        mut domains: impl FnMut(&str) -> (Rc<KeyDomains>, Rc<Domains>),
     ) {
         for term in existing.anti_affinity {
             if term.selects(existing.namespace, incoming.namespace, incoming.labels) {
@@ -304,6 +412,18 @@ impl InterPodState {
         incoming: &PodTerms<'_>,
         node_labels: &BTreeMap<String, String>,
     ) -> Result<(), InterPodMisfit> {
+        self.filter_at(incoming, node_labels, None)
+    }
+
+    /// [`InterPodState::filter`] for the node of index `node` in the
+    /// [`KeyDomains`] the groups were counted with: their counts are read
+    /// by the node's domain numbers rather than by its labels.
+    pub fn filter_at(
+        &self,
+        incoming: &PodTerms<'_>,
+        node_labels: &BTreeMap<String, String>,
+        node: Option<usize>,
+    ) -> Result<(), InterPodMisfit> {
         if !incoming.affinity.is_empty() {
             // A node without one of the keys is in no domain of that term.
             if incoming
@@ -315,7 +435,7 @@ impl InterPodState {
             }
             let all_met = incoming.affinity.iter().all(|t| {
                 has(&self.affinity, &t.topology_key, node_labels)
-                    || has_shared(&self.shared_affinity, &t.topology_key, node_labels)
+                    || has_shared(&self.shared_affinity, &t.topology_key, node, node_labels)
             });
             // The first pod of a group affine to itself may go anywhere,
             // provided no pod anywhere matches its terms yet.
@@ -327,10 +447,18 @@ impl InterPodState {
                 return Err(InterPodMisfit::Affinity);
             }
         }
-        if incoming.anti_affinity.iter().any(|t| {
-            has(&self.anti, &t.topology_key, node_labels)
-                || has_shared(&self.shared_anti, &t.topology_key, node_labels)
-        }) {
+        // Every shared count of `shared_anti` was taken for one of the
+        // incoming pod's terms, under that term's key: any of them in the
+        // node's domain is that term met.
+        if incoming
+            .anti_affinity
+            .iter()
+            .any(|t| has(&self.anti, &t.topology_key, node_labels))
+            || self
+                .shared_anti
+                .iter()
+                .any(|s| s.in_domain(node, node_labels))
+        {
             return Err(InterPodMisfit::AntiAffinity);
         }
         // Then, as upstream, the existing pods' terms.
@@ -338,12 +466,10 @@ impl InterPodState {
             .existing_anti
             .keys()
             .any(|key| has(&self.existing_anti, key, node_labels))
-            || self.shared_existing_anti.iter().any(|(key, domains)| {
-                node_labels
-                    .get(key)
-                    .and_then(|value| domains.get(value))
-                    .is_some_and(|&n| n > 0)
-            })
+            || self
+                .shared_existing_anti
+                .iter()
+                .any(|s| s.in_domain(node, node_labels))
         {
             return Err(InterPodMisfit::ExistingAntiAffinity);
         }

@@ -24,6 +24,7 @@ pub mod load;
 mod nodes;
 pub mod operations;
 mod pod_groups;
+mod pod_tally;
 mod pods;
 mod preemption;
 mod reconcile;
@@ -655,12 +656,7 @@ impl Simulation {
         if self.obs.etcd.last().map(|(_, v, l)| (*v, *l)) != Some(counts) {
             self.obs.etcd.push((now, counts.0, counts.1));
         }
-        let ready = self
-            .world
-            .nodes()
-            .iter()
-            .filter(|n| n.control_plane && n.is_ready())
-            .count() as u32;
+        let ready = self.world.control_planes().filter(|n| n.is_ready()).count() as u32;
         if self.obs.control_planes_ready.last().map(|(_, r)| *r) != Some(ready) {
             self.obs.control_planes_ready.push((now, ready));
         }
@@ -794,7 +790,7 @@ impl Simulation {
             }
             Action::JobPodDone(pod) => {
                 if self.world.pod(pod).phase == PodPhase::Ready {
-                    self.world.pod_mut(pod).phase = PodPhase::Succeeded;
+                    self.world.set_pod_phase(pod, PodPhase::Succeeded);
                     self.world.release(pod);
                     if let Owner::Workload(w, _) = self.world.pod(pod).owner {
                         self.world.workload_mut(w).succeeded += 1;

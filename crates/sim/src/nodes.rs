@@ -61,7 +61,7 @@ impl Simulation {
                 continue;
             }
             if self.world.pod(pod).phase == PodPhase::Ready {
-                self.world.pod_mut(pod).phase = PodPhase::Starting;
+                self.world.set_pod_phase(pod, PodPhase::Starting);
                 let r = self.world.pod_ref(pod);
                 self.record(
                     EventKind::PodNotReady,

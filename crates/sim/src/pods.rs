@@ -170,7 +170,7 @@ impl Simulation {
         self.unqueue(pod);
         self.world.pod_mut(pod).nominated = None;
         self.world.bind(pod, node);
-        self.world.pod_mut(pod).phase = PodPhase::Starting;
+        self.world.set_pod_phase(pod, PodPhase::Starting);
         let r = self.world.pod_ref(pod);
         let name = self.world.node(node).name.clone();
         self.record(
@@ -249,7 +249,7 @@ impl Simulation {
                 }
                 Attach::Elsewhere(other) => {
                     if self.world.pod(pod).phase != PodPhase::Blocked {
-                        self.world.pod_mut(pod).phase = PodPhase::Blocked;
+                        self.world.set_pod_phase(pod, PodPhase::Blocked);
                         let r = self.world.pod_ref(pod);
                         let message = format!(
                             "Multi-Attach error for volume {}: already exclusively attached to {}",
@@ -262,7 +262,7 @@ impl Simulation {
                 }
             }
         }
-        self.world.pod_mut(pod).phase = PodPhase::Starting;
+        self.world.set_pod_phase(pod, PodPhase::Starting);
         let template = self.world.pod(pod).template.clone();
         let images = template.images();
         let pull = self.topology.latencies.image_pull;
@@ -282,10 +282,9 @@ impl Simulation {
         if self.world.pod(pod).phase != PodPhase::Starting || !self.world.node(node).is_ready() {
             return;
         }
+        self.world.set_pod_phase(pod, PodPhase::Ready);
         let now = self.now();
-        let p = self.world.pod_mut(pod);
-        p.phase = PodPhase::Ready;
-        p.ready_at = now;
+        self.world.pod_mut(pod).ready_at = now;
         let r = self.world.pod_ref(pod);
         self.record(EventKind::PodReady, r, Some(node), "pod Ready");
         self.mark_owner_dirty(pod);
@@ -338,7 +337,7 @@ impl Simulation {
         }
         self.unqueue(pod);
         self.world.release(pod);
-        self.world.pod_mut(pod).phase = PodPhase::Gone;
+        self.world.set_pod_phase(pod, PodPhase::Gone);
         let node = self.world.pod(pod).node;
         let r = self.world.pod_ref(pod);
         self.record(EventKind::PodDeleted, r, node, "pod deleted");

@@ -30,9 +30,13 @@ impl Simulation {
     /// none of its pods is stuck: one the scheduler could not place, or one
     /// whose volume is attached elsewhere. A CronJob between runs is whole;
     /// a run that cannot start is the missed run that matters.
+    ///
+    /// Only the workloads the world saw change since the last record are
+    /// read: the others' counts are what was recorded (an instant costs
+    /// what changed in it, not every workload's pods).
     pub(super) fn record_workloads(&mut self) {
         let now = self.now();
-        for id in 0..self.world.workloads().len() {
+        for id in self.world.take_changed_workloads() {
             let desired = self.desired_replicas(id);
             let w = self.world.workload(id);
             let ready = self.world.ready_pods(id);
@@ -127,7 +131,7 @@ impl Simulation {
     }
 
     pub(super) fn reconcile_replicas(&mut self, w: WorkloadId) -> bool {
-        let active = self.world.active_pods(w);
+        let active = self.world.active_count(w);
         let want = self.world.workload(w).replicas as usize;
         if self.world.workload(w).kind == WorkloadKind::Pod {
             // A bare pod is never replaced.
@@ -137,14 +141,14 @@ impl Simulation {
             }
             return false;
         }
-        if active.len() < want {
-            for _ in active.len()..want {
+        if active < want {
+            for _ in active..want {
                 self.create_pod(w, None, None);
             }
             return true;
         }
-        if active.len() > want {
-            let ranked = self.scale_down_order(active);
+        if active > want {
+            let ranked = self.scale_down_order(self.world.active_pods(w));
             for &pod in ranked.iter().take(ranked.len() - want) {
                 self.delete_pod(pod);
             }
@@ -159,15 +163,9 @@ impl Simulation {
     pub(super) fn reconcile_deployment(&mut self, w: WorkloadId) -> bool {
         let current = self.world.workload(w).template.clone();
         let is_old = |p: &SimPod| !Rc::ptr_eq(&p.template, &current);
-        // The common case, no rollout under way, costs no more than a
-        // ReplicaSet's reconcile.
-        if !self
-            .world
-            .workload(w)
-            .pods
-            .iter()
-            .any(|&p| self.world.pod(p).phase != PodPhase::Gone && is_old(self.world.pod(p)))
-        {
+        // The common case, no rollout under way (no pod left of another
+        // template), costs no more than a ReplicaSet's reconcile.
+        if !self.world.tally(w).has_live_other_than(&current) {
             return self.reconcile_replicas(w);
         }
         let (old, new): (Vec<PodId>, Vec<PodId>) = self
@@ -393,7 +391,7 @@ impl Simulation {
     }
 
     pub(super) fn reconcile_job(&mut self, w: WorkloadId, completions: u32) -> bool {
-        let active = self.world.active_pods(w).len() as u32;
+        let active = self.world.active_count(w) as u32;
         let done = self.world.workload(w).succeeded;
         let parallel = self.world.workload(w).replicas.max(1);
         let remaining = completions.saturating_sub(done);

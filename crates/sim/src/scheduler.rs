@@ -44,7 +44,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::classes::{ClassView, Classes};
 use super::clock::Time;
-use super::pod_groups::{PodGroup, PodGroups};
+use super::pod_groups::PodGroup;
 use super::state::World;
 use super::volumes::Volumes;
 use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
@@ -689,7 +689,7 @@ impl Scan<'_> {
             }
             let existing = terms(&group.namespace, &group.template);
             state.add_group(&incoming, &existing, |key| {
-                PodGroups::domains(group, key, nodes)
+                groups.domains(group, key, nodes)
             });
         };
         if template.affinity.is_empty() && template.anti_affinity.is_empty() {
@@ -747,7 +747,7 @@ impl Scan<'_> {
                 && h.room > 0
                 && (others.is_empty()
                     || self
-                        .other_pods_misfit(others, template, pod, self.world.node(node))
+                        .other_pods_misfit(others, template, pod, node)
                         .is_none())
         } else {
             self.misfit(template, views, pod, node, others).is_none()
@@ -801,7 +801,7 @@ impl Scan<'_> {
         if !self.volume_topology_ok(pod, n) {
             return Some(Misfit::VolumeAffinity);
         }
-        self.other_pods_misfit(others, template, pod, n)
+        self.other_pods_misfit(others, template, pod, node)
     }
 
     /// VolumeBinding for bound volumes: the node is in the topology domain
@@ -823,8 +823,9 @@ impl Scan<'_> {
         others: Others<'_>,
         template: &Template,
         pod: PodId,
-        n: &SimNode,
+        node: NodeId,
     ) -> Option<Misfit> {
+        let n = self.world.node(node);
         let namespace = &self.world.pod(pod).namespace;
         if let Some(state) = others.spread {
             match state.filter(&spread_pod(namespace, template), &n.object) {
@@ -835,7 +836,8 @@ impl Scan<'_> {
         }
         let state = others.interpod?;
         let incoming = terms(namespace, template);
-        match state.filter(&incoming, n.labels()) {
+        // The groups' counts were numbered over the world's nodes.
+        match state.filter_at(&incoming, n.labels(), Some(node)) {
             Ok(()) => None,
             Err(InterPodMisfit::ExistingAntiAffinity) => Some(Misfit::ExistingAntiAffinity),
             Err(InterPodMisfit::Affinity | InterPodMisfit::AntiAffinity) => {

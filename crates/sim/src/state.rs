@@ -13,6 +13,7 @@ use std::rc::Rc;
 use k8s_openapi::api::core::v1::Taint;
 
 use super::pod_groups::PodGroups;
+use super::pod_tally::{PodTallies, Tally};
 use super::world::{
     ClaimId, NodeId, Owner, Pdb, PodId, PodPhase, SimNode, SimPod, Workload, WorkloadId,
     WorkloadKind,
@@ -40,6 +41,13 @@ pub(crate) struct World {
     /// Per node: its labels as shared with placements; forgotten whenever
     /// its labels change.
     shared_labels: Vec<Option<Rc<BTreeMap<String, String>>>>,
+    /// Each workload's pods counted by phase, and the workloads that may
+    /// have changed: every accessor that hands out a pod, a workload or a
+    /// node for change tells it.
+    tallies: PodTallies,
+    /// The control planes, in index order (a node is one from its
+    /// creation, or never).
+    control_planes: Vec<NodeId>,
 }
 
 impl World {
@@ -55,11 +63,18 @@ impl World {
         &self.nodes[node]
     }
 
-    /// One node, to change its state (not its name, its labels or what it
-    /// runs: [`World::set_node_labels`], [`World::bind`] and
-    /// [`World::release`] do that).
+    /// One node, to change its state (not its name, whether it is a
+    /// control plane, its labels or what it runs:
+    /// [`World::set_node_labels`], [`World::bind`] and [`World::release`]
+    /// do that).
     pub(crate) fn node_mut(&mut self, node: NodeId) -> &mut SimNode {
+        self.tallies.touch_nodes();
         &mut self.nodes[node]
+    }
+
+    /// The control planes, departed ones included.
+    pub(crate) fn control_planes(&self) -> impl Iterator<Item = &SimNode> + '_ {
+        self.control_planes.iter().map(|&n| &self.nodes[n])
     }
 
     /// The node of that name (the newest, if a name was reused).
@@ -71,7 +86,11 @@ impl World {
     pub(crate) fn add_node(&mut self, node: SimNode) -> NodeId {
         let id = self.nodes.len();
         self.node_index.insert(node.name.clone(), id);
+        if node.control_plane {
+            self.control_planes.push(id);
+        }
         self.nodes.push(node);
+        self.tallies.touch_nodes();
         id
     }
 
@@ -86,6 +105,7 @@ impl World {
             return false;
         }
         n.object.metadata.labels = Some(labels);
+        self.tallies.touch_nodes();
         self.groups.relabelled();
         if let Some(shared) = self.shared_labels.get_mut(node) {
             *shared = None;
@@ -96,6 +116,7 @@ impl World {
     /// Adds a taint (no value) unless the node has one with that key and
     /// effect; false if it had.
     pub(crate) fn add_taint(&mut self, node: NodeId, key: &str, effect: &str) -> bool {
+        self.tallies.touch_nodes();
         let spec = self.nodes[node]
             .object
             .spec
@@ -115,6 +136,7 @@ impl World {
 
     /// Removes a node's taints with that key.
     pub(crate) fn remove_taint(&mut self, node: NodeId, key: &str) {
+        self.tallies.touch_nodes();
         if let Some(taints) = self.nodes[node]
             .object
             .spec
@@ -127,6 +149,7 @@ impl World {
 
     /// Replaces a node's taints.
     pub(crate) fn set_taints(&mut self, node: NodeId, taints: Vec<Taint>) {
+        self.tallies.touch_nodes();
         let spec = self.nodes[node]
             .object
             .spec
@@ -136,6 +159,7 @@ impl World {
 
     /// Cordons a node; false if it was cordoned.
     pub(crate) fn cordon(&mut self, node: NodeId) -> bool {
+        self.tallies.touch_nodes();
         if self.nodes[node].unschedulable() {
             return false;
         }
@@ -149,6 +173,7 @@ impl World {
 
     /// Uncordons a node.
     pub(crate) fn uncordon(&mut self, node: NodeId) {
+        self.tallies.touch_nodes();
         if let Some(spec) = self.nodes[node].object.spec.as_mut() {
             spec.unschedulable = None;
         }
@@ -178,18 +203,34 @@ impl World {
         &self.pods[pod]
     }
 
-    /// One pod, to change its state (not where it is bound:
-    /// [`World::bind`] and [`World::release`] do that).
+    /// One pod, to change its state (not its phase, its template or
+    /// where it is bound: [`World::set_pod_phase`], [`World::bind`] and
+    /// [`World::release`] do that).
     pub(crate) fn pod_mut(&mut self, pod: PodId) -> &mut SimPod {
+        self.tallies.touch_pod(pod);
         &mut self.pods[pod]
+    }
+
+    /// Moves a pod to another phase, counted for its workload.
+    pub(crate) fn set_pod_phase(&mut self, pod: PodId, phase: PodPhase) {
+        let p = &mut self.pods[pod];
+        if p.phase != phase {
+            self.tallies.phase_changed(pod, &p.template, p.phase, phase);
+            p.phase = phase;
+        }
     }
 
     /// Adds a pod, to its owner's pods too; returns its index.
     pub(crate) fn add_pod(&mut self, pod: SimPod) -> PodId {
         let id = self.pods.len();
-        if let Owner::Workload(w, _) = pod.owner {
-            self.workloads[w].pods.push(id);
-        }
+        let member = match pod.owner {
+            Owner::Workload(w, _) => {
+                self.workloads[w].pods.push(id);
+                Some(w)
+            }
+            Owner::None => None,
+        };
+        self.tallies.add_pod(id, member, &pod.template, pod.phase);
         self.pods.push(pod);
         id
     }
@@ -209,14 +250,14 @@ impl World {
                 .entry(p.template.priority.value)
                 .or_default() += 1;
             self.groups
-                .bind(&p.template, &p.namespace, node, &self.nodes[node]);
+                .bind(&p.template, &p.namespace, node, &self.nodes);
         }
     }
 
     /// A pod's deletion started: Terminating, it holds its node until it
     /// is gone.
     pub(crate) fn start_terminating(&mut self, pod: PodId) {
-        self.pods[pod].phase = PodPhase::Terminating;
+        self.set_pod_phase(pod, PodPhase::Terminating);
         if self.pods[pod].holds_resources {
             self.terminating.insert(pod);
         }
@@ -260,7 +301,7 @@ impl World {
                     }
                 }
                 self.groups
-                    .release(&p.template, &p.namespace, node, &self.nodes[node]);
+                    .release(&p.template, &p.namespace, node, &self.nodes);
             }
         }
     }
@@ -320,8 +361,10 @@ impl World {
         &self.workloads[w]
     }
 
-    /// One workload, to change its spec or state (not its key).
+    /// One workload, to change its spec or state (not its key or its
+    /// pods: [`World::add_pod`] adds them).
     pub(crate) fn workload_mut(&mut self, w: WorkloadId) -> &mut Workload {
+        self.tallies.touch_workload(w);
         &mut self.workloads[w]
     }
 
@@ -340,6 +383,7 @@ impl World {
         let id = self.workloads.len();
         self.workload_index.insert(workload.key.clone(), id);
         self.workloads.push(workload);
+        self.tallies.add_workload(id);
         id
     }
 
@@ -366,13 +410,42 @@ impl World {
             .collect()
     }
 
+    /// A workload's pods counted by phase, kept as they change (in a
+    /// debug build, checked against a recount each time).
+    pub(crate) fn tally(&self, w: WorkloadId) -> &Tally {
+        let tally = self.tallies.of(w);
+        debug_assert_eq!(
+            *tally,
+            Tally::recount(self.workloads[w].pods.iter().map(|&p| {
+                let p = &self.pods[p];
+                (&p.template, p.phase)
+            })),
+            "the kept counts of workload {}",
+            self.workloads[w].key
+        );
+        tally
+    }
+
+    /// How many of a workload's pods are active.
+    pub(crate) fn active_count(&self, w: WorkloadId) -> usize {
+        self.tally(w).active as usize
+    }
+
     /// How many of a workload's pods are Ready.
     pub(crate) fn ready_pods(&self, w: WorkloadId) -> u32 {
-        self.workloads[w]
-            .pods
-            .iter()
-            .filter(|&&p| self.pods[p].phase == PodPhase::Ready)
-            .count() as u32
+        self.tally(w).ready
+    }
+
+    /// The workloads whose pods, spec or nodes were handed out for change
+    /// since the last call, in index order: the only ones whose
+    /// readiness may read differently.
+    pub(crate) fn take_changed_workloads(&mut self) -> Vec<WorkloadId> {
+        let workloads = &self.workloads;
+        self.tallies.take_changed(|| {
+            (0..workloads.len())
+                .filter(|&w| workloads[w].kind == WorkloadKind::DaemonSet)
+                .collect()
+        })
     }
 
     // ----- budgets -----
@@ -511,7 +584,7 @@ mod tests {
         let daemon = world.add_pod(pod("agent-1", Owner::Workload(agent, None), t, Vec::new()));
         for p in [running, stopping, daemon] {
             world.bind(p, n);
-            world.pod_mut(p).phase = PodPhase::Ready;
+            world.set_pod_phase(p, PodPhase::Ready);
         }
         world.start_terminating(stopping);
         assert!(world.is_daemon(daemon) && !world.is_daemon(running));

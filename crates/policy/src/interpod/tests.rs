@@ -220,16 +220,26 @@ fn verdict_grouped(
     }
     for (pod, nodes) in &groups {
         state.add_group(&incoming.terms(), &pod.terms(), |key| {
-            let mut domains = Domains::new();
+            // The node judged is numbered first (index 0), then the
+            // group's nodes.
+            let mut index = KeyDomains::default();
+            index.push_node(node.get(key));
+            let mut domains = Domains::default();
             for on in nodes {
-                if let Some(value) = on.get(key) {
-                    *domains.entry(value.clone()).or_default() += 1;
+                if let Some(id) = index.push_node(on.get(key)) {
+                    domains.add(id, 1);
                 }
             }
-            Rc::new(domains)
+            (Rc::new(index), Rc::new(domains))
         });
     }
-    state.filter(&incoming.terms(), node)
+    let by_labels = state.filter(&incoming.terms(), node);
+    let by_number = state.filter_at(&incoming.terms(), node, Some(0));
+    assert_eq!(
+        by_number, by_labels,
+        "by the node's number as by its labels"
+    );
+    by_labels
 }
 
 /// Counting alike pods at once decides exactly what counting them one by
