@@ -296,6 +296,19 @@ struct Sources {
 }
 
 impl Sources {
+    /// A diagnostic at every object that repeats an earlier one's kind,
+    /// namespace and name, naming where the first is.
+    fn duplicates(&mut self, documents: &[Document], checker: &mut Checker<'_>) {
+        for (index, earlier, problem) in object_rules::duplicate_objects(documents) {
+            let first = &documents[earlier];
+            let problem = FieldProblem {
+                pointer: "/metadata/name".to_owned(),
+                message: format!("{problem}; the first is at {}:{}", first.source, first.line),
+            };
+            self.diagnostic(documents, index, &problem, checker);
+        }
+    }
+
     /// The diagnostic of `problem` in `documents[index]`.
     fn diagnostic(
         &mut self,
@@ -483,14 +496,7 @@ fn load_apply_steps(
         };
         let mut documents = Vec::new();
         files.extend(file.load(drill_dir, &mut documents, sources, checker));
-        for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
-            let first = &documents[earlier];
-            let problem = FieldProblem {
-                pointer: "/metadata/name".to_owned(),
-                message: format!("{problem}; the first is at {}:{}", first.source, first.line),
-            };
-            sources.diagnostic(&documents, index, &problem, checker);
-        }
+        sources.duplicates(&documents, checker);
         for at in 0..documents.len() {
             if policy_guard::is_policy(&documents[at].value) {
                 let problem = FieldProblem {
@@ -643,14 +649,7 @@ fn load_workloads(
             .map(|(at, position)| (at - duplicates.range(..at).count(), position))
             .collect();
     }
-    for (index, earlier, problem) in object_rules::duplicate_objects(&documents) {
-        let first = &documents[earlier];
-        let problem = FieldProblem {
-            pointer: "/metadata/name".to_owned(),
-            message: format!("{problem}; the first is at {}:{}", first.source, first.line),
-        };
-        sources.diagnostic(&documents, index, &problem, checker);
-    }
+    sources.duplicates(&documents, checker);
     for (index, problem) in
         crate::priority_class_rules::second_global_defaults(&documents, captured_count)
     {

@@ -143,13 +143,7 @@ pub(super) fn create(
         }
         "Namespace" => cluster.written.create_namespace(&name),
         "ConfigMap" => {
-            strip_rv_mut(&mut object);
-            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert(
-                    "creationTimestamp".to_owned(),
-                    json!(stamp(cluster.sim.now() as i64)),
-                );
-            }
+            created(&mut object, cluster.sim.now(), None);
             cluster
                 .written
                 .put_config_map(&namespace, &name, object.clone());
@@ -164,19 +158,14 @@ pub(super) fn create(
                 }
                 cluster.apply_manifest(object.clone())?;
             }
-            strip_rv_mut(&mut object);
+            // A Service's uid is what its EndpointSlices' owner
+            // reference names.
             let uid = crds::uid(cluster);
-            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert(
-                    "creationTimestamp".to_owned(),
-                    json!(stamp(cluster.sim.now() as i64)),
-                );
-                // The API server gives every object a uid; a Service's is
-                // what its EndpointSlices' owner reference names.
-                meta.insert("uid".to_owned(), json!(uid));
-                if !namespace.is_empty() {
-                    meta.insert("namespace".to_owned(), json!(namespace));
-                }
+            created(&mut object, cluster.sim.now(), Some(uid));
+            if !namespace.is_empty()
+                && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                meta.insert("namespace".to_owned(), json!(namespace));
             }
             cluster.written.declare(key.clone(), object.clone());
         }
@@ -191,15 +180,8 @@ pub(super) fn create(
             if !errors.is_empty() {
                 return Err(invalid(resource, &name, &errors));
             }
-            strip_rv_mut(&mut object);
             let uid = crds::uid(cluster);
-            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert(
-                    "creationTimestamp".to_owned(),
-                    json!(stamp(cluster.sim.now() as i64)),
-                );
-                meta.insert("uid".to_owned(), json!(uid));
-            }
+            created(&mut object, cluster.sim.now(), Some(uid));
             cluster.events_mut().put(&namespace, &name, object.clone());
         }
         "Node" | "StorageClass" | "Lease" => {
@@ -246,6 +228,18 @@ pub(super) fn create(
 
 /// `Kind[.group] "NAME" is invalid: ` and the field errors, as the API
 /// server words a 422.
+/// What the API server sets on an object it creates: no client
+/// `resourceVersion`, its `creationTimestamp`, and a `uid` when given.
+fn created(object: &mut Value, now: u64, uid: Option<String>) {
+    strip_rv_mut(object);
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("creationTimestamp".to_owned(), json!(stamp(now as i64)));
+        if let Some(uid) = uid {
+            meta.insert("uid".to_owned(), json!(uid));
+        }
+    }
+}
+
 fn invalid(resource: &Resource, name: &str, errors: &[String]) -> ApiError {
     let kind = if resource.group.is_empty() {
         resource.kind.to_owned()

@@ -265,7 +265,10 @@ impl Simulation {
         {
             for &p in &self.world.workload(w).pods {
                 let pod = self.world.pod(p);
-                if let (Some(node), true) = (pod.node, pod.is_active() && pod.deleted_at.is_none())
+                // `IsPodActive`: not finished, no deletionTimestamp.
+                if pod.is_active()
+                    && pod.deleted_at.is_none()
+                    && let Some(node) = pod.node
                 {
                     *on_node.entry(node).or_default() += 1;
                 }
