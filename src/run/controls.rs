@@ -514,35 +514,7 @@ fn involves<'e>(
             // An RTO or availability names no pod: it is the guard's when
             // a workload it measures, one of whose pods the guard governs,
             // was short of replicas at the moment the evidence names.
-            let measured = match &assertion.kind {
-                AssertionKind::Rto(r) => Some(&r.of.value),
-                AssertionKind::Availability(a) => Some(&a.of.value),
-                _ => None,
-            };
-            let Some(subject) = measured else {
-                return Vec::new();
-            };
-            let workloads: BTreeSet<&str> = placements()
-                .filter(|p| match subject {
-                    Subject::Pods(m) => pods_match(m, p),
-                    Subject::Workload(w) => p.workload.as_deref() == Some(w.as_str()),
-                    Subject::AllWorkloads => true,
-                    Subject::Api | Subject::ControlPlane => false,
-                })
-                .filter_map(|p| p.workload.as_deref())
-                .collect();
-            let short_at = |t: u64| {
-                workloads.iter().any(|w| {
-                    obs.workloads
-                        .get(*w)
-                        .is_some_and(|s| !s.whole_at(t.saturating_sub(1)) || !s.whole_at(t))
-                })
-            };
-            result
-                .evidence
-                .iter()
-                .filter(|e| short_at(e.at_ms))
-                .collect()
+            short_workload_evidence(assertion, result, obs, placements(), 0)
         }
         // Every backup is weakened, so an RPO's evidence (what a restore
         // lost, or where it restored to) is the weakening's doing.
@@ -553,17 +525,34 @@ fn involves<'e>(
         // A breach is the bypassing drain's only when the pod it names is
         // one that drain deleted.
         Subjects::Deleted => {
-            let deleted: BTreeSet<String> = obs
+            let mut deleted: BTreeMap<String, u64> = BTreeMap::new();
+            for e in obs
                 .events
                 .iter()
                 .filter(|e| e.kind == EventKind::PodDeleted && e.message == BYPASSED_EVICTION)
-                .map(|e| format!("{}/{}", e.object.namespace, e.object.name))
-                .collect();
-            result
+            {
+                deleted
+                    .entry(format!("{}/{}", e.object.namespace, e.object.name))
+                    .or_insert(e.at_ms);
+            }
+            let named: Vec<&Evidence> = result
                 .evidence
                 .iter()
-                .filter(|e| e.pod.as_ref().is_some_and(|p| deleted.contains(p)))
-                .collect()
+                .filter(|e| e.pod.as_ref().is_some_and(|p| deleted.contains_key(p)))
+                .collect();
+            if !named.is_empty() {
+                return named;
+            }
+            // An availability or RTO names no pod: it is the bypassing
+            // drain's when a workload it measures lost a pod to it and was
+            // short of replicas at the evidence's moment, not before the
+            // first such deletion.
+            let lost = obs
+                .placements
+                .iter()
+                .filter(|p| deleted.contains_key(&p.pod));
+            let since = deleted.values().copied().min().unwrap_or(u64::MAX);
+            short_workload_evidence(assertion, result, obs, lost, since)
         }
         Subjects::ControlPlane => {
             let about_the_control_plane = match &assertion.kind {
@@ -588,6 +577,44 @@ fn involves<'e>(
             }
         }
     }
+}
+
+/// The evidence of an RTO or availability, from `since` on, at a moment
+/// when a workload it measures, one of `placements`' workloads, was short
+/// of replicas; empty for every other kind of assertion.
+fn short_workload_evidence<'e, 'p>(
+    assertion: &Assertion,
+    result: &'e AssertionResult,
+    obs: &Observation,
+    placements: impl Iterator<Item = &'p drillbench_observe::Placement>,
+    since: u64,
+) -> Vec<&'e Evidence> {
+    let measured = match &assertion.kind {
+        AssertionKind::Rto(r) => &r.of.value,
+        AssertionKind::Availability(a) => &a.of.value,
+        _ => return Vec::new(),
+    };
+    let workloads: BTreeSet<&str> = placements
+        .filter(|p| match measured {
+            Subject::Pods(m) => pods_match(m, p),
+            Subject::Workload(w) => p.workload.as_deref() == Some(w.as_str()),
+            Subject::AllWorkloads => true,
+            Subject::Api | Subject::ControlPlane => false,
+        })
+        .filter_map(|p| p.workload.as_deref())
+        .collect();
+    let short_at = |t: u64| {
+        workloads.iter().any(|w| {
+            obs.workloads
+                .get(*w)
+                .is_some_and(|s| !s.whole_at(t.saturating_sub(1)) || !s.whole_at(t))
+        })
+    };
+    result
+        .evidence
+        .iter()
+        .filter(|e| e.at_ms >= since && short_at(e.at_ms))
+        .collect()
 }
 
 /// A control whose weakened start must make the preflight say no-go.

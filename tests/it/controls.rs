@@ -229,10 +229,12 @@ fn validate_warns_about_an_assertion_no_control_can_make_fail() {
 ///   burst pod on the reclaimed node in the scale-down drills; empty nodes
 ///   in stranded-pool), so even `drainWithoutEviction` has no teeth there
 ///   (node-loss no longer asserts it: a crash evicts nothing);
-/// - pre-upgrade's workload availabilities: `pinWorkload` pins web or
-///   openbao, but then the upgrade's drain blocks on the budget (web) or
-///   the cluster never converges (openbao's anti-affinity), so such a
-///   control is inconclusive by rule;
+/// - pre-upgrade's OpenBao floor (2 Ready): the upgrade waits for every
+///   workload to be Ready before the next node and the budget paces the
+///   drains, so taking either away alone never reaches two OpenBao pods;
+///   `pinWorkload` on openbao never converges (its anti-affinity), so such
+///   a control is inconclusive by rule (web's floor has
+///   `drainWithoutEviction`);
 ///
 /// node-loss's availabilities have `pinWorkload` controls,
 /// namespace-restore's RTO an `excludedFromBackup` one, and the scale-down
@@ -246,7 +248,7 @@ fn the_built_ins_uncovered_assertions_are_exactly_the_known_gaps() {
         ("autoscaler-scale-down", &["pdbs-respected"]),
         ("node-loss", &[]),
         ("unlabelled-autoscaler-node", &["pdbs-respected"]),
-        ("pre-upgrade", &["web-availability", "openbao-availability"]),
+        ("pre-upgrade", &["openbao-availability"]),
         ("full-rebuild", &[]),
         ("stranded-pool", &["pdbs-respected"]),
         ("namespace-restore", &[]),

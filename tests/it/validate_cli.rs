@@ -13,6 +13,16 @@ use common::{bench, root};
 /// refers to), and a fragment of the message that says what was expected.
 const CORPUS: &[(&str, &str, &str)] = &[
     (
+        "min-ready-on-the-api",
+        "13:39",
+        "minReady counts one workload's Ready replicas; expected `of: {workload: namespace/Kind/name}`",
+    ),
+    (
+        "min-ready-zero",
+        "28:67",
+        "minReady is 0, which every moment satisfies; expected at least 1",
+    ),
+    (
         "from-cluster-twice",
         "13:5",
         "a second `fromCluster:` entry; expected one",

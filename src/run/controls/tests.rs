@@ -372,3 +372,90 @@ fn a_burst_control_is_judged_up_to_the_real_runs_first_burst() {
         );
     }
 }
+
+/// An availability names no pod, so a bypassing drain's control counts its
+/// failure only where a workload that lost a pod to that drain is short,
+/// at or after the first such deletion: not a workload the drain spared,
+/// not an outage before the drain.
+#[test]
+fn a_bypassing_drain_owns_only_the_outages_of_the_workloads_it_deleted_from() {
+    use drillbench_observe::{Event, ObjectRef, Placement, WorkloadSeries};
+    let drill = built_in("pre-upgrade");
+    let web = drill
+        .assertions
+        .iter()
+        .find(|a| a.name == "web-availability")
+        .expect("web's floor");
+    let openbao = drill
+        .assertions
+        .iter()
+        .find(|a| a.name == "openbao-availability")
+        .expect("openbao's floor");
+    let mut obs = Observation::default();
+    obs.events.push(Event {
+        at_ms: 100,
+        kind: EventKind::PodDeleted,
+        object: ObjectRef {
+            kind: "Pod".to_owned(),
+            namespace: "apps".to_owned(),
+            name: "web-1".to_owned(),
+        },
+        node: None,
+        pool: None,
+        message: BYPASSED_EVICTION.to_owned(),
+    });
+    obs.placements.push(Placement {
+        at: 0,
+        pod: "apps/web-1".to_owned(),
+        namespace: "apps".to_owned(),
+        pod_labels: Default::default(),
+        workload: Some("apps/Deployment/web".to_owned()),
+        node: "prod-worker-1".to_owned(),
+        pool: "baseline".to_owned(),
+        autoscaled: false,
+        node_labels: Default::default(),
+        claims: Vec::new(),
+    });
+    for key in ["apps/Deployment/web", "openbao/StatefulSet/openbao"] {
+        obs.workloads.insert(
+            key.to_owned(),
+            WorkloadSeries {
+                points: vec![(0, 3, 3), (50, 1, 3), (60, 3, 3), (100, 1, 3), (130, 3, 3)],
+            },
+        );
+    }
+    let outage = |at_ms: u64| Evidence {
+        at_ms,
+        pod: None,
+        node: None,
+        rule: "available".to_owned(),
+        detail: "unavailable".to_owned(),
+        labels: BTreeMap::new(),
+    };
+    let result = AssertionResult {
+        name: "x".to_owned(),
+        kind: "availability".to_owned(),
+        verdict: Verdict::Fail,
+        bound: String::new(),
+        measured: String::new(),
+        summary: String::new(),
+        evidence: vec![outage(50), outage(100)],
+        control: None,
+    };
+    let owned = |assertion: &Assertion| -> Vec<u64> {
+        involves(&Subjects::Deleted, assertion, &result, &obs, &obs, None)
+            .iter()
+            .map(|e| e.at_ms)
+            .collect()
+    };
+    assert_eq!(
+        owned(web),
+        vec![100],
+        "the outage the drain caused, not the one before it"
+    );
+    assert_eq!(
+        owned(openbao),
+        Vec::<u64>::new(),
+        "a workload the drain spared"
+    );
+}

@@ -624,6 +624,19 @@ fn check_assertions(
         }
         if let Some(a) = &assertion.availability {
             checker.probability("atLeast", &a.at_least);
+            if let Some(min) = &a.min_ready {
+                if !matches!(a.of.value, Subject::Workload(_)) {
+                    checker.error(
+                        min.at,
+                        "minReady counts one workload's Ready replicas; expected `of: {workload: namespace/Kind/name}`",
+                    );
+                } else if min.value == 0 {
+                    checker.error(
+                        min.at,
+                        "minReady is 0, which every moment satisfies; expected at least 1",
+                    );
+                }
+            }
         }
         if let Some(p) = &assertion.placement {
             if p.nodes.is_empty() {

@@ -107,6 +107,12 @@ pub struct AvailabilityAssertion {
     pub of: Located<Subject>,
     /// Lowest acceptable share of successful probes, between 0 and 1.
     pub at_least: Located<f64>,
+    /// For a workload: it counts as available while at least this many
+    /// replicas are Ready (all of them when fewer are desired), the floor
+    /// its clients need — a PodDisruptionBudget's `minAvailable`, a Raft
+    /// quorum — instead of every desired replica.
+    #[serde(default)]
+    pub min_ready: Option<Located<u32>>,
 }
 
 /// A placement rule.
