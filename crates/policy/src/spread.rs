@@ -350,10 +350,14 @@ impl DomainCounts {
     /// number if the value is numbered. A node the index numbered (`at`,
     /// the caller's node index) is found by its number, others by `value`,
     /// their label.
-    fn locate(&self, at: Option<usize>, value: Option<&String>) -> Option<Option<u32>> {
+    fn locate<'v>(
+        &self,
+        at: Option<usize>,
+        value: impl FnOnce() -> Option<&'v String>,
+    ) -> Option<Option<u32>> {
         match at {
             Some(n) if n < self.index.nodes() => self.index.of_node(n).map(Some),
-            _ => value.map(|v| self.index.of_value(v)),
+            _ => value().map(|v| self.index.of_value(v)),
         }
     }
 
@@ -471,7 +475,7 @@ impl SpreadState {
             let value = &node_labels[&c.topology_key];
             let n = count(i);
             let counted = self.counted(i);
-            let domain = match counted.locate(at, Some(value)).flatten() {
+            let domain = match counted.locate(at, || Some(value)).flatten() {
                 Some(d) => d,
                 None => counted.number(value),
             };
@@ -507,7 +511,7 @@ impl SpreadState {
         for (i, c) in incoming.hard() {
             let counted = self.domains.get(i).and_then(Option::as_ref);
             let domain = match counted {
-                Some(counted) => counted.locate(at, labels(node).get(&c.topology_key)),
+                Some(counted) => counted.locate(at, || labels(node).get(&c.topology_key)),
                 None => labels(node).get(&c.topology_key).map(|_| None),
             };
             let Some(domain) = domain else {
@@ -592,7 +596,7 @@ impl<'a> SpreadScore<'a> {
                 && constraints
                     .iter()
                     .zip(&counts)
-                    .any(|(c, d)| d.locate(at, node_labels.get(&c.topology_key)).is_none())
+                    .any(|(c, d)| d.locate(at, || node_labels.get(&c.topology_key)).is_none())
             {
                 continue;
             }
@@ -603,7 +607,7 @@ impl<'a> SpreadScore<'a> {
                 }
                 // A node without the key (only with the defaults) is in
                 // the domain of the empty value, as upstream reads it.
-                let domain = match counted.locate(at, node_labels.get(&c.topology_key)) {
+                let domain = match counted.locate(at, || node_labels.get(&c.topology_key)) {
                     Some(Some(d)) => d,
                     Some(None) => counted.number(&node_labels[&c.topology_key]),
                     None => counted.number(""),
@@ -662,7 +666,7 @@ impl<'a> SpreadScore<'a> {
                 .constraints
                 .iter()
                 .zip(&self.counts)
-                .any(|(c, d)| d.locate(at, node_labels.get(&c.topology_key)).is_none())
+                .any(|(c, d)| d.locate(at, || node_labels.get(&c.topology_key)).is_none())
         {
             return;
         }
@@ -671,7 +675,7 @@ impl<'a> SpreadScore<'a> {
                 continue;
             }
             let counted = &mut self.counts[i];
-            let domain = match counted.locate(at, node_labels.get(&c.topology_key)) {
+            let domain = match counted.locate(at, || node_labels.get(&c.topology_key)) {
                 Some(domain) => domain,
                 None => counted.index.of_value(""),
             };
@@ -723,7 +727,7 @@ impl<'a> SpreadScore<'a> {
         let mut score = 0.0;
         let mut ignored = false;
         for (i, (c, counted)) in self.constraints.iter().zip(&self.counts).enumerate() {
-            let Some(domain) = counted.locate(at, labels(node).get(&c.topology_key)) else {
+            let Some(domain) = counted.locate(at, || labels(node).get(&c.topology_key)) else {
                 ignored = true;
                 continue;
             };
