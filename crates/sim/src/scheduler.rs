@@ -31,6 +31,8 @@
 //!
 //! PodTopologySpread's `ScheduleAnyway` constraints score (weight 2), as
 //! `drillbench_policy::spread::SpreadScore` transcribes `scoring.go`.
+//! Both read their counts per domain from the pod groups where they can
+//! (`spread_counts`), so a spread pod costs its domains, not every node.
 //!
 //! Not modelled: the system default spread constraints (which would score
 //! every Deployment, ReplicaSet and StatefulSet pod that declares no
