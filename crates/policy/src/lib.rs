@@ -14,6 +14,7 @@
 
 pub mod admission;
 pub mod cooldown;
+pub mod domains;
 pub mod drain;
 pub mod expander;
 #[cfg(test)]

@@ -38,12 +38,15 @@
 //! ignored), rounded; [`normalize`] then maps the raw scores so that the
 //! fewest matching pods score 100, and an ignored node 0.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use k8s_openapi::api::core::v1::{Node, PodSpec, Taint, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube_core::{Selector, SelectorExt};
 
+use crate::domains::KeyDomains;
 use crate::view::Placement;
 use drillbench_model::k8s::taints::scheduling_blocker;
 
@@ -319,21 +322,142 @@ impl SpreadMisfit {
     }
 }
 
+/// One constraint's domains for one incoming pod, and the pods counted in
+/// each, by domain number ([`KeyDomains`]).
+#[derive(Debug, Clone, Default)]
+struct DomainCounts {
+    /// The key's values numbered, and the caller's nodes too when it
+    /// numbered them ([`SpreadState::numbered`], [`SpreadScore::numbered`]).
+    index: Rc<KeyDomains>,
+    /// By domain number: the pods counted there, `None` for a number no
+    /// counted node is in (no domain for this pod).
+    counts: Vec<Option<u32>>,
+    /// How many domains there are and their smallest count, once asked.
+    minimum: OnceCell<(usize, u32)>,
+    /// Whether the incoming pod counts itself, once asked.
+    own: OnceCell<u32>,
+}
+
+impl DomainCounts {
+    fn numbered(index: Rc<KeyDomains>) -> DomainCounts {
+        DomainCounts {
+            index,
+            ..DomainCounts::default()
+        }
+    }
+
+    /// Where a node is: `None` when it lacks the key, else its domain
+    /// number if the value is numbered. A node the index numbered (`at`,
+    /// the caller's node index) is found by its number, others by `value`,
+    /// their label.
+    fn locate<'v>(
+        &self,
+        at: Option<usize>,
+        value: impl FnOnce() -> Option<&'v String>,
+    ) -> Option<Option<u32>> {
+        match at {
+            Some(n) if n < self.index.nodes() => self.index.of_node(n).map(Some),
+            _ => value().map(|v| self.index.of_value(v)),
+        }
+    }
+
+    /// The domain of the value, numbered now if it was not.
+    fn number(&mut self, value: &str) -> u32 {
+        match self.index.of_value(value) {
+            Some(id) => id,
+            None => Rc::make_mut(&mut self.index).number(value),
+        }
+    }
+
+    /// `n` more pods in a domain, which becomes one.
+    fn add(&mut self, domain: u32, n: u32) {
+        let d = domain as usize;
+        if self.counts.len() <= d {
+            self.counts.resize(d + 1, None);
+        }
+        *self.counts[d].get_or_insert(0) += n;
+        self.minimum.take();
+    }
+
+    /// The pods counted in a domain, `None` when it is none.
+    fn count(&self, domain: Option<u32>) -> Option<u32> {
+        self.counts.get(domain? as usize).copied().flatten()
+    }
+
+    /// The numbers of its domains.
+    fn domains(&self) -> impl Iterator<Item = u32> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_some())
+            .map(|(d, _)| d as u32)
+    }
+
+    /// How many domains, and the smallest count among them (0 for none).
+    fn minimum(&self) -> (usize, u32) {
+        *self.minimum.get_or_init(|| {
+            let mut found = 0;
+            let mut minimum = u32::MAX;
+            for &c in self.counts.iter().flatten() {
+                found += 1;
+                minimum = minimum.min(c);
+            }
+            (found, if found == 0 { 0 } else { minimum })
+        })
+    }
+}
+
 /// What the filter counted over the cluster for one incoming pod:
 /// per hard constraint (by its index among the pod's constraints), the
 /// matching pods of each domain.
 #[derive(Debug, Clone, Default)]
 pub struct SpreadState {
-    domains: BTreeMap<usize, BTreeMap<String, u32>>,
+    /// By constraint index; `None` while no node was counted for it.
+    domains: Vec<Option<DomainCounts>>,
 }
 
 impl SpreadState {
+    /// A state whose domains for each hard constraint are numbered by
+    /// `index(key)`, over the caller's node indices: nodes are then
+    /// counted with [`SpreadState::add_node_at`] or, domain by domain,
+    /// [`SpreadState::add_domain`], and filtered with
+    /// [`SpreadState::filter_at`].
+    pub fn numbered(
+        incoming: &SpreadPod<'_>,
+        mut index: impl FnMut(&str) -> Rc<KeyDomains>,
+    ) -> SpreadState {
+        let mut domains = vec![None; incoming.constraints.len()];
+        for (i, c) in incoming.hard() {
+            domains[i] = Some(DomainCounts::numbered(index(&c.topology_key)));
+        }
+        SpreadState { domains }
+    }
+
+    fn counted(&mut self, i: usize) -> &mut DomainCounts {
+        if self.domains.len() <= i {
+            self.domains.resize(i + 1, None);
+        }
+        self.domains[i].get_or_insert_with(DomainCounts::default)
+    }
+
     /// Counts one node of the cluster: `count(i)` is how many of its pods
     /// constraint `i` counts (see [`SpreadConstraint::counts`]).
     pub fn add_node(
         &mut self,
         incoming: &SpreadPod<'_>,
         node: &Node,
+        count: impl FnMut(usize) -> u32,
+    ) {
+        self.add_node_at(incoming, node, None, count);
+    }
+
+    /// [`SpreadState::add_node`] for the node of index `at` in the
+    /// numbering the state was made with.
+    pub fn add_node_at(
+        &mut self,
+        incoming: &SpreadPod<'_>,
+        node: &Node,
+        at: Option<usize>,
         mut count: impl FnMut(usize) -> u32,
     ) {
         let node_labels = labels(node);
@@ -350,33 +474,62 @@ impl SpreadState {
             }
             let value = &node_labels[&c.topology_key];
             let n = count(i);
-            let domains = self.domains.entry(i).or_default();
-            // Most domains are met again: count them without a new key.
-            match domains.get_mut(value) {
-                Some(here) => *here += n,
-                None => {
-                    domains.insert(value.clone(), n);
-                }
-            }
+            let counted = self.counted(i);
+            let domain = match counted.locate(at, || Some(value)).flatten() {
+                Some(d) => d,
+                None => counted.number(value),
+            };
+            counted.add(domain, n);
         }
+    }
+
+    /// `n` more pods in a domain of hard constraint `i`, by the numbering
+    /// the state was made with ([`SpreadState::numbered`]); the domain
+    /// becomes one (with 0 pods, when `n` is 0). What
+    /// [`SpreadState::add_node_at`] would count, when the caller knows
+    /// that every node with a key of the pod's hard constraints has them
+    /// all and passes every constraint's inclusion policies: then each
+    /// domain counts the matching pods of all its nodes.
+    pub fn add_domain(&mut self, i: usize, domain: u32, n: u32) {
+        self.counted(i).add(domain, n);
     }
 
     /// Whether the incoming pod may go to the node.
     pub fn filter(&self, incoming: &SpreadPod<'_>, node: &Node) -> Result<(), SpreadMisfit> {
-        let node_labels = labels(node);
+        self.filter_at(incoming, node, None)
+    }
+
+    /// [`SpreadState::filter`] for the node of index `at` in the numbering
+    /// the state was made with: its domains are found by number rather
+    /// than by label.
+    pub fn filter_at(
+        &self,
+        incoming: &SpreadPod<'_>,
+        node: &Node,
+        at: Option<usize>,
+    ) -> Result<(), SpreadMisfit> {
         for (i, c) in incoming.hard() {
-            let Some(value) = node_labels.get(&c.topology_key) else {
+            let counted = self.domains.get(i).and_then(Option::as_ref);
+            let domain = match counted {
+                Some(counted) => counted.locate(at, || labels(node).get(&c.topology_key)),
+                None => labels(node).get(&c.topology_key).map(|_| None),
+            };
+            let Some(domain) = domain else {
                 return Err(SpreadMisfit::MissingLabel);
             };
-            let domains = self.domains.get(&i);
-            let found = domains.map_or(0, |d| d.len());
+            let (found, smallest) = counted.map_or((0, 0), DomainCounts::minimum);
             let minimum = if found < c.min_domains as usize {
                 0
             } else {
-                domains.and_then(|d| d.values().min().copied()).unwrap_or(0)
+                smallest
             };
-            let here = domains.and_then(|d| d.get(value)).copied().unwrap_or(0);
-            let own = u32::from(c.selects_itself(incoming.labels));
+            let here = counted.and_then(|d| d.count(domain)).unwrap_or(0);
+            let own = match counted {
+                Some(d) => *d
+                    .own
+                    .get_or_init(|| u32::from(c.selects_itself(incoming.labels))),
+                None => u32::from(c.selects_itself(incoming.labels)),
+            };
             if (here + own).saturating_sub(minimum) > c.max_skew {
                 return Err(SpreadMisfit::Skew);
             }
@@ -396,8 +549,8 @@ pub struct SpreadScore<'a> {
     /// Whether a node must carry every constraint's key to be scored
     /// (false only for the system defaults).
     require_all: bool,
-    /// Per constraint (not hostname): domain → matching pods.
-    counts: Vec<BTreeMap<String, u32>>,
+    /// Per constraint: its domains (counted for all but hostname).
+    counts: Vec<DomainCounts>,
     /// Per constraint: `ln(domains + 2)`.
     weights: Vec<f64>,
 }
@@ -411,43 +564,65 @@ impl<'a> SpreadScore<'a> {
         require_all: bool,
         feasible: impl IntoIterator<Item = &'n Node>,
     ) -> Option<SpreadScore<'a>> {
+        SpreadScore::numbered(
+            constraints,
+            require_all,
+            feasible.into_iter().map(|n| (None, n)),
+            |_| Rc::default(),
+        )
+    }
+
+    /// [`SpreadScore::new`] with each constraint's domains numbered by
+    /// `index(key)` over the caller's node indices, the feasible nodes
+    /// given with theirs (`None`: not numbered, found by label).
+    pub fn numbered<'n>(
+        constraints: impl IntoIterator<Item = &'a SpreadConstraint>,
+        require_all: bool,
+        feasible: impl IntoIterator<Item = (Option<usize>, &'n Node)>,
+        mut index: impl FnMut(&str) -> Rc<KeyDomains>,
+    ) -> Option<SpreadScore<'a>> {
         let constraints: Vec<&SpreadConstraint> = constraints.into_iter().collect();
         if constraints.is_empty() {
             return None;
         }
-        let mut counts = vec![BTreeMap::new(); constraints.len()];
+        let mut counts: Vec<DomainCounts> = constraints
+            .iter()
+            .map(|c| DomainCounts::numbered(index(&c.topology_key)))
+            .collect();
         let mut scored = 0usize;
-        for node in feasible {
+        for (at, node) in feasible {
             let node_labels = labels(node);
             if require_all
                 && constraints
                     .iter()
-                    .any(|c| !node_labels.contains_key(&c.topology_key))
+                    .zip(&counts)
+                    .any(|(c, d)| d.locate(at, || node_labels.get(&c.topology_key)).is_none())
             {
                 continue;
             }
             scored += 1;
-            for (i, c) in constraints.iter().enumerate() {
+            for (c, counted) in constraints.iter().zip(&mut counts) {
                 if c.topology_key == HOSTNAME {
                     continue;
                 }
                 // A node without the key (only with the defaults) is in
                 // the domain of the empty value, as upstream reads it.
-                let value = node_labels
-                    .get(&c.topology_key)
-                    .cloned()
-                    .unwrap_or_default();
-                counts[i].entry(value).or_insert(0);
+                let domain = match counted.locate(at, || node_labels.get(&c.topology_key)) {
+                    Some(Some(d)) => d,
+                    Some(None) => counted.number(&node_labels[&c.topology_key]),
+                    None => counted.number(""),
+                };
+                counted.add(domain, 0);
             }
         }
         let weights = constraints
             .iter()
             .zip(&counts)
-            .map(|(c, domains)| {
+            .map(|(c, counted)| {
                 let size = if c.topology_key == HOSTNAME {
                     scored
                 } else {
-                    domains.len()
+                    counted.minimum().0
                 };
                 ((size + 2) as f64).ln()
             })
@@ -471,6 +646,18 @@ impl<'a> SpreadScore<'a> {
         &mut self,
         placement: &Placement<'_>,
         node: &Node,
+        count: impl FnMut(usize) -> u32,
+    ) {
+        self.add_node_at(placement, node, None, count);
+    }
+
+    /// [`SpreadScore::add_node`] for the node of index `at` in the
+    /// numbering the state was made with.
+    pub fn add_node_at(
+        &mut self,
+        placement: &Placement<'_>,
+        node: &Node,
+        at: Option<usize>,
         mut count: impl FnMut(usize) -> u32,
     ) {
         let node_labels = labels(node);
@@ -478,7 +665,8 @@ impl<'a> SpreadScore<'a> {
             && self
                 .constraints
                 .iter()
-                .any(|c| !node_labels.contains_key(&c.topology_key))
+                .zip(&self.counts)
+                .any(|(c, d)| d.locate(at, || node_labels.get(&c.topology_key)).is_none())
         {
             return;
         }
@@ -486,13 +674,37 @@ impl<'a> SpreadScore<'a> {
             if c.topology_key == HOSTNAME || !c.includes(placement, node) {
                 continue;
             }
-            let value = node_labels.get(&c.topology_key).map_or("", String::as_str);
+            let counted = &mut self.counts[i];
+            let domain = match counted.locate(at, || node_labels.get(&c.topology_key)) {
+                Some(domain) => domain,
+                None => counted.index.of_value(""),
+            };
             // Only domains a feasible node is in are counted.
-            if self.counts[i].contains_key(value) {
+            if let Some(d) = domain
+                && counted.count(Some(d)).is_some()
+            {
                 let n = count(i);
-                if let Some(here) = self.counts[i].get_mut(value) {
-                    *here += n;
-                }
+                counted.add(d, n);
+            }
+        }
+    }
+
+    /// Counts every domain at once: `count(i, domain)` is how many pods
+    /// constraint `i` counts in a domain a feasible node is in (by the
+    /// numbering the state was made with). What [`SpreadScore::add_node`]
+    /// over every node would count, when the caller knows that every node
+    /// with a key of the scored constraints has them all and passes the
+    /// inclusion policies of every constraint but the hostname ones.
+    pub fn add_domains(&mut self, mut count: impl FnMut(usize, u32) -> u32) {
+        for (i, c) in self.constraints.iter().enumerate() {
+            if c.topology_key == HOSTNAME {
+                continue;
+            }
+            let counted = &mut self.counts[i];
+            let domains: Vec<u32> = counted.domains().collect();
+            for d in domains {
+                let n = count(i, d);
+                counted.add(d, n);
             }
         }
     }
@@ -500,27 +712,34 @@ impl<'a> SpreadScore<'a> {
     /// A feasible node's raw score, `None` when it is ignored;
     /// `count_here(i)` is how many of the node's own pods constraint `i`
     /// counts (read for the hostname key).
-    pub fn raw(&self, node: &Node, mut count_here: impl FnMut(usize) -> u32) -> Option<i64> {
-        let node_labels = labels(node);
-        if self.require_all
-            && self
-                .constraints
-                .iter()
-                .any(|c| !node_labels.contains_key(&c.topology_key))
-        {
-            return None;
-        }
+    pub fn raw(&self, node: &Node, count_here: impl FnMut(usize) -> u32) -> Option<i64> {
+        self.raw_at(node, None, count_here)
+    }
+
+    /// [`SpreadScore::raw`] for the node of index `at` in the numbering
+    /// the state was made with.
+    pub fn raw_at(
+        &self,
+        node: &Node,
+        at: Option<usize>,
+        mut count_here: impl FnMut(usize) -> u32,
+    ) -> Option<i64> {
         let mut score = 0.0;
-        for (i, c) in self.constraints.iter().enumerate() {
-            let Some(value) = node_labels.get(&c.topology_key) else {
+        let mut ignored = false;
+        for (i, (c, counted)) in self.constraints.iter().zip(&self.counts).enumerate() {
+            let Some(domain) = counted.locate(at, || labels(node).get(&c.topology_key)) else {
+                ignored = true;
                 continue;
             };
             let count = if c.topology_key == HOSTNAME {
                 count_here(i)
             } else {
-                self.counts[i].get(value).copied().unwrap_or(0)
+                counted.count(domain).unwrap_or(0)
             };
             score += f64::from(count) * self.weights[i] + f64::from(c.max_skew) - 1.0;
+        }
+        if ignored && self.require_all {
+            return None;
         }
         Some(score.round() as i64)
     }

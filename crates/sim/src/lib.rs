@@ -30,6 +30,7 @@ mod preemption;
 mod reconcile;
 mod run_budget;
 pub mod scheduler;
+mod spread_counts;
 mod state;
 mod taint_eviction;
 #[cfg(test)]

@@ -25,7 +25,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use drillbench_policy::interpod::{Domains, KeyDomains};
+use drillbench_policy::domains::{Domains, KeyDomains};
 
 use super::world::{NodeId, SimNode, Template};
 
@@ -177,6 +177,11 @@ impl PodGroups {
         for group in &mut self.groups {
             group.domains.get_mut().clear();
         }
+    }
+
+    /// The domains of `key` numbered over `nodes`.
+    pub(crate) fn index(&self, key: &str, nodes: &[SimNode]) -> Rc<KeyDomains> {
+        numbered(&mut self.keys.borrow_mut(), key, nodes).clone()
     }
 
     /// The domains of `key` numbered over `nodes`, and how many of the

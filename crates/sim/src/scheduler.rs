@@ -31,6 +31,8 @@
 //!
 //! PodTopologySpread's `ScheduleAnyway` constraints score (weight 2), as
 //! `drillbench_policy::spread::SpreadScore` transcribes `scoring.go`.
+//! Both read their counts per domain from the pod groups where they can
+//! (`spread_counts`), so a spread pod costs its domains, not every node.
 //!
 //! Not modelled: the system default spread constraints (which would score
 //! every Deployment, ReplicaSet and StatefulSet pod that declares no
@@ -38,13 +40,14 @@
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Node;
 
 use super::classes::{ClassView, Classes};
 use super::clock::Time;
 use super::pod_groups::PodGroup;
+use super::spread_counts::{SpreadCensus, pod_by_pod, spread_pod};
 use super::state::World;
 use super::volumes::Volumes;
 use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
@@ -54,10 +57,7 @@ use drillbench_model::k8s::taints::{
 use drillbench_model::rng::SeededRng;
 use drillbench_policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
 use drillbench_policy::priority::queue_key;
-use drillbench_policy::spread::{
-    SpreadConstraint, SpreadMisfit, SpreadPod, SpreadScore, SpreadState, normalize,
-};
-use drillbench_policy::view::Placement;
+use drillbench_policy::spread::{SpreadMisfit, SpreadState};
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 const MIN_FEASIBLE: usize = 100;
@@ -127,6 +127,8 @@ pub(crate) struct Scheduler {
     feasible_buf: Vec<NodeId>,
     best_buf: Vec<NodeId>,
     class_score_buf: Vec<i64>,
+    /// What topology spread learnt about the nodes in this pass.
+    census: SpreadCensus,
 }
 
 impl Scheduler {
@@ -186,6 +188,7 @@ impl Scheduler {
         self.capacity_scores.clear();
         self.capacity_scores
             .resize(world.nodes().len(), (NOT_SCORED, 0));
+        self.census.clear();
     }
 
     /// A node's compact state after a pod was bound to it: only its
@@ -237,7 +240,7 @@ impl Scheduler {
         let start = self.cursor % all.max(1);
         let node_level = s.node_level(&template, pod);
         let interpod = s.interpod(&template, pod);
-        let spread = s.spread(&template, pod);
+        let spread = self.census.filter_state(world, pod);
         let others = Others {
             interpod: interpod.as_ref(),
             spread: spread.as_ref(),
@@ -316,7 +319,7 @@ impl Scheduler {
                 reasons.join(", ")
             ));
         }
-        let spread_scores = s.soft_spread_scores(&template, pod, &feasible);
+        let spread_scores = self.census.scores(world, pod, &feasible);
         let best = self.best(
             world,
             rng,
@@ -411,7 +414,7 @@ impl Scheduler {
         fill_class_views(self.classes.objects(), &template);
         let views = template.class_views.borrow();
         let interpod = s.interpod(&template, pod);
-        let spread = s.spread(&template, pod);
+        let spread = self.census.filter_state(world, pod);
         let others = Others {
             interpod: interpod.as_ref(),
             spread: spread.as_ref(),
@@ -456,7 +459,7 @@ impl Scheduler {
         let interpod = s.interpod_pod_by_pod(&template, pod, removed);
         let spread = spread_pod(&p.namespace, &template)
             .is_constrained()
-            .then(|| s.spread_pod_by_pod(&template, pod, removed));
+            .then(|| pod_by_pod(world, pod, removed));
         let others = Others {
             interpod: interpod.as_ref(),
             spread: spread.as_ref(),
@@ -497,7 +500,7 @@ impl Scheduler {
             let views = template.class_views.borrow();
             let node_level = s.node_level(template, *pod);
             let interpod = s.interpod(template, *pod);
-            let spread = s.spread(template, *pod);
+            let spread = self.census.filter_state(world, *pod);
             let others = Others {
                 interpod: interpod.as_ref(),
                 spread: spread.as_ref(),
@@ -573,96 +576,6 @@ impl Scan<'_> {
                 .claims
                 .iter()
                 .any(|&c| self.volumes.claim(c).pv_topology.is_some())
-    }
-
-    /// What the spread filter counted for the pod over the nodes that
-    /// exist (Booting and NotReady ones included: upstream counts every
-    /// Node), or `None` when the pod has no `DoNotSchedule` constraint.
-    /// Pods count while they hold resources and are not terminating.
-    fn spread(&self, template: &Template, pod: PodId) -> Option<SpreadState> {
-        let pods = self.world.pods();
-        let namespace = &pods[pod].namespace;
-        let incoming = spread_pod(namespace, template);
-        if !incoming.is_constrained() {
-            return None;
-        }
-        if pods[pod].holds_resources {
-            // Counted in its own group: only the pod-by-pod count can leave
-            // it out (never met by a pending pod; kept for exactness).
-            return Some(self.spread_pod_by_pod(template, pod, &BTreeSet::new()));
-        }
-        let counts = SpreadCounts::new(self.world, namespace, template.spread.iter().collect());
-        let mut state = SpreadState::default();
-        for (id, n) in self.world.nodes().iter().enumerate() {
-            if n.phase == super::world::NodePhase::Gone {
-                continue;
-            }
-            state.add_node(&incoming, &n.object, |i| counts.on(i, id));
-        }
-        Some(state)
-    }
-
-    /// [`Scan::spread`], counting every pod but `pod` and the `removed`
-    /// ones one by one.
-    fn spread_pod_by_pod(
-        &self,
-        template: &Template,
-        pod: PodId,
-        removed: &BTreeSet<PodId>,
-    ) -> SpreadState {
-        let pods = self.world.pods();
-        let namespace = &pods[pod].namespace;
-        let incoming = spread_pod(namespace, template);
-        let mut state = SpreadState::default();
-        for n in self.world.nodes() {
-            if n.phase == super::world::NodePhase::Gone {
-                continue;
-            }
-            state.add_node(&incoming, &n.object, |i| {
-                let c = &template.spread[i];
-                n.pods
-                    .iter()
-                    .filter(|&&p| {
-                        p != pod
-                            && !removed.contains(&p)
-                            && !matches!(pods[p].phase, PodPhase::Gone | PodPhase::Terminating)
-                            && c.counts(namespace, &pods[p].namespace, &pods[p].template.labels)
-                    })
-                    .count() as u32
-            });
-        }
-        state
-    }
-
-    /// PodTopologySpread's normalised score of each feasible node for the
-    /// pod's `ScheduleAnyway` constraints (`drillbench_policy::spread::
-    /// SpreadScore`), or nothing when it has none. Counted from the
-    /// world's groups of alike pods, as [`Scan::spread`] counts.
-    fn soft_spread_scores(&self, template: &Template, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
-        let pods = self.world.pods();
-        let namespace = &pods[pod].namespace;
-        let incoming = spread_pod(namespace, template);
-        let nodes = self.world.nodes();
-        let Some(mut state) = SpreadScore::new(
-            incoming.soft(),
-            true,
-            feasible.iter().map(|&n| &*nodes[n].object),
-        ) else {
-            return Vec::new();
-        };
-        let counts = SpreadCounts::new(self.world, namespace, state.constraints().to_vec());
-        let count = |i: usize, id: NodeId| counts.on(i, id);
-        for (id, n) in nodes.iter().enumerate() {
-            if n.phase == super::world::NodePhase::Gone {
-                continue;
-            }
-            state.add_node(&incoming.placement, &n.object, |i| count(i, id));
-        }
-        let raw: Vec<Option<i64>> = feasible
-            .iter()
-            .map(|&id| state.raw(&nodes[id].object, |i| count(i, id)))
-            .collect();
-        normalize(&raw)
     }
 
     /// What the inter-pod affinity filter counted for the pod over the
@@ -828,7 +741,7 @@ impl Scan<'_> {
         let n = self.world.node(node);
         let namespace = &self.world.pod(pod).namespace;
         if let Some(state) = others.spread {
-            match state.filter(&spread_pod(namespace, template), &n.object) {
+            match state.filter_at(&spread_pod(namespace, template), &n.object, Some(node)) {
                 Ok(()) => {}
                 Err(SpreadMisfit::MissingLabel) => return Some(Misfit::SpreadLabel),
                 Err(SpreadMisfit::Skew) => return Some(Misfit::Spread),
@@ -867,86 +780,6 @@ impl Others<'_> {
 struct Freed {
     requests: Resources,
     pods: u32,
-}
-
-/// How many pods each spread constraint counts on a node, read from the
-/// world's groups of alike pods (decided once per group rather than once
-/// per pod): those holding resources there, less the terminating ones,
-/// which still hold their node but count nowhere. The filter and the
-/// score count alike.
-struct SpreadCounts<'a> {
-    world: &'a World,
-    namespace: &'a str,
-    constraints: Vec<&'a SpreadConstraint>,
-    matching: Vec<Vec<&'a PodGroup>>,
-    terminating: BTreeMap<NodeId, Vec<PodId>>,
-}
-
-impl<'a> SpreadCounts<'a> {
-    fn new(world: &'a World, namespace: &'a str, constraints: Vec<&'a SpreadConstraint>) -> Self {
-        let groups = world.pod_groups().all();
-        let matching = constraints
-            .iter()
-            .map(|c| {
-                groups
-                    .iter()
-                    .filter(|g| {
-                        !g.is_empty() && c.counts(namespace, &g.namespace, &g.template.labels)
-                    })
-                    .collect()
-            })
-            .collect();
-        let pods = world.pods();
-        let mut terminating: BTreeMap<NodeId, Vec<PodId>> = BTreeMap::new();
-        for &p in world.terminating_pods() {
-            let t = &pods[p];
-            if t.phase == PodPhase::Terminating
-                && t.holds_resources
-                && let Some(node) = t.node
-            {
-                terminating.entry(node).or_default().push(p);
-            }
-        }
-        SpreadCounts {
-            world,
-            namespace,
-            constraints,
-            matching,
-            terminating,
-        }
-    }
-
-    /// The pods constraint `i` counts on `node`.
-    fn on(&self, i: usize, node: NodeId) -> u32 {
-        let pods = self.world.pods();
-        let held: u32 = self.matching[i].iter().map(|g| g.pods_on(node)).sum();
-        let leaving = self.terminating.get(&node).map_or(0, |ps| {
-            ps.iter()
-                .filter(|&&p| {
-                    self.constraints[i].counts(
-                        self.namespace,
-                        &pods[p].namespace,
-                        &pods[p].template.labels,
-                    )
-                })
-                .count() as u32
-        });
-        held - leaving
-    }
-}
-
-/// A pod of `namespace` made from `template`, as the spread filter reads
-/// it.
-fn spread_pod<'a>(namespace: &'a str, template: &'a Template) -> SpreadPod<'a> {
-    SpreadPod {
-        namespace,
-        labels: &template.labels,
-        placement: Placement {
-            required: Some(&template.required),
-            tolerations: &template.tolerations,
-        },
-        constraints: &template.spread,
-    }
 }
 
 /// A pod of `namespace` made from `template`, as the inter-pod filter

@@ -5,6 +5,7 @@
 //! transcribes and paired with a control that flips its outcome.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use k8s_openapi::api::core::v1::{Node, NodeSpec, PodSpec, Taint, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -105,20 +106,44 @@ fn fitting(
         },
         constraints: &compiled,
     };
+    let count = |pods: &[(&str, BTreeMap<String, String>)], i: usize| {
+        pods.iter()
+            .filter(|(ns, l)| compiled[i].counts("default", ns, l))
+            .count() as u32
+    };
     let mut state = SpreadState::default();
     for (node, pods) in cluster.nodes.iter().zip(&cluster.pods) {
-        state.add_node(&incoming, node, |i| {
-            pods.iter()
-                .filter(|(ns, l)| compiled[i].counts("default", ns, l))
-                .count() as u32
-        });
+        state.add_node(&incoming, node, |i| count(pods, i));
     }
-    cluster
+    // The same, with the domains numbered over the nodes' indices.
+    let mut numbered = SpreadState::numbered(&incoming, |key| numbering(cluster, key));
+    for (at, (node, pods)) in cluster.nodes.iter().zip(&cluster.pods).enumerate() {
+        numbered.add_node_at(&incoming, node, Some(at), |i| count(pods, i));
+    }
+    let fitting: Vec<String> = cluster
         .nodes
         .iter()
         .filter(|n| state.filter(&incoming, n).is_ok())
         .map(|n| n.metadata.name.clone().unwrap_or_default())
-        .collect()
+        .collect();
+    let by_number: Vec<String> = cluster
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(at, n)| numbered.filter_at(&incoming, n, Some(*at)).is_ok())
+        .map(|(_, n)| n.metadata.name.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(by_number, fitting, "by number as by label");
+    fitting
+}
+
+/// The cluster's values of `key` numbered over its nodes, in order.
+fn numbering(cluster: &Cluster, key: &str) -> Rc<KeyDomains> {
+    let mut index = KeyDomains::default();
+    for node in &cluster.nodes {
+        index.push_node(labels(node).get(key));
+    }
+    Rc::new(index)
 }
 
 fn foo() -> BTreeMap<String, String> {
@@ -465,6 +490,26 @@ fn scores(cluster: &Cluster, constraints: &[Value], feasible: &[usize]) -> Vec<i
         .iter()
         .map(|&i| state.raw(&cluster.nodes[i], |c| count(&cluster.pods[i], &compiled[c])))
         .collect();
+    // The same, with the domains numbered over the nodes' indices.
+    let mut numbered = SpreadScore::numbered(
+        compiled.iter(),
+        true,
+        feasible.iter().map(|&i| (Some(i), &cluster.nodes[i])),
+        |key| numbering(cluster, key),
+    )
+    .expect("constraints to score");
+    for (at, (node, pods)) in cluster.nodes.iter().zip(&cluster.pods).enumerate() {
+        numbered.add_node_at(&placement, node, Some(at), |i| count(pods, &compiled[i]));
+    }
+    let by_number: Vec<Option<i64>> = feasible
+        .iter()
+        .map(|&i| {
+            numbered.raw_at(&cluster.nodes[i], Some(i), |c| {
+                count(&cluster.pods[i], &compiled[c])
+            })
+        })
+        .collect();
+    assert_eq!(by_number, raw, "by number as by label");
     normalize(&raw)
 }
 
@@ -548,4 +593,88 @@ fn score_counts_only_the_domains_of_feasible_nodes() {
     let cluster = four([3, 0, 0, 0]);
     assert_eq!(scores(&cluster, &zone, &[0, 1]), [100, 100]);
     assert_eq!(scores(&cluster, &zone, &[0, 2]), [0, 100], "control");
+}
+
+/// Counted domain by domain (`add_domain`, as a caller that keeps counts
+/// per domain does) the filter decides what it decides counted node by
+/// node: one `foo` pod in zone1, none in zone2, maxSkew 1, so only zone2
+/// admits another (`filtering_test.go`, "to-find-min spreads over two
+/// zones" in spirit). Control: zone2 not declared a domain leaves zone1
+/// the only one, its own minimum, and every node admits the pod.
+#[test]
+fn counted_by_domain_as_by_node() {
+    let cluster = four([1, 0, 0, 0]);
+    let labels = foo();
+    let compiled = [SpreadConstraint::compile(&constraint(json!({})), &labels).expect("compiles")];
+    let required = RequiredNodeAffinity::from_pod_spec(&PodSpec::default()).expect("compiles");
+    let incoming = SpreadPod {
+        namespace: "default",
+        labels: &labels,
+        placement: Placement {
+            required: Some(&required),
+            tolerations: &[],
+        },
+        constraints: &compiled,
+    };
+    let zones = numbering(&cluster, "zone");
+    let (zone1, zone2) = (
+        zones.of_value("zone1").expect("numbered"),
+        zones.of_value("zone2").expect("numbered"),
+    );
+    let admitted = |domains: &[(u32, u32)]| -> Vec<usize> {
+        let mut state = SpreadState::numbered(&incoming, |_| zones.clone());
+        for &(domain, n) in domains {
+            state.add_domain(0, domain, n);
+        }
+        (0..cluster.nodes.len())
+            .filter(|&at| {
+                state
+                    .filter_at(&incoming, &cluster.nodes[at], Some(at))
+                    .is_ok()
+            })
+            .collect()
+    };
+    assert_eq!(
+        fitting(
+            &cluster,
+            &labels,
+            &[constraint(json!({}))],
+            PodSpec::default()
+        ),
+        ["x", "y"]
+    );
+    assert_eq!(admitted(&[(zone1, 1), (zone2, 0)]), [2, 3], "as by node");
+    assert_eq!(admitted(&[(zone1, 1)]), [0, 1, 2, 3], "control: one domain");
+}
+
+/// The score counted domain by domain (`add_domains`) equals the score
+/// counted node by node: zone1 holds 3 `foo` pods, zone2 one (the row
+/// "one constraint on zone, 4 candidate nodes"). Control: counts taken
+/// from the wrong zone swap the zones' scores.
+#[test]
+fn score_counted_by_domain_as_by_node() {
+    let cluster = four([2, 1, 1, 0]);
+    let labels = foo();
+    let zone = json!({"topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"});
+    let compiled =
+        [SpreadConstraint::compile(&constraint(zone.clone()), &labels).expect("compiles")];
+    let zones = numbering(&cluster, "zone");
+    let zone1 = zones.of_value("zone1").expect("numbered");
+    let by_domain = |zone1_count: u32, zone2_count: u32| {
+        let mut state = SpreadScore::numbered(
+            compiled.iter(),
+            true,
+            (0..4).map(|at| (Some(at), &cluster.nodes[at])),
+            |_| zones.clone(),
+        )
+        .expect("constraints to score");
+        state.add_domains(|_, d| if d == zone1 { zone1_count } else { zone2_count });
+        let raw: Vec<Option<i64>> = (0..4)
+            .map(|at| state.raw_at(&cluster.nodes[at], Some(at), |_| 0))
+            .collect();
+        normalize(&raw)
+    };
+    assert_eq!(scores(&cluster, &[zone], &[0, 1, 2, 3]), [25, 25, 100, 100]);
+    assert_eq!(by_domain(3, 1), [25, 25, 100, 100], "as by node");
+    assert_eq!(by_domain(1, 3), [100, 100, 25, 25], "control");
 }
