@@ -157,9 +157,12 @@ impl Owners for BTreeMap<String, String> {
     }
 }
 
+/// A group by what it groups and its name.
+type GroupKey<'a> = (GroupBy, Cow<'a, str>);
+
 /// The group an event is tallied in. The names a large run repeats for
 /// every event (a pod's workload, a node's pool) are borrowed, not built.
-fn group_of<'a>(event: &'a Event, owners: &'a dyn Owners) -> (GroupBy, Cow<'a, str>) {
+fn group_of<'a>(event: &'a Event, owners: &'a dyn Owners) -> GroupKey<'a> {
     let object = &event.object;
     match object.kind.as_str() {
         "Pod" => match owners.workload_of(object) {
@@ -198,8 +201,7 @@ impl TimelineSummary {
         // Each group's objects are gathered with repeats and counted once
         // at the end: sorting a vector once is cheaper than keeping a set
         // ordered through hundreds of thousands of inserts.
-        let mut groups: BTreeMap<(GroupBy, Cow<'_, str>), (TimelineGroup, Vec<&ObjectRef>)> =
-            BTreeMap::new();
+        let mut groups: BTreeMap<GroupKey<'_>, (TimelineGroup, Vec<&ObjectRef>)> = BTreeMap::new();
         for event in events {
             if kept_whole(event.kind) {
                 if kept.len() < budget {
