@@ -77,9 +77,23 @@ pub fn run_drill_budgeted(
     // Asked before the cluster goes away: the real admission chain judges
     // the admission controls wherever there is one.
     let mut dry_runs = dry_run::DryRuns::new();
-    let (obs, outcome) = run_steps_then(drill, backend, false, &mut |backend| {
-        dry_runs = dry_run::submit(drill, backend);
-    })?;
+    // Kept for the controls that may start from the real run's converged
+    // cluster instead of building and converging their own.
+    let keep_converged = controls::any_starts_converged(drill);
+    let mut converged = None;
+    let (obs, outcome) = run_steps_from(
+        drill,
+        Start::Provisioned(backend),
+        false,
+        &mut |backend| {
+            if keep_converged {
+                converged = backend.fork();
+            }
+        },
+        &mut |backend| {
+            dry_runs = dry_run::submit(drill, backend);
+        },
+    )?;
     let mut assertions = Vec::new();
     let mut figures = BTreeMap::new();
     for assertion in &drill.assertions {
@@ -100,6 +114,7 @@ pub fn run_drill_budgeted(
                         seed,
                         backend: backend_name,
                         observation: &obs,
+                        converged: converged.as_deref(),
                     };
                     controls::judge(drill, assertion, control, &real, provision)?
                 }
@@ -130,7 +145,7 @@ pub fn run_drill_budgeted(
             name: drill.name().to_owned(),
             description: drill.spec.metadata.description.clone().unwrap_or_default(),
             file: (!drill.is_builtin()).then(|| display_path(&drill.source.path)),
-            content_hash: drill.content_hash(),
+            content_hash: drill.content_hash().to_owned(),
             snapshot: drill
                 .snapshot
                 .as_ref()
@@ -169,10 +184,15 @@ pub fn run_drill_budgeted(
 /// Which workload each pod belongs to, for a summarised timeline: the one
 /// its placement names, else, for a pod never bound, the workload of its
 /// namespace whose name its own extends (`web-0001a` of `web`), the
-/// longest such name.
+/// longest such name. Asked once per pod event, so searched by the pod's
+/// namespace and name as the event holds them, never a built string.
 struct PodOwners<'a> {
-    placed: BTreeMap<&'a str, &'a str>,
-    workloads: &'a BTreeMap<String, drillbench_observe::WorkloadSeries>,
+    /// (namespace, name, workload) of each placed pod, sorted by pod; a
+    /// pod placed more than once is owned as its last placement says.
+    placed: Vec<(&'a str, &'a str, &'a str)>,
+    /// Each workload as (namespace, name, `namespace/Kind/name`), in the
+    /// order of its full name.
+    workloads: Vec<(&'a str, &'a str, &'a str)>,
 }
 
 impl<'a> PodOwners<'a> {
@@ -180,37 +200,53 @@ impl<'a> PodOwners<'a> {
         placements: &'a [drillbench_observe::Placement],
         workloads: &'a BTreeMap<String, drillbench_observe::WorkloadSeries>,
     ) -> Self {
-        let placed = placements
+        let mut placed: Vec<(&str, &str, &str)> = placements
             .iter()
-            .filter_map(|p| Some((p.pod.as_str(), p.workload.as_deref()?)))
+            .rev()
+            .filter_map(|p| {
+                let (namespace, name) = p.pod.split_once('/')?;
+                Some((namespace, name, p.workload.as_deref()?))
+            })
+            .collect();
+        // Stable, over the placements reversed: each pod's last one first.
+        placed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        placed.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+        let workloads = workloads
+            .keys()
+            .filter_map(|w| {
+                let mut parts = w.splitn(3, '/');
+                let (Some(namespace), Some(_kind), Some(name)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
+                    return None;
+                };
+                Some((namespace, name, w.as_str()))
+            })
             .collect();
         PodOwners { placed, workloads }
     }
 }
 
 impl drillbench_report::timeline_summary::Owners for PodOwners<'_> {
-    fn workload_of(&self, pod: &ObjectRef) -> Option<String> {
-        let key = format!("{}/{}", pod.namespace, pod.name);
-        if let Some(workload) = self.placed.get(key.as_str()) {
-            return Some((*workload).to_owned());
+    fn workload_of(&self, pod: &ObjectRef) -> Option<&str> {
+        let wanted = (pod.namespace.as_str(), pod.name.as_str());
+        if let Ok(at) = self
+            .placed
+            .binary_search_by(|(namespace, name, _)| (*namespace, *name).cmp(&wanted))
+        {
+            return Some(self.placed[at].2);
         }
         self.workloads
-            .keys()
-            .filter(|w| {
-                let mut parts = w.splitn(3, '/');
-                let (Some(ns), Some(_kind), Some(name)) =
-                    (parts.next(), parts.next(), parts.next())
-                else {
-                    return false;
-                };
-                ns == pod.namespace
+            .iter()
+            .filter(|(namespace, name, _)| {
+                *namespace == pod.namespace
                     && pod
                         .name
                         .strip_prefix(name)
                         .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
             })
+            .map(|(_, _, workload)| *workload)
             .max_by_key(|w| w.len())
-            .cloned()
     }
 }
 
@@ -396,47 +432,76 @@ fn push_event(backend: &mut dyn Backend, drill: &Drill, kind: EventKind, message
 /// up before the drill starts.
 pub const CONVERGE_TIMEOUT: Duration = Duration::from_mins(30);
 
+/// Where a run's steps begin.
+enum Start {
+    /// A cluster just provisioned: it converges first.
+    Provisioned(Box<dyn Backend>),
+    /// A copy of a cluster that converged for a drill of the same cluster,
+    /// workloads and seed (the real run's, for a control that changes only
+    /// the steps): converging again would give the same cluster, so the
+    /// steps begin at once.
+    Converged(Box<dyn Backend>),
+}
+
 /// Runs the steps; a no-go preflight or a timed-out wait stops the drill.
 /// In a negative control's weakened run (`weakened`), a fault that finds
 /// no target stops the drill too, so the control can say it diverged; in
 /// the real run that is the bench's own failure.
+#[cfg(test)]
 fn run_steps(
     drill: &Drill,
     backend: Box<dyn Backend>,
     weakened: bool,
 ) -> Result<(Observation, StepsOutcome), RunError> {
-    run_steps_then(drill, backend, weakened, &mut |_| {})
+    run_steps_from(
+        drill,
+        Start::Provisioned(backend),
+        weakened,
+        &mut |_| {},
+        &mut |_| {},
+    )
 }
 
-/// [`run_steps`], calling `then` with the backend after the last step and
-/// before it is torn down.
-fn run_steps_then(
+/// [`run_steps`] from `start`, calling `converged` with the backend once
+/// its cluster converged (before the steps; never for a [`Start::Converged`]
+/// one), and `then` after the last step and before it is torn down.
+fn run_steps_from(
     drill: &Drill,
-    mut backend: Box<dyn Backend>,
+    start: Start,
     weakened: bool,
+    converged: &mut dyn FnMut(&dyn Backend),
     then: &mut dyn FnMut(&mut dyn Backend),
 ) -> Result<(Observation, StepsOutcome), RunError> {
     let mut outcome = StepsOutcome::Completed;
-    // A drill starts from a converged cluster: every workload up.
-    let converge = Step {
-        label: "converge".to_owned(),
-        action: Action::WaitUntil {
-            condition: Condition::AllWorkloadsReady,
-            timeout: CONVERGE_TIMEOUT,
-        },
-    };
     let over_budget = |backend: &dyn Backend| {
         backend.over_budget().map(|why| RunError::OverBudget {
             drill: drill.name().to_owned(),
             why,
         })
     };
-    if let Some(reason) = run_step(drill, &converge, backend.as_mut())? {
-        outcome = StepsOutcome::Aborted(format!("the cluster never converged: {reason}"));
-    }
-    if let Some(error) = over_budget(backend.as_ref()) {
-        return Err(error);
-    }
+    let mut backend = match start {
+        Start::Converged(backend) => backend,
+        Start::Provisioned(mut backend) => {
+            // A drill starts from a converged cluster: every workload up.
+            let converge = Step {
+                label: "converge".to_owned(),
+                action: Action::WaitUntil {
+                    condition: Condition::AllWorkloadsReady,
+                    timeout: CONVERGE_TIMEOUT,
+                },
+            };
+            if let Some(reason) = run_step(drill, &converge, backend.as_mut())? {
+                outcome = StepsOutcome::Aborted(format!("the cluster never converged: {reason}"));
+            }
+            if let Some(error) = over_budget(backend.as_ref()) {
+                return Err(error);
+            }
+            if outcome == StepsOutcome::Completed {
+                converged(backend.as_ref());
+            }
+            backend
+        }
+    };
     backend.mark_start();
     if outcome == StepsOutcome::Completed {
         for step in &drill.steps {

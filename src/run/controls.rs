@@ -19,10 +19,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::weaken::{ablate, describe_change, describe_weakening, dropped_steps, weaken_drill};
-use super::{Provision, RunError, run_steps, trace};
+use super::weaken::{
+    ablate, changes_only_steps, describe_change, describe_weakening, dropped_steps, weaken_drill,
+};
+use super::{Provision, RunError, Start, run_steps_from, trace};
 use drillbench_assert::{self as assert, Judged, pods_match};
-use drillbench_backend::BackendError;
+use drillbench_backend::{Backend, BackendError};
 use drillbench_model::drill::Drill;
 use drillbench_model::policy_guard;
 use drillbench_model::scenario::assertion::{Assertion, AssertionKind, Control};
@@ -85,6 +87,24 @@ pub(super) struct RealRun<'a> {
     /// the same kind of backend.
     pub backend: &'static str,
     pub observation: &'a Observation,
+    /// A copy of its cluster once converged, before the first step, when
+    /// the backend could make one.
+    pub converged: Option<&'a dyn Backend>,
+}
+
+/// Whether this control's weakened run starts from the real run's
+/// converged cluster: its weakening changes only the steps, so its
+/// cluster would converge to the very same state.
+fn starts_converged(control: &Control) -> bool {
+    matches!(control, Control::Weaken(w) if changes_only_steps(&w.change.value))
+}
+
+/// Whether any of the drill's controls starts from the real run's
+/// converged cluster (so the real run keeps a copy of it).
+pub(super) fn any_starts_converged(drill: &Drill) -> bool {
+    drill.assertions.iter().any(
+        |a| matches!(&a.kind, AssertionKind::NegativeControl(control) if starts_converged(control)),
+    )
 }
 
 /// A control left unrun because the real run stopped early; an admission
@@ -108,7 +128,9 @@ pub(super) fn not_run(drill: &Drill, spec: &Assertion, control: &Control, why: &
 }
 
 /// [`judge`], with the weakened drill changed once more before it runs:
-/// the tests break a control the vacuous way through it.
+/// the tests break a control the vacuous way through it, always in its
+/// steps (a weakened run may start from the real run's converged cluster,
+/// which a change to anything else would not have converged to).
 fn judge_with(
     drill: &Drill,
     spec: &Assertion,
@@ -223,24 +245,31 @@ fn judge_with(
         judged.result.verdict = Verdict::Skipped;
         return Ok(judged);
     }
-    let backend = match provision(&weakened, run.seed) {
-        Ok(backend) => backend,
-        // Never green: a control that could not run proves nothing.
-        Err(BackendError::NoReprovision(why)) => {
-            return Ok(unproven(
-                spec,
-                ControlConclusion::Inconclusive,
-                how,
-                "not run".to_owned(),
-                format!("the negative control was not run: {why}"),
-                Vec::new(),
-                real_trace,
-                Vec::new(),
-            ));
-        }
-        Err(e) => return Err(RunError::Provision(e)),
+    let copied = run
+        .converged
+        .filter(|_| starts_converged(control))
+        .and_then(|converged| converged.fork());
+    let start = match copied {
+        Some(copy) => Start::Converged(copy),
+        None => Start::Provisioned(match provision(&weakened, run.seed) {
+            Ok(backend) => backend,
+            // Never green: a control that could not run proves nothing.
+            Err(BackendError::NoReprovision(why)) => {
+                return Ok(unproven(
+                    spec,
+                    ControlConclusion::Inconclusive,
+                    how,
+                    "not run".to_owned(),
+                    format!("the negative control was not run: {why}"),
+                    Vec::new(),
+                    real_trace,
+                    Vec::new(),
+                ));
+            }
+            Err(e) => return Err(RunError::Provision(e)),
+        }),
     };
-    let (obs, _) = run_steps(&weakened, backend, true)?;
+    let (obs, _) = run_steps_from(&weakened, start, true, &mut |_| {}, &mut |_| {})?;
     let weakened_trace = trace::trace(&obs);
     match expect {
         Expect::PreflightRefuses(guard) => Ok(preflight_refusal(

@@ -164,6 +164,27 @@ fn ablate_policy(weakened: &mut Drill, name: &str, change: &GuardChange) {
     }
 }
 
+/// Whether a weakening changes nothing but the drill's steps: then the
+/// weakened drill's cluster, workloads and seed are the real run's, and so
+/// is the cluster they converge to. Every other weakening changes what is
+/// built (the topology, the endpoint, the backups, a pod template).
+pub(super) fn changes_only_steps(change: &DrillChange) -> bool {
+    match change {
+        DrillChange::SecondFaultBeforePromotion
+        | DrillChange::NoNodeReplacement
+        | DrillChange::SkipSteps(_) => true,
+        DrillChange::EndpointWithoutFailover
+        | DrillChange::KubeconfigOnNode
+        | DrillChange::StartWithControlPlanes(_)
+        | DrillChange::StartWithLearner
+        | DrillChange::DrainWithoutEviction
+        | DrillChange::NewestBackupFailed
+        | DrillChange::BackupTakes(_)
+        | DrillChange::ExcludedFromBackup(_)
+        | DrillChange::PinWorkload(_) => false,
+    }
+}
+
 /// The drill with one safeguard of its procedure taken away.
 pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
     let mut weakened = drill.clone();

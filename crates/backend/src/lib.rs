@@ -376,6 +376,14 @@ pub trait Backend {
         None
     }
 
+    /// An independent copy of the cluster as it is now, with what was
+    /// observed so far, when the backend can make one. The simulator can
+    /// (its state is plain values, its generator included, so the copy
+    /// goes on exactly as the original would); a real cluster cannot.
+    fn fork(&self) -> Option<Box<dyn Backend>> {
+        None
+    }
+
     /// What was observed so far.
     fn observation(&self) -> &Observation;
     /// Ends the run (tearing down what it created) and hands over what was observed.

@@ -306,6 +306,10 @@ impl Backend for SimBackend {
         )
     }
 
+    fn fork(&self) -> Option<Box<dyn Backend>> {
+        Some(Box::new(SimBackend::new(self.sim.clone())))
+    }
+
     fn observation(&self) -> &Observation {
         self.sim.observation()
     }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::cluster_workloads::ClusterWorkloads;
 use crate::embedded;
@@ -56,6 +56,9 @@ pub struct Drill {
     /// The objects a `fromCluster` drill read from its cluster when the run
     /// started (the first of `workloads`); `None` until then.
     pub from_cluster: Option<ClusterWorkloads>,
+    /// [`Drill::content_hash`], once asked for: every report of every seed
+    /// names it, and hashing re-reads every file the drill deploys.
+    content_hash: OnceLock<String>,
 }
 
 impl Drill {
@@ -216,6 +219,7 @@ impl Drill {
                 policy_guards,
                 snapshot: captured,
                 from_cluster: cluster,
+                content_hash: OnceLock::new(),
             }),
             _ => Err(diagnostics),
         }
@@ -231,16 +235,18 @@ impl Drill {
         if let Some(captured) = self.snapshot.as_ref().filter(|c| c.given.is_some()) {
             return captured.given_to_builtin;
         }
-        builtin_hashes()
-            .get(self.name())
-            .is_some_and(|hash| *hash == self.content_hash())
+        builtin_hash(self.name()).is_some_and(|hash| hash == self.content_hash())
     }
 
     /// `sha256:<hex>` over the drill file, the ksail file it imports and
     /// every manifest file it deploys, so two reports are compared only when
     /// they ran the same drill on the same inputs. Paths are not hashed: a
     /// built-in read from the binary and its copy on disk hash the same.
-    pub fn content_hash(&self) -> String {
+    pub fn content_hash(&self) -> &str {
+        self.content_hash.get_or_init(|| self.hash_contents())
+    }
+
+    fn hash_contents(&self) -> String {
         use sha2::{Digest, Sha256};
         let mut hasher = Sha256::new();
         hasher.update(self.source.text.as_bytes());
@@ -267,21 +273,27 @@ impl Drill {
     }
 }
 
-/// The content hash of every built-in drill, by name, computed once.
-fn builtin_hashes() -> &'static BTreeMap<String, String> {
-    static HASHES: OnceLock<BTreeMap<String, String>> = OnceLock::new();
-    HASHES.get_or_init(|| {
-        // A built-in that does not load is reported by `bench list` and its
-        // tests; here it is simply no match.
+/// The content hash of the built-in drill of this name, if there is one.
+/// A run asks about one drill, so only that built-in is loaded and hashed,
+/// once per process; the others are only parsed, for their names.
+fn builtin_hash(name: &str) -> Option<String> {
+    static PATHS: OnceLock<BTreeMap<String, PathBuf>> = OnceLock::new();
+    static HASHES: Mutex<BTreeMap<String, Option<String>>> = Mutex::new(BTreeMap::new());
+    let paths = PATHS.get_or_init(|| {
         catalog::list()
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|entry| {
-                let drill = Drill::load(&entry.path).ok()?;
-                Some((entry.name, drill.content_hash()))
-            })
+            .map(|entry| (entry.name, entry.path))
             .collect()
-    })
+    });
+    let path = paths.get(name)?;
+    let mut hashes = HASHES.lock().unwrap_or_else(PoisonError::into_inner);
+    hashes
+        .entry(name.to_owned())
+        // A built-in that does not load is reported by `bench list` and its
+        // tests; here it is simply no match.
+        .or_insert_with(|| Drill::load(path).ok().map(|d| d.content_hash().to_owned()))
+        .clone()
 }
 
 /// Where each loaded document's text is, so a problem found in a field of

@@ -8,7 +8,8 @@
 //! to `events.ndjson` when asked for (`bench run --events-ndjson`), one
 //! event per line, the same bytes for the same seed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
@@ -146,35 +147,42 @@ pub fn kept_whole(kind: EventKind) -> bool {
 /// Which workload a pod (`namespace/name`) belongs to, as
 /// `namespace/Kind/name`.
 pub trait Owners {
-    fn workload_of(&self, pod: &ObjectRef) -> Option<String>;
+    fn workload_of(&self, pod: &ObjectRef) -> Option<&str>;
 }
 
 impl Owners for BTreeMap<String, String> {
-    fn workload_of(&self, pod: &ObjectRef) -> Option<String> {
+    fn workload_of(&self, pod: &ObjectRef) -> Option<&str> {
         self.get(&format!("{}/{}", pod.namespace, pod.name))
-            .cloned()
+            .map(String::as_str)
     }
 }
 
-/// The group an event is tallied in.
-fn group_of(event: &Event, owners: &dyn Owners) -> (GroupBy, String) {
+/// A group by what it groups and its name.
+type GroupKey<'a> = (GroupBy, Cow<'a, str>);
+
+/// The group an event is tallied in. The names a large run repeats for
+/// every event (a pod's workload, a node's pool) are borrowed, not built.
+fn group_of<'a>(event: &'a Event, owners: &'a dyn Owners) -> GroupKey<'a> {
     let object = &event.object;
     match object.kind.as_str() {
         "Pod" => match owners.workload_of(object) {
-            Some(workload) => (GroupBy::Workload, workload),
-            None => (GroupBy::Workload, format!("{}/Pod", object.namespace)),
+            Some(workload) => (GroupBy::Workload, Cow::Borrowed(workload)),
+            None => (
+                GroupBy::Workload,
+                Cow::Owned(format!("{}/Pod", object.namespace)),
+            ),
         },
         "Node" => (
             GroupBy::Pool,
-            event.pool.clone().unwrap_or_else(|| "-".to_owned()),
+            Cow::Borrowed(event.pool.as_deref().unwrap_or("-")),
         ),
         "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" => {
-            (GroupBy::Workload, object.to_string())
+            (GroupBy::Workload, Cow::Owned(object.to_string()))
         }
-        _ if object.namespace.is_empty() => (GroupBy::Kind, object.kind.clone()),
+        _ if object.namespace.is_empty() => (GroupBy::Kind, Cow::Borrowed(object.kind.as_str())),
         _ => (
             GroupBy::Kind,
-            format!("{}/{}", object.namespace, object.kind),
+            Cow::Owned(format!("{}/{}", object.namespace, object.kind)),
         ),
     }
 }
@@ -190,8 +198,10 @@ impl TimelineSummary {
     ) -> (TimelineSummary, Vec<Event>) {
         let mut kept = Vec::new();
         let mut kept_cut = 0;
-        let mut groups: BTreeMap<(GroupBy, String), (TimelineGroup, BTreeSet<&ObjectRef>)> =
-            BTreeMap::new();
+        // Each group's objects are gathered with repeats and counted once
+        // at the end: sorting a vector once is cheaper than keeping a set
+        // ordered through hundreds of thousands of inserts.
+        let mut groups: BTreeMap<GroupKey<'_>, (TimelineGroup, Vec<&ObjectRef>)> = BTreeMap::new();
         for event in events {
             if kept_whole(event.kind) {
                 if kept.len() < budget {
@@ -201,22 +211,24 @@ impl TimelineSummary {
                 }
                 continue;
             }
-            let (by, name) = group_of(event, owners);
-            let (group, objects) = groups.entry((by.clone(), name.clone())).or_insert_with(|| {
-                (
-                    TimelineGroup {
-                        by,
-                        name,
-                        objects: 0,
-                        events: 0,
-                        first_ms: event.at_ms,
-                        last_ms: event.at_ms,
-                        kinds: BTreeMap::new(),
-                    },
-                    BTreeSet::new(),
-                )
-            });
-            objects.insert(&event.object);
+            let (group, objects) =
+                groups
+                    .entry(group_of(event, owners))
+                    .or_insert_with_key(|(by, name)| {
+                        (
+                            TimelineGroup {
+                                by: by.clone(),
+                                name: name.clone().into_owned(),
+                                objects: 0,
+                                events: 0,
+                                first_ms: event.at_ms,
+                                last_ms: event.at_ms,
+                                kinds: BTreeMap::new(),
+                            },
+                            Vec::new(),
+                        )
+                    });
+            objects.push(&event.object);
             group.events += 1;
             group.first_ms = group.first_ms.min(event.at_ms);
             group.last_ms = group.last_ms.max(event.at_ms);
@@ -231,7 +243,9 @@ impl TimelineSummary {
         }
         let groups = groups
             .into_values()
-            .map(|(mut group, objects)| {
+            .map(|(mut group, mut objects)| {
+                objects.sort_unstable();
+                objects.dedup();
                 group.objects = objects.len() as u64;
                 group
             })

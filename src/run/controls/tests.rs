@@ -1,6 +1,7 @@
 //! Every built-in control bites as written, and broken the vacuous way
 //! (its fault skipped, its target gone) is inconclusive.
 
+use super::super::run_steps;
 use super::*;
 use drillbench_backend::sim::provision;
 use drillbench_backend::{Backend, BackendError};
@@ -46,6 +47,7 @@ fn on_sim(observation: &Observation) -> RealRun<'_> {
         seed: 1,
         backend: "sim",
         observation,
+        converged: None,
     }
 }
 
@@ -206,6 +208,7 @@ fn a_simulator_only_weakening_on_kind_provisions_nothing_and_proves_nothing() {
             seed: 1,
             backend: "kind",
             observation: real,
+            converged: None,
         };
         let refuse = |_: &Drill, _: u64| -> Result<Box<dyn Backend>, BackendError> {
             panic!(
@@ -458,4 +461,65 @@ fn a_bypassing_drain_owns_only_the_outages_of_the_workloads_it_deleted_from() {
         Vec::<u64>::new(),
         "a workload the drain spared"
     );
+
+/// A control that changes only the steps starts from a copy of the real
+/// run's converged cluster, and its weakened run observes exactly what one
+/// from a cluster built and converged afresh observes. Paired: a weakening
+/// of what is built (a kubeconfig naming the holder node, an address set
+/// when the cluster is provisioned) run from that copy misses its change,
+/// which is why such a control builds its own cluster.
+#[test]
+fn a_steps_only_control_from_the_converged_copy_sees_what_a_fresh_run_sees() {
+    let observed = |drill: &Drill, start: Start| {
+        let (obs, _) = run_steps_from(drill, start, true, &mut |_| {}, &mut |_| {}).expect("runs");
+        format!("{obs:?}")
+    };
+    let mut seen = 0;
+    for name in DRILLS {
+        let drill = built_in(name);
+        let mut converged = None;
+        let backend = provision(&drill, 1).expect("provisions");
+        run_steps_from(
+            &drill,
+            Start::Provisioned(backend),
+            false,
+            &mut |backend| converged = backend.fork(),
+            &mut |_| {},
+        )
+        .expect("runs");
+        let converged = converged.expect("the simulator copies itself");
+        let mut changes: Vec<(DrillChange, bool)> = drill
+            .assertions
+            .iter()
+            .filter_map(|a| match &a.kind {
+                AssertionKind::NegativeControl(c @ Control::Weaken(w)) if starts_converged(c) => {
+                    Some((w.change.value.clone(), true))
+                }
+                _ => None,
+            })
+            .collect();
+        if name == "cp-recreate" {
+            changes.push((DrillChange::KubeconfigOnNode, false));
+        }
+        for (change, same) in changes {
+            assert_eq!(changes_only_steps(&change), same, "{name}: {change:?}");
+            let weakened = weaken_drill(
+                &drill,
+                &drillbench_model::scenario::spec::WeakenControl {
+                    change: Located::at(change.clone(), Default::default()),
+                    must_fail: Vec::new(),
+                    preflight_refuses: None,
+                },
+            );
+            let fresh = provision(&weakened, 1).expect("provisions");
+            let fresh = observed(&weakened, Start::Provisioned(fresh));
+            let copied = observed(
+                &weakened,
+                Start::Converged(converged.fork().expect("a copy")),
+            );
+            assert_eq!(fresh == copied, same, "{name}: {change:?}");
+            seen += usize::from(same);
+        }
+    }
+    assert!(seen >= 3, "{seen} controls that change only the steps");
 }
