@@ -68,6 +68,7 @@ mod serve_cli;
 mod serve_dry_run_control;
 mod serve_kube_rs;
 mod serve_kubectl;
+mod serve_kubectl_apply;
 mod serve_kubectl_auth_leases;
 mod serve_kubectl_cluster;
 mod serve_kubectl_crds;

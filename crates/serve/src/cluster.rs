@@ -411,6 +411,7 @@ impl Cluster {
                 }
             }
             None => {
+                self.written.forget_managed_fields(&key);
                 if let Some(mut object) = before.cloned()
                     && self.history.is_announced(&key)
                 {

@@ -30,6 +30,7 @@ mod events_v1;
 mod frozen;
 mod history;
 pub mod limits;
+mod managed_fields;
 mod media;
 mod names;
 mod namespaces;
@@ -592,6 +593,7 @@ async fn answer(
     };
     let content_type = header(hyper::header::CONTENT_TYPE);
     let accept = header(hyper::header::ACCEPT);
+    let user_agent = header(hyper::header::USER_AGENT);
     let method = request.method().as_str().to_owned();
     // A review is the one body read as protobuf (kubectl's typed client
     // sends it so); every other protobuf body is a 415.
@@ -632,6 +634,7 @@ async fn answer(
         query,
         content_type,
         accept,
+        user_agent,
         body,
     };
     let unavailable = || {

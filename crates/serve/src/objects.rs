@@ -172,6 +172,17 @@ impl Objects<'_> {
                 );
             }
         }
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            // The server's record, whatever a client wrote there.
+            match self.written.managed_fields(&key) {
+                Some(managed) if !managed.is_empty() => {
+                    meta.insert("managedFields".to_owned(), managed.to_json());
+                }
+                _ => {
+                    meta.remove("managedFields");
+                }
+            }
+        }
         status::set_generation(kind, object, self.written.generation(&key));
         match kind {
             "Deployment" => status::deployment_conditions(object),
