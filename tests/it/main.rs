@@ -78,6 +78,7 @@ mod serve_kubectl_endpoints;
 mod serve_kubectl_events;
 mod serve_kubectl_events_v1;
 mod serve_kubectl_replicasets;
+mod serve_kubectl_services;
 mod serve_kubectl_status;
 mod serve_kubectl_storage;
 mod serve_kubectl_strict;

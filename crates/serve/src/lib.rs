@@ -18,6 +18,7 @@ mod api;
 pub mod auth;
 mod cache;
 mod cluster;
+mod cluster_ips;
 mod commit;
 mod control;
 mod crd_schema;
@@ -47,6 +48,7 @@ mod status;
 pub mod table;
 #[cfg(test)]
 mod testing;
+mod transitions;
 mod versions;
 mod watch;
 mod write;

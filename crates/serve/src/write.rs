@@ -14,7 +14,7 @@ use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
 use super::written::{DECLARED_KINDS, RUN_DECLARED};
-use super::{admit, crds, events_v1, names, patch, service_defaults, versions};
+use super::{admit, cluster_ips, crds, events_v1, names, patch, service_defaults, versions};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
 
@@ -155,6 +155,8 @@ pub(super) fn create(
         kind if DECLARED_KINDS.contains(&kind) => {
             if kind == "Service" {
                 service_defaults::default_service(&mut object);
+                let taken = cluster_ips::taken(cluster.written.declared_of_kind("Service"));
+                cluster_ips::allocate(&mut object, &taken)?;
             }
             if RUN_DECLARED.contains(&kind) {
                 if let Some(refusal) = cluster.admission_refusal(&object) {
