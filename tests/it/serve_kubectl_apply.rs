@@ -10,17 +10,24 @@ use crate::kubectl_support::*;
 
 use serde_json::Value;
 
-fn deployment(s: &Served, name: &str, replicas: u32, image: &str) -> String {
+/// A Deployment `name` running `image`, with `replicas` if given.
+fn deployment(s: &Served, name: &str, replicas: Option<u32>, image: &str) -> String {
+    let replicas_line = replicas
+        .map(|n| format!("  replicas: {n}\n"))
+        .unwrap_or_default();
     manifest(
         s,
-        &format!("{name}-{replicas}-{}", image.replace([':', '.'], "-")),
+        &format!(
+            "{name}-{}-{}",
+            replicas.map_or("none".to_owned(), |n| n.to_string()),
+            image.replace([':', '.'], "-")
+        ),
         &format!(
             "apiVersion: apps/v1
 kind: Deployment
 metadata: {{name: {name}, namespace: apps}}
 spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
+{replicas_line}  selector: {{matchLabels: {{app: {name}}}}}
   template:
     metadata: {{labels: {{app: {name}}}}}
     spec:
@@ -51,7 +58,8 @@ fn entry<'a>(entries: &'a [Value], manager: &str, operation: &str) -> Option<&'a
         .find(|e| e["manager"] == manager && e["operation"] == operation)
 }
 
-fn image(s: &Served, name: &str) -> String {
+/// A field of Deployment `name`, by kubectl's JSONPath.
+fn field(s: &Served, name: &str, path: &str) -> String {
     s.ok(&[
         "get",
         "deploy",
@@ -59,9 +67,11 @@ fn image(s: &Served, name: &str) -> String {
         "-n",
         "apps",
         "-o",
-        "jsonpath={.spec.template.spec.containers[0].image}",
+        &format!("jsonpath={path}"),
     ])
 }
+
+const IMAGE: &str = "{.spec.template.spec.containers[0].image}";
 
 /// Two field managers apply the same Deployment: the second, changing
 /// the image the first owns, is refused with the API server's message
@@ -70,7 +80,7 @@ fn image(s: &Served, name: &str) -> String {
 #[test]
 fn a_second_manager_conflicts_until_it_forces() {
     let Some(s) = serve() else { return };
-    let first = deployment(&s, "owned", 2, "nginx:1.27");
+    let first = deployment(&s, "owned", Some(2), "nginx:1.27");
     assert!(
         s.ok(&["apply", "--server-side", "-f", &first])
             .contains("deployment.apps/owned serverside-applied")
@@ -86,7 +96,7 @@ fn a_second_manager_conflicts_until_it_forces() {
         "{kubectl}"
     );
 
-    let second = deployment(&s, "owned", 2, "nginx:1.28");
+    let second = deployment(&s, "owned", Some(2), "nginx:1.28");
     let refused = s.run(&[
         "apply",
         "--server-side",
@@ -103,7 +113,7 @@ fn a_second_manager_conflicts_until_it_forces() {
         refused.stderr
     );
     assert_eq!(
-        image(&s, "owned"),
+        field(&s, "owned", IMAGE),
         "nginx:1.27",
         "a refused apply changes nothing"
     );
@@ -137,7 +147,7 @@ fn a_second_manager_conflicts_until_it_forces() {
         ])
         .contains("serverside-applied")
     );
-    assert_eq!(image(&s, "owned"), "nginx:1.28");
+    assert_eq!(field(&s, "owned", IMAGE), "nginx:1.28");
     let after = managed_fields(&s, &["deploy", "owned"]);
     let web = |e: &Value| {
         e["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"web\"}"]
@@ -157,7 +167,7 @@ fn a_second_manager_conflicts_until_it_forces() {
 #[test]
 fn an_apply_after_kubectl_scale_conflicts_with_the_scale() {
     let Some(s) = serve() else { return };
-    let applied = deployment(&s, "scaled", 2, "nginx:1.27");
+    let applied = deployment(&s, "scaled", Some(2), "nginx:1.27");
     s.ok(&["apply", "--server-side", "-f", &applied]);
     s.ok(&["scale", "deploy", "scaled", "-n", "apps", "--replicas=4"]);
     let entries = managed_fields(&s, &["deploy", "scaled"]);
@@ -181,48 +191,10 @@ fn an_apply_after_kubectl_scale_conflicts_with_the_scale() {
         "{}",
         again.stderr
     );
-    assert_eq!(
-        s.ok(&[
-            "get",
-            "deploy",
-            "scaled",
-            "-n",
-            "apps",
-            "-o",
-            "jsonpath={.spec.replicas}"
-        ]),
-        "4"
-    );
-    let without_replicas = manifest(
-        &s,
-        "scaled-no-replicas",
-        "apiVersion: apps/v1
-kind: Deployment
-metadata: {name: scaled, namespace: apps}
-spec:
-  selector: {matchLabels: {app: scaled}}
-  template:
-    metadata: {labels: {app: scaled}}
-    spec:
-      containers:
-        - name: web
-          image: nginx:1.27
-          resources: {requests: {cpu: 10m, memory: 16Mi}}
-",
-    );
+    assert_eq!(field(&s, "scaled", "{.spec.replicas}"), "4");
+    let without_replicas = deployment(&s, "scaled", None, "nginx:1.27");
     s.ok(&["apply", "--server-side", "-f", &without_replicas]);
-    assert_eq!(
-        s.ok(&[
-            "get",
-            "deploy",
-            "scaled",
-            "-n",
-            "apps",
-            "-o",
-            "jsonpath={.spec.replicas}"
-        ]),
-        "4"
-    );
+    assert_eq!(field(&s, "scaled", "{.spec.replicas}"), "4");
 }
 
 /// A create is an update by the client's field manager (`kubectl

@@ -587,6 +587,20 @@ mod tests {
         Ok(())
     }
 
+    /// A Deployment alice created by applying it.
+    fn created_by_alice() -> ManagedFields {
+        let mut managed = ManagedFields::default();
+        apply(
+            &mut managed,
+            "alice",
+            &Value::Null,
+            &deployment(2, "nginx:1"),
+            false,
+        )
+        .expect("created");
+        managed
+    }
+
     fn managers(managed: &ManagedFields) -> Vec<(String, String)> {
         managed
             .to_json()
@@ -609,16 +623,7 @@ mod tests {
     /// takes it.
     #[test]
     fn an_apply_that_changes_another_managers_field_conflicts() {
-        let start = Value::Null;
-        let mut managed = ManagedFields::default();
-        apply(
-            &mut managed,
-            "alice",
-            &start,
-            &deployment(2, "nginx:1"),
-            false,
-        )
-        .expect("created");
+        let mut managed = created_by_alice();
         let live = deployment(2, "nginx:1");
         let bob = json!({"apiVersion": "apps/v1", "kind": "Deployment",
                          "metadata": {"name": "web"}, "spec": {"replicas": 5}});
@@ -668,15 +673,7 @@ mod tests {
     /// `PathElement.String`); the control: an atomic list is one leaf.
     #[test]
     fn a_containers_field_is_owned_under_the_containers_name() {
-        let mut managed = ManagedFields::default();
-        apply(
-            &mut managed,
-            "alice",
-            &Value::Null,
-            &deployment(2, "nginx:1"),
-            false,
-        )
-        .expect("created");
+        let mut managed = created_by_alice();
         let fields = &managed.to_json()[0]["fieldsV1"];
         assert_eq!(
             fields["f:spec"]["f:template"]["f:spec"]["f:containers"],
@@ -708,15 +705,7 @@ mod tests {
     /// reset fields); the control: labels are owned.
     #[test]
     fn identity_metadata_and_status_are_never_owned() {
-        let mut managed = ManagedFields::default();
-        apply(
-            &mut managed,
-            "alice",
-            &Value::Null,
-            &deployment(2, "nginx:1"),
-            false,
-        )
-        .expect("created");
+        let managed = created_by_alice();
         let fields = &managed.to_json()[0]["fieldsV1"];
         assert_eq!(fields["f:metadata"], json!({"f:labels": {"f:app": {}}}));
         assert!(fields.get("f:status").is_none() && fields.get("f:kind").is_none());
@@ -728,15 +717,7 @@ mod tests {
     /// `printManager` does (`with subresource "scale" using apps/v1`).
     #[test]
     fn an_update_takes_the_fields_it_changed_and_an_apply_then_conflicts_with_it() {
-        let mut managed = ManagedFields::default();
-        apply(
-            &mut managed,
-            "alice",
-            &Value::Null,
-            &deployment(2, "nginx:1"),
-            false,
-        )
-        .expect("created");
+        let mut managed = created_by_alice();
         let scaler = writer("kubectl", Part::Scale);
         managed.update(
             &scaler,
@@ -784,15 +765,7 @@ mod tests {
     /// own fields before deeper ones).
     #[test]
     fn several_conflicts_are_listed_by_manager() {
-        let mut managed = ManagedFields::default();
-        apply(
-            &mut managed,
-            "alice",
-            &Value::Null,
-            &deployment(2, "nginx:1"),
-            false,
-        )
-        .expect("created");
+        let mut managed = created_by_alice();
         let set_image = writer("kubectl-set", Part::Main);
         managed.update(
             &set_image,
