@@ -196,3 +196,53 @@ fn wait_for_ready_pods_reads_the_kubelets_conditions() {
     ]);
     assert!(out.contains("condition met"), "{out}");
 }
+
+/// `lastTransitionTime` is the simulated instant a condition last changed
+/// status (the kubelet's `updateLastTransitionTime`, the deployment
+/// controller's `SetDeploymentCondition`): a pod created two minutes in
+/// turns Ready after the nodes did, and its Deployment turns Available
+/// then; the control: time passing without a change keeps the instant.
+#[test]
+fn conditions_are_dated_by_their_last_change_in_simulated_time() {
+    let Some(s) = serve() else { return };
+    let condition_time = |what: &[&str], kind: &str| {
+        let path =
+            format!("jsonpath={{.status.conditions[?(@.type==\"{kind}\")].lastTransitionTime}}");
+        let mut args = vec!["get"];
+        args.extend(what);
+        args.extend(["-o", path.as_str()]);
+        s.ok(&args)
+    };
+    let nodes = s.ok(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"]);
+    let node_ready = condition_time(&["node", &nodes], "Ready");
+    assert!(node_ready.starts_with("2026-01-01T00:0"), "{node_ready}");
+    s.ok(&["create", "-f", &deployment(&s, "dated", "")]);
+    s.advance("30s");
+    let pod = s.ok(&[
+        "get",
+        "pods",
+        "-n",
+        "apps",
+        "-l",
+        "app=dated",
+        "-o",
+        "jsonpath={.items[0].metadata.name}",
+    ]);
+    let pod_ready = condition_time(&["pod", &pod, "-n", "apps"], "Ready");
+    let available = condition_time(&["deploy", "dated", "-n", "apps"], "Available");
+    assert!(
+        pod_ready.as_str() > node_ready.as_str() && pod_ready.as_str() >= "2026-01-01T00:02:00Z",
+        "pod Ready at {pod_ready}, node Ready at {node_ready}"
+    );
+    assert!(available.as_str() >= "2026-01-01T00:02:00Z", "{available}");
+    s.advance("5m");
+    assert_eq!(
+        condition_time(&["pod", &pod, "-n", "apps"], "Ready"),
+        pod_ready
+    );
+    assert_eq!(condition_time(&["node", &nodes], "Ready"), node_ready);
+    assert_eq!(
+        condition_time(&["deploy", "dated", "-n", "apps"], "Available"),
+        available
+    );
+}

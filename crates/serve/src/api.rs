@@ -20,6 +20,9 @@ pub(super) struct Request {
     pub(super) query: BTreeMap<String, String>,
     pub(super) content_type: String,
     pub(super) accept: String,
+    /// The client's `User-Agent`: what names its writes' field manager
+    /// when it names none.
+    pub(super) user_agent: String,
     pub(super) body: Bytes,
 }
 
@@ -181,6 +184,7 @@ mod tests {
             query: BTreeMap::new(),
             content_type: String::new(),
             accept: String::new(),
+            user_agent: String::new(),
             body: Bytes::from(body.to_owned()),
         }
     }

@@ -12,11 +12,13 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::cache::ListCache;
+use super::cluster_ips;
 use super::events::Events;
 use super::history::{History, Key, key_of, strip_rv_mut};
 use super::objects::Objects;
 use super::objects::stamp;
 use super::resources::{self, Resource};
+use super::transitions::Transitions;
 use super::watch::{Watcher, Watchers};
 use super::written::{DECLARED_KINDS, Written};
 use drillbench_model::drill::Drill;
@@ -86,6 +88,8 @@ pub(super) struct Cluster {
     history: History,
     /// The timeline's events as the Event objects components record.
     events: Events,
+    /// When each announced condition last changed status.
+    transitions: Transitions,
     watchers: Watchers,
     /// How many of the timeline's events have been turned into changes.
     seen_events: usize,
@@ -110,12 +114,19 @@ impl Cluster {
             guards: drill.spec.guards.iter().map(|g| g.value.clone()).collect(),
             history: History::new(window, rv),
             events: Events::default(),
+            transitions: Transitions::default(),
             watchers: Watchers::default(),
             seen_events: 0,
             list_cache: ListCache::default(),
             max_pods: super::limits::DEFAULT_MAX_PODS,
             service_inputs: None,
         };
+        // The API server's own Service, there before anything else.
+        let kubernetes = ("Service", "default".to_owned(), "kubernetes".to_owned());
+        let mut service = cluster_ips::kubernetes_service();
+        service["metadata"]["uid"] = json!(drillbench_sim::view::uid(34, 0));
+        service["metadata"]["creationTimestamp"] = json!(stamp(0));
+        cluster.written.declare(kubernetes, service);
         cluster.written.set_metadata(
             ("Namespace", String::new(), "kube-system".to_owned()),
             json!({ RUN_LABEL: format!("served-{}", drill.name()) }),
@@ -134,9 +145,16 @@ impl Cluster {
                     doc.name().unwrap_or_default().to_owned(),
                 );
                 if DECLARED_KINDS.contains(&resource.kind) {
-                    cluster
-                        .written
-                        .declare(key.clone(), declared(&doc.value, &key, index));
+                    let mut object = declared(&doc.value, &key, index);
+                    if key.0 == "Service" {
+                        // A Service the drill declares is allocated its
+                        // ClusterIP as if created in the drill's order;
+                        // one that asks for a taken address keeps it as
+                        // written.
+                        let taken = cluster_ips::taken(cluster.written.declared_of_kind("Service"));
+                        let _ = cluster_ips::allocate(&mut object, &taken);
+                    }
+                    cluster.written.declare(key.clone(), object);
                 }
                 cluster.written.remember_metadata(key, &doc.value);
             }
@@ -159,6 +177,7 @@ impl Cluster {
             // A dry run reads no Event, and copying every one recorded
             // would make each admission check cost the drill's length.
             events: Events::default(),
+            transitions: self.transitions.clone(),
             watchers: Watchers::default(),
             seen_events: self.seen_events,
             list_cache: ListCache::default(),
@@ -173,6 +192,7 @@ impl Cluster {
             written: &self.written,
             history: &self.history,
             events: &self.events,
+            transitions: &self.transitions,
         }
     }
 
@@ -394,6 +414,8 @@ impl Cluster {
     }
 
     fn push(&mut self, key: Key, kind_type: &'static str, object: Value) {
+        self.transitions
+            .remember(&key, &object, kind_type == "DELETED");
         let change = self.history.record(key, kind_type, object);
         self.watchers.announce(change, self.sim.now());
     }
@@ -411,6 +433,7 @@ impl Cluster {
                 }
             }
             None => {
+                self.written.forget_managed_fields(&key);
                 if let Some(mut object) = before.cloned()
                     && self.history.is_announced(&key)
                 {

@@ -18,6 +18,7 @@ mod api;
 pub mod auth;
 mod cache;
 mod cluster;
+mod cluster_ips;
 mod commit;
 mod control;
 mod crd_schema;
@@ -30,6 +31,7 @@ mod events_v1;
 mod frozen;
 mod history;
 pub mod limits;
+mod managed_fields;
 mod media;
 mod names;
 mod namespaces;
@@ -46,6 +48,7 @@ mod status;
 pub mod table;
 #[cfg(test)]
 mod testing;
+mod transitions;
 mod versions;
 mod watch;
 mod write;
@@ -592,6 +595,7 @@ async fn answer(
     };
     let content_type = header(hyper::header::CONTENT_TYPE);
     let accept = header(hyper::header::ACCEPT);
+    let user_agent = header(hyper::header::USER_AGENT);
     let method = request.method().as_str().to_owned();
     // A review is the one body read as protobuf (kubectl's typed client
     // sends it so); every other protobuf body is a 415.
@@ -632,6 +636,7 @@ async fn answer(
         query,
         content_type,
         accept,
+        user_agent,
         body,
     };
     let unavailable = || {

@@ -4,12 +4,14 @@
 
 use serde_json::{Value, json};
 
+use super::cluster_ips;
 use super::endpoint_slices;
 use super::endpoints;
 use super::events::Events;
 use super::history::{History, Key, key_of, set_rv, text};
 use super::resources::{self, Resource};
 use super::status;
+use super::transitions::Transitions;
 use super::written::Written;
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_sim::Simulation;
@@ -21,6 +23,7 @@ pub(super) struct Objects<'a> {
     pub(super) written: &'a Written,
     pub(super) history: &'a History,
     pub(super) events: &'a Events,
+    pub(super) transitions: &'a Transitions,
 }
 
 impl Objects<'_> {
@@ -172,12 +175,24 @@ impl Objects<'_> {
                 );
             }
         }
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            // The server's record, whatever a client wrote there.
+            match self.written.managed_fields(&key) {
+                Some(managed) if !managed.is_empty() => {
+                    meta.insert("managedFields".to_owned(), managed.to_json());
+                }
+                _ => {
+                    meta.remove("managedFields");
+                }
+            }
+        }
         status::set_generation(kind, object, self.written.generation(&key));
         match kind {
             "Deployment" => status::deployment_conditions(object),
             "Pod" => status::pod(object),
             _ => {}
         }
+        self.transitions.date(&key, object, self.sim.now() as i64);
         let rv = self.history.object_rv(&key).unwrap_or(1);
         set_rv(object, rv);
     }
@@ -273,6 +288,11 @@ impl Objects<'_> {
         let zones = endpoint_slices::zones(self.history.announced_of_kind("Node").map(|(_, n)| n));
         services
             .flat_map(|service| {
+                if is_kubernetes_service(service) {
+                    let ips = self.api_server_ips();
+                    let created = &service["metadata"]["creationTimestamp"];
+                    return vec![cluster_ips::kubernetes_endpoint_slice(&ips, created)];
+                }
                 endpoint_slices::slices_for(
                     service,
                     self.history.announced_in("Pod", namespace),
@@ -282,6 +302,11 @@ impl Objects<'_> {
             .collect()
     }
 
+    /// The API servers' addresses, from the nodes last announced.
+    fn api_server_ips(&self) -> Vec<String> {
+        cluster_ips::api_server_ips(self.history.announced_of_kind("Node").map(|(_, n)| n))
+    }
+
     /// The Endpoints of a namespace's Services, as the endpoints controller
     /// derives them from the pods last announced.
     fn endpoints_in(&self, namespace: &str) -> Vec<Value> {
@@ -289,6 +314,13 @@ impl Objects<'_> {
             .declared_of_kind("Service")
             .filter(|s| text(s, "/metadata/namespace") == namespace)
             .filter_map(|service| {
+                if is_kubernetes_service(service) {
+                    let created = &service["metadata"]["creationTimestamp"];
+                    return Some(cluster_ips::kubernetes_endpoints(
+                        &self.api_server_ips(),
+                        created,
+                    ));
+                }
                 endpoints::endpoints_for(service, self.history.announced_in("Pod", namespace))
             })
             .collect()
@@ -301,6 +333,12 @@ impl Objects<'_> {
             .iter()
             .any(|p| p.namespace == namespace && p.phase != PodPhase::Gone)
     }
+}
+
+/// The API server's own Service, whose endpoints its reconciler writes.
+fn is_kubernetes_service(service: &Value) -> bool {
+    text(service, "/metadata/namespace") == "default"
+        && text(service, "/metadata/name") == "kubernetes"
 }
 
 /// RFC 3339 time of a drill instant (ms, negative before the drill).

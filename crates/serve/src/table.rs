@@ -93,6 +93,16 @@ pub(crate) fn columns(kind: &str) -> Vec<Value> {
             age,
         ],
         "Namespace" => vec![name, column("Status", "string", 0, ""), age],
+        // kubectl's Service printer (`printService`).
+        "Service" => vec![
+            name,
+            column("Type", "string", 0, ""),
+            column("Cluster-IP", "string", 0, ""),
+            column("External-IP", "string", 0, ""),
+            column("Port(s)", "string", 0, ""),
+            age,
+            column("Selector", "string", 1, ""),
+        ],
         // kubectl's Endpoints printer (`printEndpoints`).
         "Endpoints" => vec![name, column("Endpoints", "string", 0, ""), age],
         // kubectl's EndpointSlice printer (`printEndpointSlice`).
@@ -321,6 +331,52 @@ pub(crate) fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
             age,
         ],
         "Endpoints" => vec![name, json!(endpoints_text(object)), age],
+        "Service" => {
+            let or_none = |t: String| if t.is_empty() { "<none>".to_owned() } else { t };
+            let kind = text(object, "/spec/type");
+            let external = match kind.as_str() {
+                "ExternalName" => text(object, "/spec/externalName"),
+                _ => object
+                    .pointer("/spec/externalIPs")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            let ports: Vec<String> = object
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    let protocol = p["protocol"].as_str().unwrap_or("TCP");
+                    match p["nodePort"].as_i64() {
+                        Some(node) => format!("{}:{node}/{protocol}", p["port"]),
+                        None => format!("{}/{protocol}", p["port"]),
+                    }
+                })
+                .collect();
+            let mut selector: Vec<String> = object
+                .pointer("/spec/selector")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect();
+            // `labels.FormatLabels`: by key.
+            selector.sort();
+            vec![
+                name,
+                json!(kind),
+                json!(or_none(text(object, "/spec/clusterIP"))),
+                json!(or_none(external)),
+                json!(or_none(ports.join(","))),
+                age,
+                json!(or_none(selector.join(","))),
+            ]
+        }
         "EndpointSlice" => {
             let ports = object
                 .pointer("/ports")

@@ -61,6 +61,7 @@ pub(super) fn request(method: &str, path_and_query: &str, body: &str) -> Request
         query,
         content_type: content_type.to_owned(),
         accept: "application/json".to_owned(),
+        user_agent: "kubectl/v1.32.0 (linux/amd64) kubernetes/70d3cc9".to_owned(),
         body: Bytes::from(body.to_owned()),
     }
 }

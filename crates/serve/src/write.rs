@@ -9,11 +9,12 @@ use super::api::{ApiError, ApiResult, Reply, Request, status_body};
 use super::cluster::Cluster;
 use super::commit::{commit, replicas_of, set_replicas};
 use super::history::{Key, strip_rv, strip_rv_mut};
+use super::managed_fields::{Taken, Writer};
 use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
 use super::written::{DECLARED_KINDS, RUN_DECLARED};
-use super::{admit, crds, events_v1, names, patch, service_defaults, versions};
+use super::{admit, cluster_ips, crds, events_v1, names, patch, service_defaults, versions};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
 
@@ -23,10 +24,13 @@ pub(super) fn create(
     resource: &'static Resource,
     namespace: String,
 ) -> ApiResult {
+    let writer = Writer::of(request, resource, None)?;
     let mut object = request.json_body()?;
     if !object.is_object() {
         return Err(ApiError::bad_request("the request body is not an object"));
     }
+    // An apply that creates the object owns what it applied, as sent.
+    let applied = patch::is_apply(&request.content_type).then(|| object.clone());
     // A body without apiVersion or kind is read as the URL's resource, as
     // the API server decodes it with the endpoint's defaults.
     match object.get("kind").and_then(Value::as_str) {
@@ -151,6 +155,8 @@ pub(super) fn create(
         kind if DECLARED_KINDS.contains(&kind) => {
             if kind == "Service" {
                 service_defaults::default_service(&mut object);
+                let taken = cluster_ips::taken(cluster.written.declared_of_kind("Service"));
+                cluster_ips::allocate(&mut object, &taken)?;
             }
             if RUN_DECLARED.contains(&kind) {
                 if let Some(refusal) = cluster.admission_refusal(&object) {
@@ -212,6 +218,8 @@ pub(super) fn create(
         }
     }
     cluster.written.remember_metadata(key.clone(), &object);
+    let apply = applied.map(|applied| (Taken::none(), applied));
+    record_write(cluster, &key, &writer, &Value::Null, apply);
     cluster.sync();
     cluster.api_change(key.clone(), None);
     let mut created = cluster
@@ -374,6 +382,7 @@ pub(super) fn update(
     sub: Option<&str>,
 ) -> ApiResult {
     let apply = request.method == "PATCH" && patch::is_apply(&request.content_type);
+    let writer = Writer::of(request, resource, sub)?;
     let Some(current) = cluster.view(resource.key, namespace, name, false) else {
         if apply && sub.is_none() {
             return create(cluster, request, resource, namespace.to_owned());
@@ -403,6 +412,7 @@ pub(super) fn update(
     } else {
         current.clone()
     };
+    let mut applied = None;
     let wanted = if request.method == "PATCH" {
         let mut patched = base.clone();
         patch::apply(&mut patched, &request.content_type, &request.body).map_err(|e| match e {
@@ -416,6 +426,17 @@ pub(super) fn update(
             ),
             other => ApiError::invalid(other.to_string()),
         })?;
+        if apply {
+            let force = request.query.get("force").is_some_and(|f| f == "true");
+            let key: Key = (resource.key, namespace.to_owned(), name.to_owned());
+            let taken = cluster
+                .written
+                .managed_fields(&key)
+                .cloned()
+                .unwrap_or_default()
+                .check_apply(&writer, &current, &patched, force)?;
+            applied = Some((taken, request.json_body()?));
+        }
         if apply && !crds::is_stored_whole(resource) {
             let mut pruned = patch::prune_to(&patched, &base);
             admit::readmit(&cluster.sim, cluster.guards(), namespace, &mut pruned);
@@ -467,6 +488,7 @@ pub(super) fn update(
             ..Default::default()
         };
         crds::store_update(cluster, resource, &key, &current, wanted, how)?;
+        record_write(cluster, &key, &writer, &current, applied);
         cluster.sync();
         cluster.api_change(key.clone(), Some(&current));
         let mut after = cluster
@@ -481,6 +503,7 @@ pub(super) fn update(
             let replicas = replicas_of(&wanted)?;
             set_replicas(cluster, namespace, resource.kind, name, replicas)?;
             note_spec_change(cluster, &key, &current);
+            record_write(cluster, &key, &writer, &current, None);
             cluster.sync();
             let after = cluster
                 .view(resource.key, namespace, name, false)
@@ -497,6 +520,7 @@ pub(super) fn update(
         None => {
             commit(cluster, resource, namespace, name, &current, &wanted)?;
             note_spec_change(cluster, &key, &current);
+            record_write(cluster, &key, &writer, &current, applied);
         }
     }
     cluster.sync();
@@ -506,6 +530,29 @@ pub(super) fn update(
         .ok_or_else(|| ApiError::not_found(resource, name))?;
     versions::as_served(resource, &mut after);
     Ok(Reply::Json(200, after))
+}
+
+/// Records who wrote what in the object's `managedFields`, before the
+/// change is announced: an apply (with the fields it took and its
+/// applied configuration) or an update of `before`.
+fn record_write(
+    cluster: &mut Cluster,
+    key: &Key,
+    writer: &Writer,
+    before: &Value,
+    apply: Option<(Taken, Value)>,
+) {
+    let Some(after) = cluster.view(key.0, &key.1, &key.2, false) else {
+        return;
+    };
+    let now = cluster.sim.now() as i64;
+    let managed = cluster.written.managed_fields_mut(key);
+    match apply {
+        Some((taken, applied)) => {
+            managed.record_apply(writer, taken, &applied, (before, &after), now);
+        }
+        None => managed.update(writer, before, &after, now),
+    }
 }
 
 /// Increments a workload's `metadata.generation` when a write changed its

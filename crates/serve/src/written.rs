@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::history::Key;
+use super::managed_fields::ManagedFields;
 
 /// Kinds stored as written, from the drill's manifests and through the
 /// API, like ConfigMaps: the simulator models no behaviour for them, but
@@ -51,6 +52,9 @@ pub(super) struct Written {
     /// the API server increments it on every spec change and never on a
     /// status change. Absent means 1, a workload as created.
     generations: BTreeMap<Key, i64>,
+    /// Who owns which fields of each object written through the API
+    /// (`metadata.managedFields`); the drill's own objects have none.
+    managed: BTreeMap<Key, ManagedFields>,
     /// How many times an object of each declared kind was stored or
     /// removed: what is derived from them (the OpenAPI documents from the
     /// CustomResourceDefinitions, the endpoints from the Services) is kept
@@ -86,6 +90,21 @@ impl Written {
     pub(super) fn forget_metadata(&mut self, key: &Key) {
         self.metadata.remove(key);
         self.generations.remove(key);
+        self.managed.remove(key);
+    }
+
+    pub(super) fn managed_fields(&self, key: &Key) -> Option<&ManagedFields> {
+        self.managed.get(key)
+    }
+
+    /// The object's field ownership, to record a write in.
+    pub(super) fn managed_fields_mut(&mut self, key: &Key) -> &mut ManagedFields {
+        self.managed.entry(key.clone()).or_default()
+    }
+
+    /// Forgets who owned the fields of an object that is gone.
+    pub(super) fn forget_managed_fields(&mut self, key: &Key) {
+        self.managed.remove(key);
     }
 
     /// The object's `metadata.generation`.
