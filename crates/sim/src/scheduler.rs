@@ -32,9 +32,12 @@
 //! PodTopologySpread's `ScheduleAnyway` constraints score (weight 2), as
 //! `drillbench_policy::spread::SpreadScore` transcribes `scoring.go`.
 //!
-//! Not modelled: the system default spread constraints (which would score
-//! every Deployment, ReplicaSet and StatefulSet pod that declares no
-//! constraint), preferred inter-pod affinity, image locality, volume limits per node,
+//! A pod that declares no spread constraint is scored by the scheduler's
+//! system defaults instead (hostname maxSkew 3, zone maxSkew 5, both
+//! `ScheduleAnyway`), over the pods its Services and its ReplicaSet or
+//! StatefulSet owner select (`Template::default_spread`).
+//!
+//! Not modelled: preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use std::cmp::Reverse;
@@ -635,17 +638,21 @@ impl Scan<'_> {
     }
 
     /// PodTopologySpread's normalised score of each feasible node for the
-    /// pod's `ScheduleAnyway` constraints (`drillbench_policy::spread::
-    /// SpreadScore`), or nothing when it has none. Counted from the
-    /// world's groups of alike pods, as [`Scan::spread`] counts.
+    /// pod's `ScheduleAnyway` constraints, or the system default ones when
+    /// it declares none (`drillbench_policy::spread::SpreadScore`), or
+    /// nothing when it has neither. Counted from the world's groups of
+    /// alike pods, as [`Scan::spread`] counts.
     fn soft_spread_scores(&self, template: &Template, pod: PodId, feasible: &[NodeId]) -> Vec<i64> {
         let pods = self.world.pods();
         let namespace = &pods[pod].namespace;
         let incoming = spread_pod(namespace, template);
         let nodes = self.world.nodes();
+        // Only the system defaults score nodes missing a key.
+        let (scored, require_all): (Vec<&SpreadConstraint>, bool) =
+            (incoming.soft().collect(), true);
         let Some(mut state) = SpreadScore::new(
-            incoming.soft(),
-            true,
+            scored,
+            require_all,
             feasible.iter().map(|&n| &*nodes[n].object),
         ) else {
             return Vec::new();
@@ -679,7 +686,7 @@ impl Scan<'_> {
             // it out (never met by a pending pod; kept for exactness).
             return self.interpod_pod_by_pod(template, pod, &BTreeSet::new());
         }
-        let incoming = terms(&pods[pod].namespace, template);
+        let incoming = terms(self.world, &pods[pod].namespace, template);
         let mut state = InterPodState::default();
         let groups = self.world.pod_groups();
         let nodes = self.world.nodes();
@@ -687,7 +694,7 @@ impl Scan<'_> {
             if group.is_empty() {
                 return;
             }
-            let existing = terms(&group.namespace, &group.template);
+            let existing = terms(self.world, &group.namespace, &group.template);
             state.add_group(&incoming, &existing, |key| {
                 groups.domains(group, key, nodes)
             });
@@ -709,7 +716,7 @@ impl Scan<'_> {
         removed: &BTreeSet<PodId>,
     ) -> Option<InterPodState> {
         let pods = self.world.pods();
-        let incoming = terms(&pods[pod].namespace, template);
+        let incoming = terms(self.world, &pods[pod].namespace, template);
         let mut state = InterPodState::default();
         for n in self.world.nodes() {
             for &other in &n.pods {
@@ -717,7 +724,7 @@ impl Scan<'_> {
                 if other == pod || removed.contains(&other) || p.phase == PodPhase::Gone {
                     continue;
                 }
-                let existing = terms(&p.namespace, &p.template);
+                let existing = terms(self.world, &p.namespace, &p.template);
                 state.add(&incoming, &existing, n.labels());
             }
         }
@@ -835,7 +842,7 @@ impl Scan<'_> {
             }
         }
         let state = others.interpod?;
-        let incoming = terms(namespace, template);
+        let incoming = terms(self.world, namespace, template);
         // The groups' counts were numbered over the world's nodes.
         match state.filter_at(&incoming, n.labels(), Some(node)) {
             Ok(()) => None,
@@ -951,9 +958,10 @@ fn spread_pod<'a>(namespace: &'a str, template: &'a Template) -> SpreadPod<'a> {
 
 /// A pod of `namespace` made from `template`, as the inter-pod filter
 /// reads it.
-fn terms<'a>(namespace: &'a str, template: &'a Template) -> PodTerms<'a> {
+fn terms<'a>(world: &'a World, namespace: &'a str, template: &'a Template) -> PodTerms<'a> {
     PodTerms {
         namespace,
+        namespace_labels: world.namespace_labels(namespace),
         labels: &template.labels,
         affinity: &template.affinity,
         anti_affinity: &template.anti_affinity,
