@@ -122,14 +122,6 @@ impl AffinityTerm {
                 .as_ref()
                 .is_some_and(|s| s.matches(target.labels))
     }
-
-    /// Whether the term reads namespace labels: its `namespaceSelector`
-    /// is neither null nor empty.
-    pub fn reads_namespace_labels(&self) -> bool {
-        self.namespace_selector
-            .as_ref()
-            .is_some_and(|s| !s.selects_all())
-    }
 }
 
 /// A pod as the filter reads it: where it lives, its labels and its
@@ -493,5 +485,6 @@ impl InterPodState {
     }
 }
 
-#[cfg(test)]
-mod tests;
+// The filter's table tests, and the check that groups counted at once
+// decide as their pods one by one, are in the conformance suite
+// (`tests/it/conformance/inter_pod_affinity.rs`).

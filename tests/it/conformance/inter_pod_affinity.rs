@@ -5,12 +5,15 @@
 //! `PodAffinityTerm` API documentation describe them).
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use k8s_openapi::api::core::v1::PodAffinityTerm;
 use serde_json::{Value, json};
 
 use super::{Behaviour, Pair, Source, from_json, labels, pair, row};
-use drillbench_policy::interpod::{AffinityTerm, InterPodMisfit, InterPodState, PodTerms};
+use drillbench_policy::interpod::{
+    AffinityTerm, Domains, InterPodMisfit, InterPodState, KeyDomains, PodTerms,
+};
 
 /// A pod of the table: namespace (and its labels), labels and its
 /// required terms.
@@ -104,9 +107,129 @@ fn verdict(
     existing: &Pod,
     on: &BTreeMap<String, String>,
 ) -> Result<(), InterPodMisfit> {
+    verdict_on(incoming, &[(existing, on.clone())], &node1())
+}
+
+/// The filter's verdict for `incoming` on `node`, with `existing` pods
+/// counted one by one, each running on a node labelled as given.
+fn verdict_on(
+    incoming: &Pod,
+    existing: &[(&Pod, BTreeMap<String, String>)],
+    node: &BTreeMap<String, String>,
+) -> Result<(), InterPodMisfit> {
     let mut state = InterPodState::default();
-    state.add(&incoming.terms(), &existing.terms(), on);
-    state.filter(&incoming.terms(), &node1())
+    for (pod, on) in existing {
+        state.add(&incoming.terms(), &pod.terms(), on);
+    }
+    state.filter(&incoming.terms(), node)
+}
+
+/// The filter's verdict when the existing pods are counted as groups of
+/// alike pods (`add_group`), each group's domains counted as an index
+/// keeps them; by the node's number and by its labels alike.
+fn verdict_grouped(
+    incoming: &Pod,
+    existing: &[(&Pod, BTreeMap<String, String>)],
+    node: &BTreeMap<String, String>,
+) -> Result<(), InterPodMisfit> {
+    let mut state = InterPodState::default();
+    // Alike pods: the same `Pod` of the table, wherever they run.
+    let mut groups: Vec<(&Pod, Vec<&BTreeMap<String, String>>)> = Vec::new();
+    for (pod, on) in existing {
+        match groups.iter_mut().find(|(p, _)| std::ptr::eq(*p, *pod)) {
+            Some((_, nodes)) => nodes.push(on),
+            None => groups.push((pod, vec![on])),
+        }
+    }
+    for (pod, nodes) in &groups {
+        state.add_group(&incoming.terms(), &pod.terms(), |key| {
+            // The node judged is numbered first (index 0), then the
+            // group's nodes.
+            let mut index = KeyDomains::default();
+            index.push_node(node.get(key));
+            let mut domains = Domains::default();
+            for on in nodes {
+                if let Some(id) = index.push_node(on.get(key)) {
+                    domains.add(id, 1);
+                }
+            }
+            (Rc::new(index), Rc::new(domains))
+        });
+    }
+    let by_labels = state.filter(&incoming.terms(), node);
+    let by_number = state.filter_at(&incoming.terms(), node, Some(0));
+    assert_eq!(
+        by_number, by_labels,
+        "by the node's number as by its labels"
+    );
+    by_labels
+}
+
+/// Counting alike pods at once (the simulator's index of pod groups)
+/// decides exactly what counting them one by one decides, for every kind
+/// of term (existing anti-affinity, affinity, the first pod of a
+/// self-affine group, anti-affinity), on nodes inside, outside and without
+/// the topology domain. Each case's verdicts differ across the nodes, so a
+/// grouped count that ignored a group or a domain would disagree.
+#[test]
+fn a_group_counted_at_once_decides_as_its_pods_one_by_one() {
+    let h1 = node1();
+    let h2 = labels(&[("region", "r1"), ("zone", "z11"), ("hostname", "h2")]);
+    let far = labels(&[("region", "r2"), ("zone", "z21"), ("hostname", "h3")]);
+    let bare = labels(&[("hostname", "h4")]);
+    let web = pod(&[("app", "web")]);
+    let db = pod(&[("app", "db")]);
+    let repels_web = pod(&[("app", "db")]).repelling(vec![within("app", "zone", &["web"])]);
+    let wants_db = pod(&[("app", "web")]).attracted(vec![within("app", "zone", &["db"])]);
+    let self_affine = pod(&[("app", "web")]).attracted(vec![within("app", "zone", &["web"])]);
+    let avoids_web = pod(&[("app", "cache")]).repelling(vec![within("app", "hostname", &["web"])]);
+    /// Running pods, each with its node's labels.
+    type Running<'p> = Vec<(&'p Pod, BTreeMap<String, String>)>;
+    let cases: Vec<(&str, &Pod, Running)> = vec![
+        (
+            "existing anti-affinity, two alike repellers",
+            &web,
+            vec![(&repels_web, h1.clone()), (&repels_web, h2.clone())],
+        ),
+        (
+            "affinity to a group running in one zone",
+            &wants_db,
+            vec![(&db, far.clone()), (&db, far.clone()), (&web, h1.clone())],
+        ),
+        ("the first pod of a self-affine group", &self_affine, vec![]),
+        (
+            "a self-affine group already placed",
+            &self_affine,
+            vec![(&web, far.clone()), (&web, far.clone())],
+        ),
+        (
+            "anti-affinity by hostname",
+            &avoids_web,
+            vec![
+                (&web, h1.clone()),
+                (&web, far.clone()),
+                (&web, bare.clone()),
+            ],
+        ),
+    ];
+    for (name, incoming, existing) in &cases {
+        let nodes = [&h1, &h2, &far, &bare];
+        let one_by_one: Vec<_> = nodes
+            .iter()
+            .map(|n| verdict_on(incoming, existing, n))
+            .collect();
+        let grouped: Vec<_> = nodes
+            .iter()
+            .map(|n| verdict_grouped(incoming, existing, n))
+            .collect();
+        assert_eq!(grouped, one_by_one, "{name}");
+        if !existing.is_empty() {
+            assert!(
+                one_by_one.iter().any(Result::is_ok) && one_by_one.iter().any(Result::is_err),
+                "{name}: the case tells nodes apart: {one_by_one:?}"
+            );
+        }
+    }
 }
 
 const SECURITYSCAN: &[&str] = &["securityscan", "value2"];

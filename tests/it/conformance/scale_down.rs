@@ -113,30 +113,33 @@ impl Cluster {
     }
 }
 
+/// Every node Ready, schedulable and counted, in pool `auto`: the rules
+/// read only the nodes' labels and room here.
 impl ClusterView for Cluster {
-    type Node = usize;
     type Pod = usize;
-
-    fn nodes(&self) -> impl Iterator<Item = usize> + '_ {
-        0..self.nodes.len()
-    }
+    type Node = usize;
 
     fn node(&self, node: usize) -> NodeFacts<'_> {
+        let allocatable = Room {
+            cpu: 4000,
+            memory: 1 << 34,
+            pods: 110,
+        };
         NodeFacts {
-            pool: "auto",
             object: &self.nodes[node],
+            requested: self.requested(node),
+            allocatable,
+            pool: "auto",
+            set_aside: false,
             ready: true,
             running: true,
             schedulable: true,
-            set_aside: false,
             counted: true,
-            allocatable: Room {
-                cpu: 4000,
-                memory: 1 << 34,
-                pods: 110,
-            },
-            requested: self.requested(node),
         }
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = usize> + '_ {
+        0..self.nodes.len()
     }
 
     fn movable_pods(&self, node: usize) -> Vec<usize> {

@@ -11,25 +11,11 @@ use drillbench_model::k8s::taints::{
     NoExecuteVerdict, TAINT_NODE_UNREACHABLE, admitted_tolerations, cordon_blocks,
     no_execute_verdict, scheduling_blocker, tolerates,
 };
+use drillbench_model::test_support::{self, toleration as tol};
 
+/// A taint, an empty value none.
 fn taint(key: &str, value: &str, effect: &str) -> Taint {
-    Taint {
-        key: key.to_owned(),
-        value: (!value.is_empty()).then(|| value.to_owned()),
-        effect: effect.to_owned(),
-        time_added: None,
-    }
-}
-
-fn tol(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> Toleration {
-    let opt = |s: &str| (!s.is_empty()).then(|| s.to_owned());
-    Toleration {
-        key: opt(key),
-        operator: opt(op),
-        value: opt(value),
-        effect: opt(effect),
-        toleration_seconds: seconds,
-    }
+    test_support::taint(key, (!value.is_empty()).then_some(value), effect)
 }
 
 /// The NoExecute verdict, with the taint named by its key.
@@ -41,6 +27,16 @@ fn evicts(taints: &[Taint], tolerations: &[Toleration]) -> String {
             format!("evict now ({:?})", untolerated.map(|t| t.key.as_str()))
         }
     }
+}
+
+/// The NoExecute verdict on an unreachable node for a Deployment's pod
+/// that tolerates `unreachable` itself with this effect and time.
+fn own_unreachable(effect: &str, seconds: Option<i64>) -> String {
+    let own = [tol(TAINT_NODE_UNREACHABLE, "Exists", "", effect, seconds)];
+    evicts(
+        &[taint(TAINT_NODE_UNREACHABLE, "", "NoExecute")],
+        &admitted_tolerations(&own, false),
+    )
 }
 
 /// The first taint the scheduler's filter refuses the pod for.
@@ -73,92 +69,114 @@ pub(super) fn pairs() -> Vec<Pair> {
             control,
         )
     };
-    let foo = taint("foo", "", "NoSchedule");
     let foo_bar = taint("foo", "bar", "NoSchedule");
     let unreachable = [taint(TAINT_NODE_UNREACHABLE, "", "NoExecute")];
     let dedicated = [taint("dedicated", "db", "NoExecute")];
-    vec![
-        matching(
-            row(
+    // `ToleratesTaint` rows, two by two: a row and its control, each
+    // (name, toleration as key/operator/value/effect, taint as
+    // key/value/effect, tolerated).
+    type Tolerates = (&'static str, [&'static str; 4], [&'static str; 3], bool);
+    let tolerates_rows: [(Tolerates, Tolerates); 6] = [
+        (
+            (
                 "toleration and taint have the same key and effect, and operator is Exists, and taint has no value, expect tolerated",
-                tolerates(&tol("foo", "Exists", "", "NoSchedule", None), &foo),
+                ["foo", "Exists", "", "NoSchedule"],
+                ["foo", "", "NoSchedule"],
                 true,
             ),
-            row(
+            (
                 "control: Exists for another key",
-                tolerates(&tol("bar", "Exists", "", "NoSchedule", None), &foo),
+                ["bar", "Exists", "", "NoSchedule"],
+                ["foo", "", "NoSchedule"],
                 false,
             ),
         ),
-        matching(
-            row(
+        (
+            (
                 "toleration and taint have the same key and effect, and operator is Exists, and taint has some value, expect tolerated",
-                tolerates(&tol("foo", "Exists", "", "NoSchedule", None), &foo_bar),
+                ["foo", "Exists", "", "NoSchedule"],
+                ["foo", "bar", "NoSchedule"],
                 true,
             ),
-            row(
+            (
                 "control: Exists with effect NoExecute on a NoSchedule taint",
-                tolerates(&tol("foo", "Exists", "", "NoExecute", None), &foo_bar),
+                ["foo", "Exists", "", "NoExecute"],
+                ["foo", "bar", "NoSchedule"],
                 false,
             ),
         ),
-        matching(
-            row(
+        (
+            (
                 "toleration and taint have the same effect, toleration has empty key and operator is Exists, means match all taints, expect tolerated",
-                tolerates(&tol("", "Exists", "", "NoSchedule", None), &foo_bar),
+                ["", "Exists", "", "NoSchedule"],
+                ["foo", "bar", "NoSchedule"],
                 true,
             ),
-            row(
+            (
                 "control: an empty key with operator Equal still compares the value",
-                tolerates(&tol("", "Equal", "baz", "NoSchedule", None), &foo_bar),
+                ["", "Equal", "baz", "NoSchedule"],
+                ["foo", "bar", "NoSchedule"],
                 false,
             ),
         ),
-        matching(
-            row(
+        (
+            (
                 "toleration and taint have the same key, effect and value, and operator is Equal, expect tolerated",
-                tolerates(&tol("foo", "Equal", "bar", "NoSchedule", None), &foo_bar),
+                ["foo", "Equal", "bar", "NoSchedule"],
+                ["foo", "bar", "NoSchedule"],
                 true,
             ),
-            row(
+            (
                 "toleration and taint have the same key and effect, but different values, and operator is Equal, expect not tolerated",
-                tolerates(
-                    &tol("foo", "Equal", "value1", "NoSchedule", None),
-                    &taint("foo", "value2", "NoSchedule"),
-                ),
+                ["foo", "Equal", "value1", "NoSchedule"],
+                ["foo", "value2", "NoSchedule"],
                 false,
             ),
         ),
-        matching(
-            row(
+        (
+            (
                 "an empty toleration effect matches every effect",
-                tolerates(
-                    &tol("foo", "Equal", "bar", "", None),
-                    &taint("foo", "bar", "NoExecute"),
-                ),
+                ["foo", "Equal", "bar", ""],
+                ["foo", "bar", "NoExecute"],
                 true,
             ),
-            row(
+            (
                 "toleration and taint have the same key and value, but different effects, and operator is Equal, expect not tolerated",
-                tolerates(
-                    &tol("foo", "Equal", "bar", "NoSchedule", None),
-                    &taint("foo", "bar", "NoExecute"),
-                ),
+                ["foo", "Equal", "bar", "NoSchedule"],
+                ["foo", "bar", "NoExecute"],
                 false,
             ),
         ),
-        matching(
-            row(
+        (
+            (
                 "an operator left empty is Equal: matches the same value",
-                tolerates(&tol("foo", "", "bar", "NoSchedule", None), &foo_bar),
+                ["foo", "", "bar", "NoSchedule"],
+                ["foo", "bar", "NoSchedule"],
                 true,
             ),
-            row(
+            (
                 "control: an empty operator with no value on a valued taint",
-                tolerates(&tol("foo", "", "", "NoSchedule", None), &foo_bar),
+                ["foo", "", "", "NoSchedule"],
+                ["foo", "bar", "NoSchedule"],
                 false,
             ),
         ),
+    ];
+    let judged = |(name, [key, op, value, effect], [t_key, t_value, t_effect], want): Tolerates| {
+        row(
+            name,
+            tolerates(
+                &tol(key, op, value, effect, None),
+                &taint(t_key, t_value, t_effect),
+            ),
+            want,
+        )
+    };
+    let mut pairs: Vec<Pair> = tolerates_rows
+        .into_iter()
+        .map(|(case, control)| matching(judged(case), judged(control)))
+        .collect();
+    pairs.extend([
         matching(
             row(
                 "TaintToleration filter: a NoSchedule taint the pod does not tolerate refuses the node",
@@ -315,36 +333,12 @@ pub(super) fn pairs() -> Vec<Pair> {
         daemon(
             row(
                 "DefaultTolerationSeconds is not added when the pod tolerates unreachable itself (60 s)",
-                evicts(
-                    &unreachable,
-                    &admitted_tolerations(
-                        &[tol(
-                            TAINT_NODE_UNREACHABLE,
-                            "Exists",
-                            "",
-                            "NoExecute",
-                            Some(60),
-                        )],
-                        false,
-                    ),
-                ),
+                own_unreachable("NoExecute", Some(60)),
                 "evict after 60s",
             ),
             row(
                 "control: a pod tolerating unreachable only for NoSchedule still gets the 300 s default",
-                evicts(
-                    &unreachable,
-                    &admitted_tolerations(
-                        &[tol(
-                            TAINT_NODE_UNREACHABLE,
-                            "Exists",
-                            "",
-                            "NoSchedule",
-                            None,
-                        )],
-                        false,
-                    ),
-                ),
+                own_unreachable("NoSchedule", None),
                 "evict after 300s",
             ),
         ),
@@ -360,5 +354,6 @@ pub(super) fn pairs() -> Vec<Pair> {
                 true,
             ),
         ),
-    ]
+    ]);
+    pairs
 }
