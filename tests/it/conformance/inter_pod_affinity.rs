@@ -87,6 +87,11 @@ fn term(key: &str, op: &str, values: &[&str], topology: &str, extra: Value) -> A
     AffinityTerm::compile(&t).expect("compiles")
 }
 
+/// A term exactly as written.
+fn raw_term(t: Value) -> AffinityTerm {
+    AffinityTerm::compile(&from_json::<PodAffinityTerm>(t)).expect("compiles")
+}
+
 fn within(key: &str, topology: &str, values: &[&str]) -> AffinityTerm {
     term(key, "In", values, topology, json!({}))
 }
@@ -437,10 +442,7 @@ pub(super) fn pairs() -> Vec<Pair> {
                 "a term without labelSelector selects no pod (the existing pod does not repel)",
                 verdict(
                     &scan(),
-                    &scan().repelling(vec![from_json::<PodAffinityTerm>(json!({"topologyKey": "zone"}))]
-                        .iter()
-                        .map(|t| AffinityTerm::compile(t).expect("compiles"))
-                        .collect()),
+                    &scan().repelling(vec![raw_term(json!({"topologyKey": "zone"}))]),
                     &node1(),
                 ),
                 Ok::<(), InterPodMisfit>(()),
@@ -449,10 +451,7 @@ pub(super) fn pairs() -> Vec<Pair> {
                 "control: an empty labelSelector selects every pod",
                 verdict(
                     &scan(),
-                    &scan().repelling(vec![from_json::<PodAffinityTerm>(json!({"topologyKey": "zone", "labelSelector": {}}))]
-                        .iter()
-                        .map(|t| AffinityTerm::compile(t).expect("compiles"))
-                        .collect()),
+                    &scan().repelling(vec![raw_term(json!({"topologyKey": "zone", "labelSelector": {}}))]),
                     &node1(),
                 ),
                 Err::<(), _>(InterPodMisfit::ExistingAntiAffinity),

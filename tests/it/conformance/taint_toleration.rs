@@ -180,7 +180,7 @@ pub(super) fn pairs() -> Vec<Pair> {
         matching(
             row(
                 "TaintToleration filter: a NoSchedule taint the pod does not tolerate refuses the node",
-                blocks(&[foo_bar.clone()], &[]),
+                blocks(std::slice::from_ref(&foo_bar), &[]),
                 Some("foo"),
             ),
             row(
