@@ -400,12 +400,6 @@ pub struct SpreadScore<'a> {
     counts: Vec<BTreeMap<String, u32>>,
     /// Per constraint: `ln(domains + 2)`.
     weights: Vec<f64>,
-    /// Per constraint: whether a scored feasible node carries its key.
-    /// Only such nodes read the counts (a node without the key adds
-    /// nothing for it), so a constraint no feasible node carries the key
-    /// of (the default zone constraint on a cluster without zones) needs
-    /// no counting.
-    keyed: Vec<bool>,
 }
 
 impl<'a> SpreadScore<'a> {
@@ -422,7 +416,6 @@ impl<'a> SpreadScore<'a> {
             return None;
         }
         let mut counts = vec![BTreeMap::new(); constraints.len()];
-        let mut keyed = vec![false; constraints.len()];
         let mut scored = 0usize;
         for node in feasible {
             let node_labels = labels(node);
@@ -435,7 +428,6 @@ impl<'a> SpreadScore<'a> {
             }
             scored += 1;
             for (i, c) in constraints.iter().enumerate() {
-                keyed[i] |= node_labels.contains_key(&c.topology_key);
                 if c.topology_key == HOSTNAME {
                     continue;
                 }
@@ -465,18 +457,7 @@ impl<'a> SpreadScore<'a> {
             require_all,
             counts,
             weights,
-            keyed,
         })
-    }
-
-    /// Whether [`SpreadScore::add_node`] counts anything: some constraint
-    /// other than the hostname one has a feasible node carrying its key.
-    /// When none has, counting every node of the cluster can be skipped.
-    pub fn counts_needed(&self) -> bool {
-        self.constraints
-            .iter()
-            .zip(&self.keyed)
-            .any(|(c, &keyed)| keyed && c.topology_key != HOSTNAME)
     }
 
     /// The scored constraints, in order (what `count(i)` is asked about).
@@ -502,7 +483,7 @@ impl<'a> SpreadScore<'a> {
             return;
         }
         for (i, c) in self.constraints.iter().enumerate() {
-            if c.topology_key == HOSTNAME || !self.keyed[i] || !c.includes(placement, node) {
+            if c.topology_key == HOSTNAME || !c.includes(placement, node) {
                 continue;
             }
             let value = node_labels.get(&c.topology_key).map_or("", String::as_str);

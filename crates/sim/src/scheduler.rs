@@ -648,11 +648,8 @@ impl Scan<'_> {
         let incoming = spread_pod(namespace, template);
         let nodes = self.world.nodes();
         // Only the system defaults score nodes missing a key.
-        let (scored, require_all): (Vec<&SpreadConstraint>, bool) = if template.spread.is_empty() {
-            (template.default_spread.iter().collect(), false)
-        } else {
-            (incoming.soft().collect(), true)
-        };
+        let (scored, require_all): (Vec<&SpreadConstraint>, bool) =
+            (incoming.soft().collect(), true);
         let Some(mut state) = SpreadScore::new(
             scored,
             require_all,
@@ -662,13 +659,11 @@ impl Scan<'_> {
         };
         let counts = SpreadCounts::new(self.world, namespace, state.constraints().to_vec());
         let count = |i: usize, id: NodeId| counts.on(i, id);
-        if state.counts_needed() {
-            for (id, n) in nodes.iter().enumerate() {
-                if n.phase == super::world::NodePhase::Gone {
-                    continue;
-                }
-                state.add_node(&incoming.placement, &n.object, |i| count(i, id));
+        for (id, n) in nodes.iter().enumerate() {
+            if n.phase == super::world::NodePhase::Gone {
+                continue;
             }
+            state.add_node(&incoming.placement, &n.object, |i| count(i, id));
         }
         let raw: Vec<Option<i64>> = feasible
             .iter()
