@@ -23,6 +23,7 @@ mod catalogue;
 #[cfg(unix)]
 mod clean_cli;
 mod cli_commands;
+mod conformance;
 mod controls;
 mod diagnostics;
 mod docker_containers;

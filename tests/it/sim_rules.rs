@@ -650,3 +650,75 @@ fn a_node_ready_at_a_scan_instant_is_not_grown_twice_and_its_control_needs_two()
         assert_eq!(sim.ready_nodes_of("burst"), want as u32);
     }
 }
+
+/// A `namespaceSelector` reads the labels of the manifests' Namespace
+/// objects ("Namespace selector" in the assign-pod-node docs; upstream's
+/// `AffinityTerm.Matches`): a guard in `apps` whose anti-affinity selects
+/// `app=web` pods of namespaces labelled `team: <team>` keeps the web pods
+/// off its node when their namespace carries that label. Two web replicas
+/// that repel each other need both baseline nodes, so with the guard
+/// repelling them one stays Pending; the control labels the namespace
+/// otherwise and both run. (`namespace: "payments"` is quoted so that
+/// `with_namespaces` leaves the labelled Namespace to the test.)
+#[test]
+fn a_namespace_selector_reads_the_namespace_objects_labels_and_its_control_does_not_match() {
+    let placed = |team: &str| {
+        let manifests = format!(
+            "apiVersion: v1
+kind: Namespace
+metadata:
+  name: payments
+  labels: {{team: {team}}}
+---
+{guard}apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: \"payments\"}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+{ON_BASELINE}      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {{matchLabels: {{app: web}}}}
+              topologyKey: kubernetes.io/hostname
+      containers:
+        - name: c
+          image: pause
+          resources: {{requests: {{cpu: 100m, memory: 128Mi}}}}
+",
+            guard = deployment(
+                "guard",
+                1,
+                "128Mi",
+                &format!(
+                    "{ON_BASELINE}      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {{matchLabels: {{app: web}}}}
+              namespaceSelector: {{matchLabels: {{team: b}}}}
+              topologyKey: kubernetes.io/hostname
+"
+                ),
+            ),
+        );
+        let mut sim = cluster(&manifests, "never", 0);
+        sim.advance_to(5 * MIN);
+        assert_eq!(
+            pods_of(&sim, "guard-")
+                .iter()
+                .filter(|p| p.phase == PodPhase::Ready)
+                .count(),
+            1,
+            "the guard runs"
+        );
+        pods_of(&sim, "web-")
+            .iter()
+            .filter(|p| p.phase == PodPhase::Ready)
+            .count()
+    };
+    assert_eq!(placed("b"), 1, "the guard repels web pods of team b");
+    assert_eq!(placed("c"), 2, "control: team c is not selected");
+}

@@ -52,6 +52,11 @@ pub const ATTACH_ANNOTATION: &str = "drillbench.dev/attach";
 /// schedule's name. Preflight reads it to find a schedule's newest backup.
 pub const VELERO_SCHEDULE_LABEL: &str = "velero.io/schedule-name";
 
+/// The API server puts it on every namespace, valued with the namespace's
+/// name, so that a `namespaceSelector` can pick namespaces by name
+/// (kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 /// Carried by every control-plane node (any value).
 pub const CONTROL_PLANE_LABEL: &str = "node-role.kubernetes.io/control-plane";
 

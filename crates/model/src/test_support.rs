@@ -82,3 +82,31 @@ pub fn with_namespaces(manifests: &str) -> String {
     }
     out
 }
+
+/// A taint, its value optional.
+pub fn taint(key: &str, value: Option<&str>, effect: &str) -> k8s_openapi::api::core::v1::Taint {
+    k8s_openapi::api::core::v1::Taint {
+        key: key.to_owned(),
+        value: value.map(str::to_owned),
+        effect: effect.to_owned(),
+        time_added: None,
+    }
+}
+
+/// A toleration; an empty key, operator, value or effect is left unset.
+pub fn toleration(
+    key: &str,
+    op: &str,
+    value: &str,
+    effect: &str,
+    seconds: Option<i64>,
+) -> k8s_openapi::api::core::v1::Toleration {
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    k8s_openapi::api::core::v1::Toleration {
+        key: opt(key),
+        operator: opt(op),
+        value: opt(value),
+        effect: opt(effect),
+        toleration_seconds: seconds,
+    }
+}

@@ -28,11 +28,13 @@ pub const DEFAULT_TERMINATION_GRACE: Duration = Duration::from_secs(30);
 /// without an override (the taint-eviction controller, preemption, a drain,
 /// a controller scaling down, `kubectl delete`): its own
 /// `terminationGracePeriodSeconds`, else [`DEFAULT_TERMINATION_GRACE`]. Zero
-/// removes it at once. A negative value, which validation refuses, is taken
-/// as zero.
+/// removes it at once. A negative value, which the API server admits, is
+/// taken as one second, as the API server takes it (on the delete path
+/// since 1.22, kubernetes/kubernetes#98866; set to 1 when the pod is
+/// created since 1.27, #115606).
 pub fn pod_grace(written: Option<i64>) -> Duration {
     written.map_or(DEFAULT_TERMINATION_GRACE, |s| {
-        Duration::from_secs(u64::try_from(s).unwrap_or(0))
+        Duration::from_secs(u64::try_from(s).unwrap_or(1))
     })
 }
 
@@ -171,48 +173,6 @@ mod tests {
                 *want,
                 "{why}"
             );
-        }
-    }
-
-    /// core/v1 PodSpec: `terminationGracePeriodSeconds` "Defaults to 30
-    /// seconds"; a pod's own value is its grace period, zero at once.
-    /// cluster-autoscaler `evictPod` (core/scaledown/actuation/drain.go):
-    /// the eviction asks for min(pod's, `--max-graceful-termination-sec`),
-    /// and 30 s for a pod that sets none. Each row's control changes one
-    /// number and flips which side wins.
-    #[test]
-    fn a_pod_terminates_in_its_own_grace_and_the_autoscaler_caps_it_at_its_flag() {
-        let secs = Duration::from_secs;
-        let own: &[(&str, Option<i64>, Duration)] = &[
-            ("unset: the API default", None, secs(30)),
-            ("its own, longer", Some(120), secs(120)),
-            ("control: its own, shorter", Some(5), secs(5)),
-            ("zero: at once", Some(0), Duration::ZERO),
-        ];
-        for (why, written, want) in own {
-            assert_eq!(pod_grace(*written), *want, "{why}");
-        }
-        let capped: &[(&str, Option<i64>, u32, Duration)] = &[
-            (
-                "the pod's, below the default flag",
-                Some(120),
-                600,
-                secs(120),
-            ),
-            ("above the flag: the flag", Some(900), 600, secs(600)),
-            (
-                "control: a higher flag lets it run",
-                Some(900),
-                1_000,
-                secs(900),
-            ),
-            ("equal: either", Some(600), 600, secs(600)),
-            ("a low flag cuts a short one", Some(30), 10, secs(10)),
-            ("unset: 30 s whatever the flag", None, 10, secs(30)),
-            ("control: unset under the default flag", None, 600, secs(30)),
-        ];
-        for (why, written, flag, want) in capped {
-            assert_eq!(autoscaler_grace(*written, *flag), *want, "{why}");
         }
     }
 

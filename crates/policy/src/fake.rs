@@ -81,6 +81,7 @@ pub(super) fn node(pool: &str) -> FakeNode {
 pub(super) struct FakePod {
     pub(super) node: Option<usize>,
     pub(super) namespace: String,
+    pub(super) namespace_labels: BTreeMap<String, String>,
     pub(super) requests: Resources,
     pub(super) required: RequiredNodeAffinity,
     pub(super) tolerations: Vec<Toleration>,
@@ -103,6 +104,7 @@ pub(super) fn pod(node: Option<usize>, cpu: i64) -> FakePod {
     FakePod {
         node,
         namespace: "load".to_owned(),
+        namespace_labels: BTreeMap::new(),
         requests: res(cpu, GI),
         required: RequiredNodeAffinity::from_pod_spec(&PodSpec::default()).expect("empty"),
         tolerations: Vec::new(),
@@ -235,6 +237,7 @@ impl ClusterView for Fake {
         let p = &self.pods[pod];
         PodFacts {
             namespace: &p.namespace,
+            namespace_labels: &p.namespace_labels,
             requests: p.requests,
             placement: Placement {
                 required: Some(&p.required),

@@ -12,11 +12,13 @@
 //! anti-affinity terms. Then, per node, [`InterPodState::filter`] reads the
 //! node's labels against those counts.
 //!
-//! A term selects pods in the namespaces it lists, or in its own pod's
-//! namespace when it lists none; an empty `namespaceSelector` (`{}`)
-//! selects every namespace. A non-empty `namespaceSelector` needs the
-//! namespaces' labels, which the simulator does not keep: such a term
-//! selects only the namespaces it lists (or its own).
+//! A term selects pods in the union of the namespaces it lists and those
+//! its `namespaceSelector` selects by their labels; with neither (no list,
+//! a null selector) it selects its own pod's namespace, and an empty
+//! selector (`{}`) selects every namespace (`PodAffinityTerm`'s API
+//! documentation; upstream's `AffinityTerm.Matches`, which reads the
+//! namespace's labels). So every pod the filter reads carries its
+//! namespace's labels.
 //!
 //! A term whose `labelSelector` is absent selects no pod
 //! (`metav1.LabelSelectorAsSelector(nil)` is `labels.Nothing()`); an empty
@@ -36,10 +38,11 @@ pub struct AffinityTerm {
     /// `None`: no `labelSelector`, which selects nothing.
     selector: Option<Selector>,
     topology_key: String,
-    /// The namespaces listed (empty: the term's own pod's namespace).
+    /// The namespaces listed.
     namespaces: Vec<String>,
-    /// `namespaceSelector: {}`: every namespace.
-    all_namespaces: bool,
+    /// `namespaceSelector`: `None` when null (it selects no namespace by
+    /// labels); an empty one selects every namespace.
+    namespace_selector: Option<Selector>,
 }
 
 impl AffinityTerm {
@@ -52,15 +55,17 @@ impl AffinityTerm {
             .map(Selector::try_from)
             .transpose()
             .map_err(|e| format!("labelSelector of a pod affinity term: {e}"))?;
-        let all_namespaces = term.namespace_selector.as_ref().is_some_and(|s| {
-            s.match_labels.as_ref().is_none_or(|m| m.is_empty())
-                && s.match_expressions.as_ref().is_none_or(|e| e.is_empty())
-        });
+        let namespace_selector = term
+            .namespace_selector
+            .clone()
+            .map(Selector::try_from)
+            .transpose()
+            .map_err(|e| format!("namespaceSelector of a pod affinity term: {e}"))?;
         Ok(AffinityTerm {
             selector,
             topology_key: term.topology_key.clone(),
             namespaces: term.namespaces.clone().unwrap_or_default(),
-            all_namespaces,
+            namespace_selector,
         })
     }
 
@@ -98,22 +103,26 @@ impl AffinityTerm {
         &self.topology_key
     }
 
-    /// Whether the term, written in a pod of `owner_namespace`, selects a
-    /// pod of `namespace` labelled `labels` (upstream's
-    /// `PodMatchesTermsNamespaceAndSelector`).
-    pub fn selects(
-        &self,
-        owner_namespace: &str,
-        namespace: &str,
-        labels: &BTreeMap<String, String>,
-    ) -> bool {
-        let in_namespace = self.all_namespaces
-            || if self.namespaces.is_empty() {
-                namespace == owner_namespace
-            } else {
-                self.namespaces.iter().any(|n| n == namespace)
-            };
-        in_namespace && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    /// Whether the term, written in a pod of `owner_namespace`, selects
+    /// the pod `target` (upstream's `AffinityTerm.Matches`: its namespace
+    /// is listed or selected by its labels, then its labels match).
+    pub fn selects(&self, owner_namespace: &str, target: &PodTerms<'_>) -> bool {
+        let namespace = target.namespace;
+        let listed = if self.namespaces.is_empty() && self.namespace_selector.is_none() {
+            namespace == owner_namespace
+        } else {
+            self.namespaces.iter().any(|n| n == namespace)
+        };
+        let in_namespace = listed
+            || self
+                .namespace_selector
+                .as_ref()
+                .is_some_and(|s| s.matches(target.namespace_labels));
+        in_namespace
+            && self
+                .selector
+                .as_ref()
+                .is_some_and(|s| s.matches(target.labels))
     }
 }
 
@@ -122,6 +131,8 @@ impl AffinityTerm {
 #[derive(Debug, Clone, Copy)]
 pub struct PodTerms<'a> {
     pub namespace: &'a str,
+    /// The labels of its namespace (what a `namespaceSelector` reads).
+    pub namespace_labels: &'a BTreeMap<String, String>,
     pub labels: &'a BTreeMap<String, String>,
     pub affinity: &'a [AffinityTerm],
     pub anti_affinity: &'a [AffinityTerm],
@@ -131,10 +142,7 @@ impl PodTerms<'_> {
     /// Whether the pod matches every one of `terms` written in `owner`
     /// (false for no terms, as upstream's `podMatchesAllAffinityTerms`).
     fn matches_all(&self, owner_namespace: &str, terms: &[AffinityTerm]) -> bool {
-        !terms.is_empty()
-            && terms
-                .iter()
-                .all(|t| t.selects(owner_namespace, self.namespace, self.labels))
+        !terms.is_empty() && terms.iter().all(|t| t.selects(owner_namespace, self))
     }
 }
 
@@ -267,7 +275,7 @@ impl InterPodState {
         node_labels: &BTreeMap<String, String>,
     ) {
         for term in existing.anti_affinity {
-            if term.selects(existing.namespace, incoming.namespace, incoming.labels) {
+            if term.selects(existing.namespace, incoming) {
                 bump(&mut self.existing_anti, &term.topology_key, node_labels);
             }
         }
@@ -277,7 +285,7 @@ impl InterPodState {
             }
         }
         for term in incoming.anti_affinity {
-            if term.selects(incoming.namespace, existing.namespace, existing.labels) {
+            if term.selects(incoming.namespace, existing) {
                 bump(&mut self.anti, &term.topology_key, node_labels);
             }
         }
@@ -296,7 +304,7 @@ impl InterPodState {
         mut domains: impl FnMut(&str) -> (Rc<KeyDomains>, Rc<Domains>),
     ) {
         for term in existing.anti_affinity {
-            if term.selects(existing.namespace, incoming.namespace, incoming.labels) {
+            if term.selects(existing.namespace, incoming) {
                 let d = domains(&term.topology_key);
                 share(&mut self.shared_existing_anti, &term.topology_key, d);
             }
@@ -308,7 +316,7 @@ impl InterPodState {
             }
         }
         for term in incoming.anti_affinity {
-            if term.selects(incoming.namespace, existing.namespace, existing.labels) {
+            if term.selects(incoming.namespace, existing) {
                 let d = domains(&term.topology_key);
                 share(&mut self.shared_anti, &term.topology_key, d);
             }
@@ -395,5 +403,6 @@ impl InterPodState {
     }
 }
 
-#[cfg(test)]
-mod tests;
+// The filter's table tests, and the check that groups counted at once
+// decide as their pods one by one, are in the conformance suite
+// (`tests/it/conformance/inter_pod_affinity.rs`).

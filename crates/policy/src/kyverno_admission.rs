@@ -22,6 +22,7 @@ use drillbench_kyverno::{
     AdmissionRequest, ClusterData, Engine, InMemoryCluster, Policy, RuleResult, RuleStatus,
     UserInfo, policy,
 };
+use drillbench_model::labels::NAMESPACE_NAME_LABEL;
 use drillbench_model::manifest::Document;
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use serde_json::{Value, json};
@@ -201,10 +202,7 @@ impl ManifestCluster {
             .get(namespace)
             .cloned()
             .unwrap_or_default();
-        labels.insert(
-            "kubernetes.io/metadata.name".to_owned(),
-            namespace.to_owned(),
-        );
+        labels.insert(NAMESPACE_NAME_LABEL.to_owned(), namespace.to_owned());
         labels
     }
 }

@@ -185,5 +185,5 @@ impl PriorityClasses {
     }
 }
 
-#[cfg(test)]
-mod tests;
+// The admission and queue rows are cases of the conformance suite
+// (`tests/it/conformance/priority.rs`).

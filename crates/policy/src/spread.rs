@@ -770,5 +770,5 @@ impl SpreadPod<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests;
+// The rules' table tests are cases of the conformance suite
+// (`tests/it/conformance/topology_spread.rs`).

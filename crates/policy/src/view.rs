@@ -134,6 +134,8 @@ pub struct NodeFacts<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct PodFacts<'a> {
     pub namespace: &'a str,
+    /// Its namespace's labels (what a `namespaceSelector` reads).
+    pub namespace_labels: &'a BTreeMap<String, String>,
     pub requests: Resources,
     pub placement: Placement<'a>,
     pub labels: &'a BTreeMap<String, String>,
@@ -160,6 +162,7 @@ impl<'a> PodFacts<'a> {
     pub fn terms(&self) -> PodTerms<'a> {
         PodTerms {
             namespace: self.namespace,
+            namespace_labels: self.namespace_labels,
             labels: self.labels,
             affinity: self.affinity,
             anti_affinity: self.anti_affinity,

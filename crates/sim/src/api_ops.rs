@@ -453,6 +453,7 @@ impl Simulation {
         let mut updated = false;
         let mut fresh = load::Loaded {
             admissions: loaded.admissions,
+            namespaces: loaded.namespaces,
             ..Default::default()
         };
         for w in loaded.workloads {

@@ -14,6 +14,7 @@
 //! longer exists — the incident the drills rehearse.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use super::clock::after;
 use super::controllers::Removal;
@@ -48,8 +49,10 @@ fn resources(r: world::Resources) -> Resources {
 }
 
 fn facts(template: &world::Template) -> PodFacts<'_> {
+    static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
     PodFacts {
         namespace: "",
+        namespace_labels: &NO_LABELS,
         requests: resources(template.requests),
         placement: Placement {
             required: Some(&template.required),
@@ -140,6 +143,7 @@ impl ClusterView for SimView<'_> {
         let p = &self.sim.world.pod(pod);
         PodFacts {
             namespace: &p.namespace,
+            namespace_labels: self.sim.world.namespace_labels(&p.namespace),
             controlled: match p.owner {
                 Owner::Workload(w, _) => self.sim.world.workload(w).kind != WorkloadKind::Pod,
                 Owner::None => false,

@@ -558,6 +558,9 @@ impl Simulation {
                 &format!("guard `{guard}`: {reason}"),
             );
         }
+        for (name, labels) in &loaded.namespaces {
+            self.world.declare_namespace(name, Some(labels));
+        }
         for claim in loaded.claims {
             let id = self.claim(&claim.namespace, &claim.name, claim.class);
             self.volumes.set_storage(id, claim.storage);

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplat
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
 use drillbench_kyverno::{FailureAction, Policy, RuleStatus};
@@ -19,7 +20,7 @@ use drillbench_model::k8s::disruption::{Budget, PdbSelector};
 use drillbench_model::k8s::node_selector::{CompiledPreferences, RequiredNodeAffinity};
 use drillbench_model::k8s::quantity::pod_requests;
 use drillbench_model::k8s::rollout::Strategy;
-use drillbench_model::k8s::taints::add_default_tolerations;
+use drillbench_model::k8s::taints::admitted_tolerations;
 use drillbench_model::labels::WRITER_ANNOTATION;
 use drillbench_model::manifest::Document;
 use drillbench_model::scenario::spec::GuardSpec;
@@ -31,7 +32,7 @@ use drillbench_policy::kyverno_admission::{
 };
 use drillbench_policy::priority::PriorityClasses;
 use drillbench_policy::scale_down;
-use drillbench_policy::spread::SpreadConstraint;
+use drillbench_policy::spread::{SpreadConstraint, default_selector, system_defaults};
 
 /// Why the simulator could not take a manifest.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +110,8 @@ pub struct Loaded {
     pub storage_classes: Vec<(String, bool)>,
     /// The cluster's PriorityClasses once the manifests' are created.
     pub priority_classes: PriorityClasses,
+    /// The Namespace objects: name and labels.
+    pub namespaces: Vec<(String, BTreeMap<String, String>)>,
     /// Objects of kinds not modelled.
     pub not_simulated: Vec<ObjectRef>,
     /// Guard and policy decisions made while loading.
@@ -145,7 +148,7 @@ pub struct Policies<'a> {
 }
 
 /// Kinds that are read but need no model of their own.
-const PASSIVE_KINDS: [&str; 2] = ["Namespace", "StorageClass"];
+const PASSIVE_KINDS: [&str; 1] = ["StorageClass"];
 
 fn decode<T: serde::de::DeserializeOwned>(doc: &Document) -> Result<T, LoadError> {
     serde_json::from_value(doc.value.clone()).map_err(|e| LoadError::Decode {
@@ -236,6 +239,23 @@ pub fn load_admitted(
             .get(&(namespace.to_owned(), claim.to_owned()))
             .cloned()
     };
+    // The Services' selectors, for the system default spread constraints
+    // of the pods they select.
+    let services: Vec<(String, BTreeMap<String, String>)> = documents
+        .iter()
+        .filter(|doc| doc.kind() == Some("Service"))
+        .filter_map(|doc| {
+            let selector: BTreeMap<String, String> = doc
+                .value
+                .pointer("/spec/selector")
+                .and_then(|s| serde_json::from_value(s.clone()).ok())
+                .filter(|s: &BTreeMap<String, String>| !s.is_empty())?;
+            Some((doc.namespace().unwrap_or("default").to_owned(), selector))
+        })
+        .collect();
+    // Each ReplicaSet's and StatefulSet's selector (a Deployment's is its
+    // ReplicaSets'), by index into the loaded workloads.
+    let mut owners: Vec<(usize, LabelSelector)> = Vec::new();
     let resolved = loaded.priority_classes.clone();
     let mut ctx = Context {
         guards,
@@ -277,6 +297,7 @@ pub fn load_admitted(
                 )
                 .map_err(invalid)?;
                 w.strategy = strategy;
+                owners.push((loaded.workloads.len(), spec.selector.clone()));
                 loaded.workloads.push(w);
             }
             "ReplicaSet" if core_or("apps/v1") => {
@@ -293,6 +314,7 @@ pub fn load_admitted(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
+                owners.push((loaded.workloads.len(), spec.selector.clone()));
                 loaded.workloads.push(w);
             }
             "StatefulSet" if core_or("apps/v1") => {
@@ -330,6 +352,7 @@ pub fn load_admitted(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
+                owners.push((loaded.workloads.len(), spec.selector.clone()));
                 loaded.workloads.push(w);
             }
             "DaemonSet" if core_or("apps/v1") => {
@@ -459,6 +482,13 @@ pub fn load_admitted(
                     .storage_classes
                     .push((sc.metadata.name.clone().unwrap_or_default(), default));
             }
+            "Namespace" => loaded.namespaces.push((
+                doc.name().unwrap_or_default().to_owned(),
+                doc.value
+                    .pointer("/metadata/labels")
+                    .and_then(|l| serde_json::from_value(l.clone()).ok())
+                    .unwrap_or_default(),
+            )),
             "PersistentVolumeClaim" | "PriorityClass" => {}
             k if PASSIVE_KINDS.contains(&k) => {}
             // Applied at admission (`Policies`), not objects of their own.
@@ -471,7 +501,47 @@ pub fn load_admitted(
         }
     }
     loaded.admissions = ctx.admissions;
+    for (i, w) in loaded.workloads.iter_mut().enumerate() {
+        let owner = owners.iter().find(|(o, _)| *o == i).map(|(_, s)| s);
+        let defaults =
+            default_spread(&w.namespace, &w.template, &services, owner).map_err(|message| {
+                LoadError::Invalid {
+                    at: String::new(),
+                    kind: w.kind_name.to_owned(),
+                    name: w.name.clone(),
+                    message,
+                }
+            })?;
+        if let Some(template) = Rc::get_mut(&mut w.template) {
+            template.default_spread = defaults;
+        }
+    }
     Ok(loaded)
+}
+
+/// The system default spread constraints of a template (`plugin.go`'s
+/// `systemDefaultConstraints`, applied only to pods that declare no
+/// constraint), with the selector `helper.DefaultSelector` derives from
+/// the Services of its namespace that select it and its owner's selector.
+fn default_spread(
+    namespace: &str,
+    template: &Template,
+    services: &[(String, BTreeMap<String, String>)],
+    owner: Option<&LabelSelector>,
+) -> Result<Vec<SpreadConstraint>, String> {
+    if !template.spread.is_empty() {
+        return Ok(Vec::new());
+    }
+    let selecting = services.iter().filter(|(ns, selector)| {
+        ns == namespace
+            && selector
+                .iter()
+                .all(|(k, v)| template.labels.get(k) == Some(v))
+    });
+    Ok(system_defaults(default_selector(
+        selecting.map(|(_, s)| s),
+        owner,
+    )?))
 }
 
 /// How long a Job's pod runs before it succeeds, when nothing says.
@@ -602,11 +672,10 @@ fn workload(
     let required = RequiredNodeAffinity::from_pod_spec(&spec).map_err(|e| e.to_string())?;
     let preferences = CompiledPreferences::from_pod_spec(&spec).map_err(|e| e.to_string())?;
     let per_node = mentions_per_node_field(&spec);
-    let mut tolerations = spec.tolerations.clone().unwrap_or_default();
-    add_default_tolerations(&mut tolerations);
-    if matches!(kind, WorkloadKind::DaemonSet) {
-        tolerations.extend(daemonset_tolerations());
-    }
+    let tolerations = admitted_tolerations(
+        spec.tolerations.as_deref().unwrap_or_default(),
+        matches!(kind, WorkloadKind::DaemonSet),
+    );
     let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(&spec)?;
     let spread = SpreadConstraint::from_pod_spec(&spec, &labels)?;
     let priority = ctx.priority_classes.resolve(&spec)?;
@@ -647,6 +716,7 @@ fn workload(
             anti_affinity,
             affinity,
             spread,
+            default_spread: Vec::new(),
             claim_volumes,
             local_storage,
             start_delay,
@@ -686,27 +756,6 @@ fn mentions_per_node_field(spec: &PodSpec) -> bool {
                         .any(|e| e.key == HOSTNAME)
             })
         })
-}
-
-/// DaemonSet pods tolerate what the DaemonSet controller adds: the node
-/// conditions and cordoning, without a time limit.
-fn daemonset_tolerations() -> Vec<k8s_openapi::api::core::v1::Toleration> {
-    [
-        ("node.kubernetes.io/not-ready", "NoExecute"),
-        ("node.kubernetes.io/unreachable", "NoExecute"),
-        ("node.kubernetes.io/disk-pressure", "NoSchedule"),
-        ("node.kubernetes.io/memory-pressure", "NoSchedule"),
-        ("node.kubernetes.io/pid-pressure", "NoSchedule"),
-        ("node.kubernetes.io/unschedulable", "NoSchedule"),
-    ]
-    .into_iter()
-    .map(|(key, effect)| k8s_openapi::api::core::v1::Toleration {
-        key: Some(key.to_owned()),
-        operator: Some("Exists".to_owned()),
-        effect: Some(effect.to_owned()),
-        ..Default::default()
-    })
-    .collect()
 }
 
 /// Containers started to Ready: the readiness probe's initial delay.

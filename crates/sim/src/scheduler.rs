@@ -592,7 +592,7 @@ impl Scan<'_> {
             // it out (never met by a pending pod; kept for exactness).
             return self.interpod_pod_by_pod(template, pod, &BTreeSet::new());
         }
-        let incoming = terms(&pods[pod].namespace, template);
+        let incoming = terms(self.world, &pods[pod].namespace, template);
         let mut state = InterPodState::default();
         let groups = self.world.pod_groups();
         let nodes = self.world.nodes();
@@ -600,7 +600,7 @@ impl Scan<'_> {
             if group.is_empty() {
                 return;
             }
-            let existing = terms(&group.namespace, &group.template);
+            let existing = terms(self.world, &group.namespace, &group.template);
             state.add_group(&incoming, &existing, |key| {
                 groups.domains(group, key, nodes)
             });
@@ -622,7 +622,7 @@ impl Scan<'_> {
         removed: &BTreeSet<PodId>,
     ) -> Option<InterPodState> {
         let pods = self.world.pods();
-        let incoming = terms(&pods[pod].namespace, template);
+        let incoming = terms(self.world, &pods[pod].namespace, template);
         let mut state = InterPodState::default();
         for n in self.world.nodes() {
             for &other in &n.pods {
@@ -630,7 +630,7 @@ impl Scan<'_> {
                 if other == pod || removed.contains(&other) || p.phase == PodPhase::Gone {
                     continue;
                 }
-                let existing = terms(&p.namespace, &p.template);
+                let existing = terms(self.world, &p.namespace, &p.template);
                 state.add(&incoming, &existing, n.labels());
             }
         }
@@ -748,7 +748,7 @@ impl Scan<'_> {
             }
         }
         let state = others.interpod?;
-        let incoming = terms(namespace, template);
+        let incoming = terms(self.world, namespace, template);
         // The groups' counts were numbered over the world's nodes.
         match state.filter_at(&incoming, n.labels(), Some(node)) {
             Ok(()) => None,
@@ -784,9 +784,10 @@ struct Freed {
 
 /// A pod of `namespace` made from `template`, as the inter-pod filter
 /// reads it.
-fn terms<'a>(namespace: &'a str, template: &'a Template) -> PodTerms<'a> {
+fn terms<'a>(world: &'a World, namespace: &'a str, template: &'a Template) -> PodTerms<'a> {
     PodTerms {
         namespace,
+        namespace_labels: world.namespace_labels(namespace),
         labels: &template.labels,
         affinity: &template.affinity,
         anti_affinity: &template.anti_affinity,

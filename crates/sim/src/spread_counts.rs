@@ -34,6 +34,9 @@ use super::pod_groups::PodGroup;
 use super::state::World;
 use super::world::{NodeId, NodePhase, PodId, PodPhase, Template};
 
+/// A template by address, and a constraint kind (`true`: the hard ones).
+type TemplateKind = (usize, bool);
+
 /// What one scheduling pass learnt about the nodes for topology spread:
 /// kept until the next pass ([`SpreadCensus::clear`]), since within a
 /// pass only bindings change the nodes and none of this reads them.
@@ -42,7 +45,7 @@ pub(crate) struct SpreadCensus {
     /// Per template (by address; the template is kept so that no other
     /// takes its address) and constraint kind (`true`: the hard ones):
     /// whether the domains may be counted from the groups.
-    uniform: RefCell<BTreeMap<(usize, bool), (Rc<Template>, bool)>>,
+    uniform: RefCell<BTreeMap<TemplateKind, (Rc<Template>, bool)>>,
     /// Per key: by domain number, whether a node that is not gone is in
     /// the domain.
     live: RefCell<BTreeMap<String, Rc<Vec<bool>>>>,

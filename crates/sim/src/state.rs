@@ -18,6 +18,7 @@ use super::world::{
     ClaimId, NodeId, Owner, Pdb, PodId, PodPhase, SimNode, SimPod, Workload, WorkloadId,
     WorkloadKind,
 };
+use drillbench_model::labels::NAMESPACE_NAME_LABEL;
 use drillbench_observe::ObjectRef;
 
 /// Nodes, pods, workloads, budgets, by index.
@@ -48,6 +49,10 @@ pub(crate) struct World {
     /// The control planes, in index order (a node is one from its
     /// creation, or never).
     control_planes: Vec<NodeId>,
+    /// Each namespace's labels, for `namespaceSelector`s: those its
+    /// Namespace object declares, and `kubernetes.io/metadata.name`,
+    /// which the API server sets on every namespace.
+    namespaces: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl World {
@@ -380,11 +385,32 @@ impl World {
 
     /// Adds a workload under its key; returns its index.
     pub(crate) fn add_workload(&mut self, workload: Workload) -> WorkloadId {
+        self.declare_namespace(&workload.namespace, None);
         let id = self.workloads.len();
         self.workload_index.insert(workload.key.clone(), id);
         self.workloads.push(workload);
         self.tallies.add_workload(id);
         id
+    }
+
+    /// A namespace exists, with the labels its Namespace object declares
+    /// (`None`: no object, or keep those already declared).
+    pub(crate) fn declare_namespace(
+        &mut self,
+        name: &str,
+        labels: Option<&BTreeMap<String, String>>,
+    ) {
+        let entry = self.namespaces.entry(name.to_owned()).or_default();
+        if let Some(labels) = labels {
+            entry.clone_from(labels);
+        }
+        entry.insert(NAMESPACE_NAME_LABEL.to_owned(), name.to_owned());
+    }
+
+    /// A namespace's labels (none for a namespace nothing declared).
+    pub(crate) fn namespace_labels(&self, name: &str) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.namespaces.get(name).unwrap_or(&NONE)
     }
 
     /// A deleted workload is no longer found by its key; its slot stays.

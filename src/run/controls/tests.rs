@@ -461,6 +461,7 @@ fn a_bypassing_drain_owns_only_the_outages_of_the_workloads_it_deleted_from() {
         Vec::<u64>::new(),
         "a workload the drain spared"
     );
+}
 
 /// A control that changes only the steps starts from a copy of the real
 /// run's converged cluster, and its weakened run observes exactly what one

@@ -324,6 +324,48 @@ pub fn add_default_tolerations(tolerations: &mut Vec<Toleration>) {
     }
 }
 
+/// The tolerations the DaemonSet controller gives every pod it creates
+/// (`AddOrUpdateDaemonPodTolerations`): the node conditions and cordoning,
+/// `Exists`, without a time limit, so its pods stay on a node that is lost
+/// or cordoned.
+pub fn daemon_set_tolerations() -> [Toleration; 6] {
+    [
+        (TAINT_NODE_NOT_READY, "NoExecute"),
+        (TAINT_NODE_UNREACHABLE, "NoExecute"),
+        (TAINT_NODE_DISK_PRESSURE, "NoSchedule"),
+        (TAINT_NODE_MEMORY_PRESSURE, "NoSchedule"),
+        (TAINT_NODE_PID_PRESSURE, "NoSchedule"),
+        (TAINT_NODE_UNSCHEDULABLE, "NoSchedule"),
+    ]
+    .map(|(key, effect)| Toleration {
+        key: Some(key.to_owned()),
+        operator: Some("Exists".to_owned()),
+        effect: Some(effect.to_owned()),
+        ..Default::default()
+    })
+}
+
+/// The tolerations a pod runs with: those it declares, then (for a
+/// DaemonSet's pod) what the DaemonSet controller adds to its template,
+/// then what the DefaultTolerationSeconds admission plugin adds. The order
+/// is upstream's: the controller writes its tolerations before the pod is
+/// admitted, so the plugin finds `not-ready` and `unreachable` covered and
+/// adds no 300 s limit to a DaemonSet's pod.
+pub fn admitted_tolerations(declared: &[Toleration], daemon: bool) -> Vec<Toleration> {
+    let mut tolerations = declared.to_vec();
+    if daemon {
+        for t in daemon_set_tolerations() {
+            // `AddOrUpdateTolerationInPodSpec`: an equal toleration is not
+            // added twice.
+            if !tolerations.contains(&t) {
+                tolerations.push(t);
+            }
+        }
+    }
+    add_default_tolerations(&mut tolerations);
+    tolerations
+}
+
 /// A toleration the apiserver's validation would refuse; `index` is its
 /// position in `tolerations`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -136,6 +136,7 @@ impl<'a> ClusterView for ObservedView<'a> {
         let facts = &pod.facts;
         PodFacts {
             namespace: &facts.namespace,
+            namespace_labels: &facts.namespace_labels,
             requests: requests(pod),
             placement: Placement {
                 required: facts.required.as_ref(),

@@ -11,6 +11,7 @@ use kube::ResourceExt;
 use super::names::NodeNames;
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 use drillbench_model::k8s::quantity::pod_requests;
+use drillbench_model::labels::NAMESPACE_NAME_LABEL;
 use drillbench_policy::interpod::AffinityTerm;
 use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
@@ -43,6 +44,10 @@ pub(in crate::kube) struct PodState {
 #[derive(Debug, Clone, Default)]
 pub(in crate::kube) struct PodFacts {
     pub(in crate::kube) namespace: String,
+    /// Its namespace's labels as a `namespaceSelector` reads them. The
+    /// observer watches no Namespace objects, so only the label the API
+    /// server sets on every namespace (`kubernetes.io/metadata.name`).
+    pub(in crate::kube) namespace_labels: BTreeMap<String, String>,
     /// The DaemonSet owning it, if one does.
     pub(in crate::kube) daemon_set: Option<String>,
     pub(in crate::kube) labels: BTreeMap<String, String>,
@@ -79,8 +84,10 @@ pub struct PodOnNode {
 fn pod_facts(pod: &Pod, spec: &PodSpec) -> PodFacts {
     let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(spec).unwrap_or_default();
     let spread = SpreadConstraint::from_pod_spec(spec, pod.labels()).unwrap_or_default();
+    let namespace = pod.namespace().unwrap_or_default();
     PodFacts {
-        namespace: pod.namespace().unwrap_or_default(),
+        namespace_labels: BTreeMap::from([(NAMESPACE_NAME_LABEL.to_owned(), namespace.clone())]),
+        namespace,
         daemon_set: pod
             .owner_references()
             .iter()

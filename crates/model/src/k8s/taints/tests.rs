@@ -1,25 +1,6 @@
 use super::*;
+use crate::test_support::{taint, toleration as tol};
 use proptest::prelude::*;
-
-fn taint(key: &str, value: Option<&str>, effect: &str) -> Taint {
-    Taint {
-        key: key.to_owned(),
-        value: value.map(str::to_owned),
-        effect: effect.to_owned(),
-        time_added: None,
-    }
-}
-
-fn tol(key: &str, op: &str, value: &str, effect: &str, seconds: Option<i64>) -> Toleration {
-    let opt = |s: &str| (!s.is_empty()).then(|| s.to_owned());
-    Toleration {
-        key: opt(key),
-        operator: opt(op),
-        value: opt(value),
-        effect: opt(effect),
-        toleration_seconds: seconds,
-    }
-}
 
 #[test]
 fn matching_rules() {
