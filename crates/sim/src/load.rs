@@ -11,7 +11,6 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, PodTemplat
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::world::{Concurrency, CronRun, Resources, Template, WorkloadKind};
 use drillbench_kyverno::{FailureAction, Policy, RuleStatus};
@@ -32,7 +31,7 @@ use drillbench_policy::kyverno_admission::{
 };
 use drillbench_policy::priority::PriorityClasses;
 use drillbench_policy::scale_down;
-use drillbench_policy::spread::{SpreadConstraint, default_selector, system_defaults};
+use drillbench_policy::spread::SpreadConstraint;
 
 /// Why the simulator could not take a manifest.
 #[derive(Debug, thiserror::Error)]
@@ -239,23 +238,6 @@ pub fn load_admitted(
             .get(&(namespace.to_owned(), claim.to_owned()))
             .cloned()
     };
-    // The Services' selectors, for the system default spread constraints
-    // of the pods they select.
-    let services: Vec<(String, BTreeMap<String, String>)> = documents
-        .iter()
-        .filter(|doc| doc.kind() == Some("Service"))
-        .filter_map(|doc| {
-            let selector: BTreeMap<String, String> = doc
-                .value
-                .pointer("/spec/selector")
-                .and_then(|s| serde_json::from_value(s.clone()).ok())
-                .filter(|s: &BTreeMap<String, String>| !s.is_empty())?;
-            Some((doc.namespace().unwrap_or("default").to_owned(), selector))
-        })
-        .collect();
-    // Each ReplicaSet's and StatefulSet's selector (a Deployment's is its
-    // ReplicaSets'), by index into the loaded workloads.
-    let mut owners: Vec<(usize, LabelSelector)> = Vec::new();
     let resolved = loaded.priority_classes.clone();
     let mut ctx = Context {
         guards,
@@ -297,7 +279,6 @@ pub fn load_admitted(
                 )
                 .map_err(invalid)?;
                 w.strategy = strategy;
-                owners.push((loaded.workloads.len(), spec.selector.clone()));
                 loaded.workloads.push(w);
             }
             "ReplicaSet" if core_or("apps/v1") => {
@@ -314,7 +295,6 @@ pub fn load_admitted(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
-                owners.push((loaded.workloads.len(), spec.selector.clone()));
                 loaded.workloads.push(w);
             }
             "StatefulSet" if core_or("apps/v1") => {
@@ -352,7 +332,6 @@ pub fn load_admitted(
                     &mut ctx,
                 )
                 .map_err(invalid)?;
-                owners.push((loaded.workloads.len(), spec.selector.clone()));
                 loaded.workloads.push(w);
             }
             "DaemonSet" if core_or("apps/v1") => {
@@ -501,47 +480,7 @@ pub fn load_admitted(
         }
     }
     loaded.admissions = ctx.admissions;
-    for (i, w) in loaded.workloads.iter_mut().enumerate() {
-        let owner = owners.iter().find(|(o, _)| *o == i).map(|(_, s)| s);
-        let defaults =
-            default_spread(&w.namespace, &w.template, &services, owner).map_err(|message| {
-                LoadError::Invalid {
-                    at: String::new(),
-                    kind: w.kind_name.to_owned(),
-                    name: w.name.clone(),
-                    message,
-                }
-            })?;
-        if let Some(template) = Rc::get_mut(&mut w.template) {
-            template.default_spread = defaults;
-        }
-    }
     Ok(loaded)
-}
-
-/// The system default spread constraints of a template (`plugin.go`'s
-/// `systemDefaultConstraints`, applied only to pods that declare no
-/// constraint), with the selector `helper.DefaultSelector` derives from
-/// the Services of its namespace that select it and its owner's selector.
-fn default_spread(
-    namespace: &str,
-    template: &Template,
-    services: &[(String, BTreeMap<String, String>)],
-    owner: Option<&LabelSelector>,
-) -> Result<Vec<SpreadConstraint>, String> {
-    if !template.spread.is_empty() {
-        return Ok(Vec::new());
-    }
-    let selecting = services.iter().filter(|(ns, selector)| {
-        ns == namespace
-            && selector
-                .iter()
-                .all(|(k, v)| template.labels.get(k) == Some(v))
-    });
-    Ok(system_defaults(default_selector(
-        selecting.map(|(_, s)| s),
-        owner,
-    )?))
 }
 
 /// How long a Job's pod runs before it succeeds, when nothing says.
@@ -716,7 +655,6 @@ fn workload(
             anti_affinity,
             affinity,
             spread,
-            default_spread: Vec::new(),
             claim_volumes,
             local_storage,
             start_delay,

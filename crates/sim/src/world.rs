@@ -215,11 +215,6 @@ pub struct Template {
     pub affinity: Vec<AffinityTerm>,
     /// Declared topology spread constraints, `matchLabelKeys` merged.
     pub spread: Vec<SpreadConstraint>,
-    /// The scheduler's system default constraints, for a template that
-    /// declares none (`PodTopologySpread`'s `defaultingType: System`),
-    /// with the selector its Services and its ReplicaSet or StatefulSet
-    /// owner give; empty when it declares some or nothing selects it.
-    pub default_spread: Vec<SpreadConstraint>,
     /// Names of PVCs mounted through `persistentVolumeClaim` volumes.
     pub claim_volumes: Vec<String>,
     /// Whether it mounts emptyDir or hostPath volumes (blocks scale-down).
@@ -278,7 +273,6 @@ impl Template {
             anti_affinity: self.anti_affinity.clone(),
             affinity: self.affinity.clone(),
             spread: self.spread.clone(),
-            default_spread: self.default_spread.clone(),
             claim_volumes: self.claim_volumes.clone(),
             local_storage: self.local_storage,
             start_delay: self.start_delay,
