@@ -187,8 +187,10 @@ pub fn run_drill_budgeted(
 /// longest such name. Asked once per pod event, so searched by the pod's
 /// namespace and name as the event holds them, never a built string.
 struct PodOwners<'a> {
-    /// (namespace, name, workload) of each placed pod, sorted by pod; a
-    /// pod placed more than once is owned as its last placement says.
+    /// (name, namespace, workload) of each placed pod, sorted by pod name
+    /// first (names differ where namespaces repeat, so a lookup's
+    /// comparisons mostly end at the first string); a pod placed more than
+    /// once is owned as its last placement says.
     placed: Vec<(&'a str, &'a str, &'a str)>,
     /// Each workload as (namespace, name, `namespace/Kind/name`), in the
     /// order of its full name.
@@ -205,7 +207,7 @@ impl<'a> PodOwners<'a> {
             .rev()
             .filter_map(|p| {
                 let (namespace, name) = p.pod.split_once('/')?;
-                Some((namespace, name, p.workload.as_deref()?))
+                Some((name, namespace, p.workload.as_deref()?))
             })
             .collect();
         // Stable, over the placements reversed: each pod's last one first.
@@ -229,10 +231,10 @@ impl<'a> PodOwners<'a> {
 
 impl drillbench_report::timeline_summary::Owners for PodOwners<'_> {
     fn workload_of(&self, pod: &ObjectRef) -> Option<&str> {
-        let wanted = (pod.namespace.as_str(), pod.name.as_str());
+        let wanted = (pod.name.as_str(), pod.namespace.as_str());
         if let Ok(at) = self
             .placed
-            .binary_search_by(|(namespace, name, _)| (*namespace, *name).cmp(&wanted))
+            .binary_search_by(|(name, namespace, _)| (*name, *namespace).cmp(&wanted))
         {
             return Some(self.placed[at].2);
         }

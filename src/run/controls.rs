@@ -34,6 +34,7 @@ use drillbench_model::scenario::spec::{
 };
 use drillbench_observe::{BYPASSED_EVICTION, EventKind, Observation};
 use drillbench_policy::admission::{Candidate, admit, claim_classes};
+use drillbench_policy::admission_memo::{self, Digest};
 use drillbench_policy::kyverno_admission;
 use drillbench_report::{
     AssertionResult, ControlConclusion, ControlProof, Evidence, NEGATIVE_CONTROL, TraceStep,
@@ -780,12 +781,15 @@ fn policy_governed(drill: &Drill, weakened: &Drill, name: &str) -> BTreeSet<Stri
     let objects: Vec<serde_json::Value> = drill.workloads.iter().map(|d| d.value.clone()).collect();
     let mut governed = BTreeSet::new();
     for policies in [&drill.policies, &weakened.policies] {
-        for doc in policies {
+        for doc in policies.iter() {
             if policy_guard::policy_name(&doc.value).as_deref() != Some(name) {
                 continue;
             }
             if let Ok(policy) = drillbench_kyverno::policy::from_value(&doc.value) {
-                governed.extend(kyverno_admission::governed(&policy, &cluster, &objects));
+                let digest = Digest::of_values([&doc.value]);
+                governed.extend(kyverno_admission::governed(
+                    &policy, digest, &cluster, &objects,
+                ));
             }
         }
     }
@@ -803,7 +807,7 @@ fn policy_cluster(
         .iter()
         .find(|c| c.default)
         .map(|c| c.name.as_str());
-    let mut documents = drill.workloads.clone();
+    let mut documents = drill.workloads.to_vec();
     if let Some(object) = planted {
         documents.push(drillbench_model::manifest::Document {
             source: drill.source.path.display().to_string(),
@@ -831,11 +835,12 @@ fn policy_admission_control(drill: &Drill, spec: &Assertion, control: &Admission
         .iter()
         .filter_map(|d| drillbench_kyverno::policy::from_value(&d.value).ok())
         .collect();
+    let digest = Digest::of_values(drill.policies.iter().map(|d| &d.value));
     let cluster = policy_cluster(drill, Some(&control.object.value));
     let judged = kyverno_admission::submitted_pod(&control.object.value).map(|(key, kind, pod)| {
         (
             key,
-            kyverno_admission::admit_pod(&policies, &cluster, &kind, pod),
+            admission_memo::admit_pod(&policies, digest, &cluster, &kind, pod),
         )
     });
     let what = match rule {

@@ -2,6 +2,8 @@
 //! (an ablation), or a safeguard of the procedure taken away (a
 //! weakening), and how each reads in a report.
 
+use std::sync::Arc;
+
 use drillbench_assert as assert;
 use drillbench_model::drill::Drill;
 use drillbench_model::policy_guard;
@@ -148,7 +150,7 @@ pub(super) fn ablate(drill: &Drill, ablation: &AblationControl) -> Drill {
 /// the policy is left as it was and the control shows no teeth.
 fn ablate_policy(weakened: &mut Drill, name: &str, change: &GuardChange) {
     for documents in [&mut weakened.policies, &mut weakened.workloads] {
-        documents.retain_mut(|doc| {
+        Arc::make_mut(documents).retain_mut(|doc| {
             if policy_guard::policy_name(&doc.value).as_deref() != Some(name) {
                 return true;
             }
@@ -255,7 +257,7 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
             }
         }
         DrillChange::PinWorkload(pin) => {
-            for document in &mut weakened.workloads {
+            for document in Arc::make_mut(&mut weakened.workloads) {
                 if WorkloadRef::of_object(&document.value).to_string() == pin.workload {
                     pin_to(&mut document.value, &pin.node);
                 }

@@ -204,7 +204,7 @@ spec:
       containers:
         - {name: reader, image: postgres, resources: {requests: {cpu: 100m, memory: 256Mi}}}
 ";
-        drill.workloads.extend(
+        std::sync::Arc::make_mut(&mut drill.workloads).extend(
             drillbench_model::manifest::parse_documents("reader.yaml", reader).expect("yaml"),
         );
         for backup in &mut drill.topology.backups {

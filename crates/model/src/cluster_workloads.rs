@@ -284,8 +284,7 @@ assertions:
             .with_cluster_workloads(&read(vec![deployment("shop", "web")]))
             .expect("read");
         assert_eq!(live.changed_cluster_object(), None);
-        let web = live
-            .workloads
+        let web = std::sync::Arc::make_mut(&mut live.workloads)
             .iter_mut()
             .find(|d| d.kind() == Some("Deployment"))
             .expect("the Deployment");

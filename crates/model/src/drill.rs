@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::cluster_workloads::ClusterWorkloads;
 use crate::embedded;
@@ -42,11 +42,11 @@ pub struct Drill {
     pub workload_files: Vec<PathBuf>,
     /// Every object it deploys, in order: the files' documents and the
     /// inline objects, each with where it was written.
-    pub workloads: Vec<Document>,
+    pub workloads: Arc<Vec<Document>>,
     /// Every Kyverno policy the cluster's admission runs: the ClusterPolicy
     /// and Policy objects among the workloads, then those of `policy:` guard
     /// files not already there, each once.
-    pub policies: Vec<Document>,
+    pub policies: Arc<Vec<Document>>,
     /// The policies `guards:` names, by policy name (`namespace/name` for a
     /// Policy), each with where the guard was written.
     pub policy_guards: Vec<Located<String>>,
@@ -214,8 +214,8 @@ impl Drill {
                 source,
                 topology,
                 workload_files,
-                workloads,
-                policies,
+                workloads: Arc::new(workloads),
+                policies: Arc::new(policies),
                 policy_guards,
                 snapshot: captured,
                 from_cluster: cluster,

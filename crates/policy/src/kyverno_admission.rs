@@ -23,6 +23,8 @@ use drillbench_kyverno::{
     UserInfo, policy,
 };
 use drillbench_model::labels::NAMESPACE_NAME_LABEL;
+
+use crate::admission_memo::{self, Digest};
 use drillbench_model::manifest::Document;
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use serde_json::{Value, json};
@@ -132,6 +134,8 @@ fn creator(kind: &str) -> UserInfo {
 pub struct ManifestCluster {
     inner: InMemoryCluster,
     namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// What the objects were built from, for the admission memo.
+    digest: Digest,
 }
 
 impl ManifestCluster {
@@ -190,7 +194,17 @@ impl ManifestCluster {
         ManifestCluster {
             inner: InMemoryCluster::new(objects),
             namespace_labels,
+            digest: self.digest.then(
+                documents.iter().map(|d| &d.value),
+                default_class.unwrap_or_default(),
+            ),
         }
+    }
+
+    /// The digest of every document and default class this cluster was
+    /// built from: equal digests, equal answers to every lookup.
+    pub fn digest(&self) -> Digest {
+        self.digest
     }
 
     /// A namespace's labels, for `namespaceSelector`; the API server's
@@ -402,13 +416,24 @@ pub fn admit_template(
 /// The objects (`namespace/Kind/name`) whose pods one of `policy`'s rules
 /// applies to (passes or fails, rather than skips): the pods a policy guard
 /// governs, whose failures are the guard's in a negative control.
-pub fn governed(policy: &Policy, cluster: &ManifestCluster, objects: &[Value]) -> Vec<String> {
+pub fn governed(
+    policy: &Policy,
+    policy_digest: Digest,
+    cluster: &ManifestCluster,
+    objects: &[Value],
+) -> Vec<String> {
     let mut keys = Vec::new();
     for object in objects {
         let Some((key, kind, pod)) = submitted_pod(object) else {
             continue;
         };
-        let judged = admit_pod(std::slice::from_ref(policy), cluster, &kind, pod);
+        let judged = admission_memo::admit_pod(
+            std::slice::from_ref(policy),
+            policy_digest,
+            cluster,
+            &kind,
+            pod,
+        );
         if judged
             .results
             .iter()

@@ -13,6 +13,7 @@
 //! client, no clock.
 
 pub mod admission;
+pub mod admission_memo;
 pub mod cooldown;
 pub mod domains;
 pub mod drain;

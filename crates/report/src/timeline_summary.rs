@@ -244,7 +244,12 @@ impl TimelineSummary {
         let groups = groups
             .into_values()
             .map(|(mut group, mut objects)| {
-                objects.sort_unstable();
+                // Only the count is kept, so any total order serves: by
+                // name first, where a group's objects differ (their kind
+                // and namespace mostly repeat).
+                objects.sort_unstable_by(|a, b| {
+                    (&a.name, &a.namespace, &a.kind).cmp(&(&b.name, &b.namespace, &b.kind))
+                });
                 objects.dedup();
                 group.objects = objects.len() as u64;
                 group

@@ -206,7 +206,7 @@ pub(super) fn reset_drill(drill: &Drill, request: &Request) -> Result<(Drill, u6
     // replaced there.
     if let Some(policies) = body.policies {
         let name = |v: &Value| drillbench_model::policy_guard::policy_name(v);
-        drill.workloads.retain_mut(|doc| match name(&doc.value) {
+        std::sync::Arc::make_mut(&mut drill.workloads).retain_mut(|doc| match name(&doc.value) {
             None => true,
             Some(n) => match policies.iter().find(|p| name(p).as_deref() == Some(&n)) {
                 Some(p) => {
@@ -216,22 +216,24 @@ pub(super) fn reset_drill(drill: &Drill, request: &Request) -> Result<(Drill, u6
                 None => false,
             },
         });
-        drill.policies = policies
-            .into_iter()
-            .enumerate()
-            .map(|(index, value)| drillbench_model::manifest::Document {
-                source: "<reset>".to_owned(),
-                index,
-                line: 0,
-                column: 0,
-                value,
-            })
-            .collect();
+        drill.policies = std::sync::Arc::new(
+            policies
+                .into_iter()
+                .enumerate()
+                .map(|(index, value)| drillbench_model::manifest::Document {
+                    source: "<reset>".to_owned(),
+                    index,
+                    line: 0,
+                    column: 0,
+                    value,
+                })
+                .collect(),
+        );
     }
     // `"workloads": false`: an empty cluster, as kind and Talos create
     // one, for the bench to apply the workloads to.
     if body.workloads == Some(false) {
-        drill.workloads.clear();
+        drill.workloads = Default::default();
     }
     Ok((drill, seed))
 }

@@ -424,7 +424,7 @@ impl Simulation {
         let policies = self.policies.clone();
         // The object's own claims resolve as soon as it exists, as the
         // claims of the drill's StatefulSets do at load.
-        let cluster = policies.1.with(
+        let cluster = policies.2.with(
             std::slice::from_ref(&document),
             self.volumes.default_class(),
         );
@@ -433,6 +433,7 @@ impl Simulation {
             guards,
             Some(&load::Policies {
                 policies: &policies.0,
+                digest: policies.1,
                 cluster: &cluster,
             }),
             self.volumes.default_class(),

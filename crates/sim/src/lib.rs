@@ -42,6 +42,7 @@ pub mod world;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use drillbench_policy::admission_memo::Digest;
 use drillbench_policy::kyverno_admission::{ManifestCluster, read_policies};
 
 use k8s_openapi::api::core::v1::Taint;
@@ -159,7 +160,9 @@ pub struct Simulation {
     obs: Observation,
     /// The drill's Kyverno policies and the objects their context entries
     /// read: admission for the objects applied later through the API.
-    policies: Rc<(Vec<drillbench_kyverno::Policy>, ManifestCluster)>,
+    /// The drill's Kyverno policies, their digest and the objects their
+    /// context entries read.
+    policies: Rc<(Vec<drillbench_kyverno::Policy>, Digest, ManifestCluster)>,
     /// The cluster's PriorityClasses: what pods applied later resolve
     /// their priority from.
     priority_classes: drillbench_policy::priority::PriorityClasses,
@@ -194,16 +197,24 @@ impl Simulation {
         let topology = drill.topology.clone();
         let volumes = Volumes::new(topology.storage_classes.clone());
         let guards: Vec<_> = drill.spec.guards.iter().map(|g| g.value.clone()).collect();
-        let policies = Rc::new((
-            read_policies(&drill.policies)?,
-            ManifestCluster::new(&drill.workloads, volumes.default_class()),
-        ));
+        let read = read_policies(&drill.policies)?;
+        // The objects a policy's context may look up: none is asked for
+        // without a policy, and copying every manifest is most of a small
+        // drill's set-up.
+        let cluster = if read.is_empty() {
+            ManifestCluster::default()
+        } else {
+            ManifestCluster::new(&drill.workloads, volumes.default_class())
+        };
+        let digest = Digest::of_values(drill.policies.iter().map(|d| &d.value));
+        let policies = Rc::new((read, digest, cluster));
         let loaded = load::load_admitted(
             &drill.workloads,
             &guards,
             Some(&load::Policies {
                 policies: &policies.0,
-                cluster: &policies.1,
+                digest,
+                cluster: &policies.2,
             }),
             volumes.default_class(),
             &Default::default(),
@@ -492,7 +503,7 @@ impl Simulation {
         if !policies.0.iter().any(|p| p.background) {
             return;
         }
-        let engine = drillbench_kyverno::Engine::new(&policies.1);
+        let engine = drillbench_kyverno::Engine::new(&policies.2);
         for id in 0..self.world.nodes().len() {
             if !self.node_exists(id) {
                 continue;

@@ -25,10 +25,9 @@ use drillbench_model::manifest::Document;
 use drillbench_model::scenario::spec::GuardSpec;
 use drillbench_observe::ObjectRef;
 use drillbench_policy::admission::{admit, claim_classes};
+use drillbench_policy::admission_memo::{self, Digest};
 use drillbench_policy::interpod::AffinityTerm;
-use drillbench_policy::kyverno_admission::{
-    ManifestCluster, admit_pod, controller_pod, reportable,
-};
+use drillbench_policy::kyverno_admission::{ManifestCluster, controller_pod, reportable};
 use drillbench_policy::priority::PriorityClasses;
 use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
@@ -143,6 +142,8 @@ pub enum AdmissionOutcome {
 /// context entries read.
 pub struct Policies<'a> {
     pub policies: &'a [Policy],
+    /// The policies' [`Digest`], which keys the admission memo.
+    pub digest: Digest,
     pub cluster: &'a ManifestCluster,
 }
 
@@ -561,7 +562,13 @@ fn workload(
             spec: Some(spec.clone()),
         };
         let pod = controller_pod(&namespace, kind_name, &name, &submitted, &templates);
-        let judged = admit_pod(policies.policies, policies.cluster, kind_name, pod);
+        let judged = admission_memo::admit_pod(
+            policies.policies,
+            policies.digest,
+            policies.cluster,
+            kind_name,
+            pod,
+        );
         for result in judged.results.iter().filter(|r| reportable(r)) {
             let outcome = match result.status {
                 RuleStatus::NotEvaluated => AdmissionOutcome::NotEvaluated,

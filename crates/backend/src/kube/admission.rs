@@ -216,7 +216,7 @@ mod tests {
     fn an_enforcing_guard_refuses_what_it_cannot_mutate() {
         let mut drill = drill();
         // The guard policy without its two mutations: only the check is left.
-        for doc in &mut drill.policies {
+        for doc in std::sync::Arc::make_mut(&mut drill.policies) {
             if let Some(rules) = doc
                 .value
                 .pointer_mut("/spec/rules")
