@@ -72,6 +72,7 @@ mod serve_kubectl;
 mod serve_kubectl_apply;
 mod serve_kubectl_auth_leases;
 mod serve_kubectl_cluster;
+mod serve_kubectl_crd_columns;
 mod serve_kubectl_crds;
 mod serve_kubectl_declared;
 mod serve_kubectl_dry_run;
