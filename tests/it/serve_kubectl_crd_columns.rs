@@ -231,3 +231,61 @@ fn kubectl_scale_scales_a_custom_resource() {
         beta.stderr
     );
 }
+
+/// `kubectl get ct -w` prints each watch event as a row of the same
+/// columns: a scale shows up as a MODIFIED row with the new REPLICAS.
+/// Control: the rows before it show the old count.
+#[test]
+fn a_watch_prints_rows_of_the_definitions_columns() {
+    let Some(s) = with_crontabs() else { return };
+    let (mut watch, out, _) = s.spawn(
+        &["get", "ct", "-n", "apps", "-w", "--output-watch-events"],
+        "watch",
+    );
+    // The watch is open once kubectl has listed; give it the time to.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    s.ok(&[
+        "scale",
+        "ct",
+        "my-new-cron-object",
+        "-n",
+        "apps",
+        "--replicas=7",
+    ]);
+    let start = std::time::Instant::now();
+    fn modified(text: &str) -> Option<Vec<&str>> {
+        text.lines()
+            .find(|l| l.starts_with("MODIFIED") && l.contains("my-new-cron-object"))
+            .map(|l| l.split_whitespace().collect())
+    }
+    let seen = loop {
+        let seen = read(&out);
+        if modified(&seen).is_some() || start.elapsed() > DEADLINE {
+            break seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let row = modified(&seen).unwrap_or_else(|| panic!("no MODIFIED row: {seen}"));
+    assert_eq!(
+        row,
+        [
+            "MODIFIED",
+            "my-new-cron-object",
+            "*",
+            "*",
+            "*",
+            "*",
+            "*/5",
+            "7",
+            "0s"
+        ],
+        "{seen}"
+    );
+    let added = seen
+        .lines()
+        .find(|l| l.starts_with("ADDED") && l.contains("my-new-cron-object"))
+        .unwrap_or_else(|| panic!("no ADDED row: {seen}"));
+    assert!(added.split_whitespace().any(|c| c == "3"), "{added}");
+}
