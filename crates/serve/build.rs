@@ -24,7 +24,17 @@ fn main() {
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let proto = root.join("proto");
     println!("cargo::rerun-if-changed=proto");
-    let set = protox::compile(FILES, [&proto]).unwrap_or_else(|e| panic!("{e:?}"));
+    // Without source info (the files' line numbers), which nothing reads
+    // at run time: the set embedded is 84 KB rather than 215 KB.
+    let set = protox::Compiler::new([&proto])
+        .and_then(|mut compiler| {
+            compiler
+                .include_source_info(false)
+                .include_imports(true)
+                .open_files(FILES)?;
+            Ok(compiler.file_descriptor_set())
+        })
+        .unwrap_or_else(|e| panic!("{e:?}"));
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     std::fs::write(out.join("kubernetes.bin"), set.encode_to_vec())
         .expect("the descriptor set is written");
