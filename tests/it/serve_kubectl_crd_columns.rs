@@ -208,6 +208,30 @@ fn kubectl_scale_scales_a_custom_resource() {
         negative.stderr
     );
     assert_eq!(field("my-new-cron-object", "{.spec.replicas}"), "5");
+    // With a precondition kubectl reads the Scale and PUTs it back (with
+    // its resourceVersion); a precondition that does not hold (the
+    // control) changes nothing.
+    let wrong = s.run(&[
+        "scale",
+        "ct",
+        "my-new-cron-object",
+        "-n",
+        "apps",
+        "--current-replicas=4",
+        "--replicas=6",
+    ]);
+    assert!(!wrong.ok, "{}", wrong.stdout);
+    assert_eq!(field("my-new-cron-object", "{.spec.replicas}"), "5");
+    s.ok(&[
+        "scale",
+        "ct",
+        "my-new-cron-object",
+        "-n",
+        "apps",
+        "--current-replicas=5",
+        "--replicas=6",
+    ]);
+    assert_eq!(field("my-new-cron-object", "{.spec.replicas}"), "6");
     // `bare` has no replicas: no Scale to read; scaling it sets them.
     let missing = s.run(&["get", "--raw", &scale_path("v1", "bare")]);
     assert!(
