@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use prost::Message;
 
 /// The files compiled; their imports are found under `proto/`.
-const FILES: [&str; 9] = [
+const FILES: [&str; 10] = [
     "api/core/v1/generated.proto",
     "api/apps/v1/generated.proto",
     "api/batch/v1/generated.proto",
@@ -18,6 +18,7 @@ const FILES: [&str; 9] = [
     "api/coordination/v1/generated.proto",
     "api/discovery/v1/generated.proto",
     "api/scheduling/v1/generated.proto",
+    "api/authorization/v1/generated.proto",
 ];
 
 fn main() {

@@ -628,21 +628,21 @@ async fn answer(
             return Ok(json_response(400, &status));
         }
     };
-    // An object sent as protobuf is read here, on the HTTP side, into the
-    // JSON a JSON client sends (`protobuf`), so the simulator sees one
-    // form; the access reviews read their own few fields (`access`).
-    let (content_type, body) =
-        if media::media_type(&content_type) == protobuf::PROTOBUF && !access::is_review(&path) {
-            match protobuf::to_json(&body) {
-                Ok(object) => (
-                    "application/json".to_owned(),
-                    Bytes::from(serde_json::to_vec(&object).unwrap_or_default()),
-                ),
-                Err(e) => return Ok(error_response(e)),
-            }
-        } else {
-            (content_type, body)
-        };
+    // An object sent as protobuf (kubectl's typed clients: `kubectl
+    // create configmap`, `kubectl auth can-i`) is read here, on the HTTP
+    // side, into the JSON a JSON client sends (`protobuf`), so the
+    // simulator sees one form.
+    let (content_type, body) = if media::media_type(&content_type) == protobuf::PROTOBUF {
+        match protobuf::to_json(&body) {
+            Ok(object) => (
+                "application/json".to_owned(),
+                Bytes::from(serde_json::to_vec(&object).unwrap_or_default()),
+            ),
+            Err(e) => return Ok(error_response(e)),
+        }
+    } else {
+        (content_type, body)
+    };
     let (reply_tx, reply_rx) = oneshot::channel();
     let request = Request {
         method,
