@@ -166,8 +166,8 @@ pub(crate) fn node_of(s: &Served, selector: &str) -> String {
     ])
 }
 
-/// Writes a manifest beside the kubeconfig for `kubectl create -f`
-/// (`kubectl create configmap` speaks protobuf, which the façade does not).
+/// Writes a manifest beside the kubeconfig for `kubectl create -f`, which
+/// sends it as JSON.
 pub(crate) fn manifest(s: &Served, name: &str, text: &str) -> String {
     let path = s.dir.path().join(format!("{name}.yaml"));
     std::fs::write(&path, text).expect("write manifest");

@@ -120,3 +120,93 @@ fn cluster_ips_are_allocated_and_a_held_one_is_refused() {
         kubernetes.stderr
     );
 }
+
+/// An allocated ClusterIP through the update paths kubectl takes, as the
+/// Service REST storage and `ValidateServiceUpdate` treat them
+/// (`pkg/registry/core/service/storage/storage.go`'s
+/// `patchAllocatedValues` and `normalizeClusterIPs`,
+/// `pkg/apis/core/validation/validation.go`'s
+/// `validateUpgradeDowngradeClusterIPs`): `kubectl replace` of the
+/// manifest it was created from (no address) keeps the address; a client-
+/// side apply, a patch and a server-side apply that change it are the
+/// API server's 422 and change nothing. Control: an apply naming the
+/// allocated address, with a new label, passes.
+#[test]
+fn an_allocated_cluster_ip_is_kept_and_may_not_change_once_set() {
+    let Some(s) = serve() else { return };
+    let created = service(&s, "web", None);
+    s.ok(&["apply", "-f", &created]);
+    let allocated = cluster_ip(&s, "web");
+    assert!(allocated.starts_with("10.9"), "{allocated}");
+    s.ok(&["replace", "-f", &created]);
+    assert_eq!(cluster_ip(&s, "web"), allocated, "replace keeps it");
+    assert_eq!(
+        s.ok(&[
+            "get",
+            "svc",
+            "web",
+            "-n",
+            "apps",
+            "-o",
+            "jsonpath={.spec.clusterIPs[0]}"
+        ]),
+        allocated
+    );
+    let message = "The Service \"web\" is invalid: spec.clusterIPs[0]: Invalid value: []string{\"10.96.0.50\"}: may not change once set";
+    let moved = service(&s, "web", Some("10.96.0.50"));
+    for (how, args) in [
+        ("apply", vec!["apply", "-f", moved.as_str()]),
+        (
+            "patch",
+            vec![
+                "patch",
+                "svc",
+                "web",
+                "-n",
+                "apps",
+                "-p",
+                "{\"spec\":{\"clusterIP\":\"10.96.0.50\"}}",
+            ],
+        ),
+        (
+            "server-side apply",
+            vec![
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                moved.as_str(),
+            ],
+        ),
+    ] {
+        let refused = s.run(&args);
+        assert!(
+            !refused.ok && refused.stderr.contains(message),
+            "{how}: {}{}",
+            refused.stdout,
+            refused.stderr
+        );
+        assert_eq!(cluster_ip(&s, "web"), allocated, "{how}");
+    }
+    let same = manifest(
+        &s,
+        "svc-web-same",
+        &format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: apps, labels: {{tier: front}}}}\nspec:\n  clusterIP: {allocated}\n  selector: {{app: api}}\n  ports: [{{port: 80}}]\n"
+        ),
+    );
+    s.ok(&["apply", "-f", &same]);
+    assert_eq!(cluster_ip(&s, "web"), allocated);
+    assert_eq!(
+        s.ok(&[
+            "get",
+            "svc",
+            "web",
+            "-n",
+            "apps",
+            "-o",
+            "jsonpath={.metadata.labels.tier}"
+        ]),
+        "front"
+    );
+}

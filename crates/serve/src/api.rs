@@ -136,6 +136,16 @@ impl ApiError {
         ApiError::new(422, "Invalid", message)
     }
 
+    /// apimachinery's `NewInternalError`: a `500` whose message says so.
+    pub(super) fn internal(message: impl std::fmt::Display) -> Self {
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        )
+        .with_details(json!({"causes": [{"message": message.to_string()}]}))
+    }
+
     pub(super) fn reply(self) -> Reply {
         Reply::Json(self.code, self.status())
     }

@@ -110,6 +110,168 @@ pub(super) fn allocate(service: &mut Value, taken: &BTreeSet<Ipv4Addr>) -> Resul
     Ok(())
 }
 
+/// An update of a Service, as the Service REST storage's `beginUpdate`
+/// and `ValidateServiceUpdate` take it (`pkg/registry/core/service/storage`
+/// and `pkg/apis/core/validation`): an address the update omits is the
+/// one allocated before (`patchAllocatedValues`, so resubmitting the
+/// manifest a Service was created from succeeds), `clusterIP` and
+/// `clusterIPs` are brought into line (`normalizeClusterIPs`), and an
+/// allocated address that would change is the API server's 422
+/// (`validateUpgradeDowngradeClusterIPs`: `may not change once set`).
+/// `wanted` is defaulted already, as the API server decodes it.
+pub(super) fn update(current: &Value, wanted: &mut Value) -> Result<(), ApiError> {
+    let name = text(wanted, "/metadata/name");
+    let before = Addresses::of(current);
+    let Some(spec) = wanted.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    let mut after = Addresses::of_spec(spec);
+    // `patchAllocatedValues`.
+    if before.needs_ip() && after.needs_ip() {
+        if after.ip.is_empty() {
+            after.ip = before.ip.clone();
+        }
+        if after.ips.is_empty() && !before.ips.is_empty() {
+            after.ips = before.ips.clone();
+        }
+        for family in ["ipFamilies", "ipFamilyPolicy"] {
+            if let Some(kept) = current.pointer(&format!("/spec/{family}"))
+                && spec.get(family).is_none_or(Value::is_null)
+            {
+                spec.insert(family.to_owned(), kept.clone());
+            }
+        }
+    }
+    // `normalizeClusterIPs`, for an update.
+    if !before.ips.is_empty() && after.ips.is_empty() && before.ip == after.ip {
+        after.ips = before.ips.clone();
+    }
+    if before.ip != after.ip {
+        if !before.ip.is_empty() && after.ip.is_empty() {
+            if before.ips == after.ips {
+                after.ips.clear();
+            }
+        } else if before.ips == after.ips {
+            after.ips = vec![after.ip.clone()];
+        }
+    }
+    let errors = changed_ips(&before, &after);
+    if !errors.is_empty() {
+        return Err(super::crds::invalid("Service", "", &name, &errors));
+    }
+    if after.needs_ip() {
+        if after.ip.is_empty() {
+            spec.remove("clusterIP");
+        } else {
+            spec.insert("clusterIP".to_owned(), json!(after.ip));
+        }
+        if after.ips.is_empty() {
+            spec.remove("clusterIPs");
+        } else {
+            spec.insert("clusterIPs".to_owned(), json!(after.ips));
+        }
+    }
+    Ok(())
+}
+
+/// A Service's type and addresses, as the update rules read them.
+struct Addresses {
+    kind: String,
+    ip: String,
+    ips: Vec<String>,
+}
+
+impl Addresses {
+    fn of(service: &Value) -> Addresses {
+        service
+            .get("spec")
+            .and_then(Value::as_object)
+            .map(Addresses::of_spec)
+            .unwrap_or(Addresses {
+                kind: String::new(),
+                ip: String::new(),
+                ips: Vec::new(),
+            })
+    }
+
+    fn of_spec(spec: &serde_json::Map<String, Value>) -> Addresses {
+        let field = |name: &str| {
+            spec.get(name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Addresses {
+            kind: field("type"),
+            ip: field("clusterIP"),
+            ips: spec
+                .get("clusterIPs")
+                .and_then(Value::as_array)
+                .map(|ips| {
+                    ips.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// `needsClusterIP`: every type but ExternalName.
+    fn needs_ip(&self) -> bool {
+        self.kind != "ExternalName"
+    }
+
+    /// `isHeadlessService`.
+    fn headless(&self) -> bool {
+        self.kind == "ClusterIP" && self.ips.len() == 1 && self.ips[0] == "None"
+    }
+}
+
+/// `validateUpgradeDowngradeClusterIPs`, for single-stack Services: the
+/// addresses held may not change, nor the primary be released.
+fn changed_ips(before: &Addresses, after: &Addresses) -> Vec<super::crds::FieldError> {
+    if !before.needs_ip() || !after.needs_ip() || (before.headless() && after.headless()) {
+        return Vec::new();
+    }
+    // The value printed is the new `clusterIPs` as Go's `%#v` prints a
+    // `[]string`.
+    let quoted: Vec<String> = after.ips.iter().map(|ip| format!("{ip:?}")).collect();
+    let shown = if after.ips.is_empty() {
+        "[]string(nil)".to_owned()
+    } else {
+        format!("[]string{{{}}}", quoted.join(", "))
+    };
+    let error = |index: usize, detail: &str| super::crds::FieldError {
+        field: format!("spec.clusterIPs[{index}]"),
+        reason: "FieldValueInvalid",
+        body: format!("Invalid value: {shown}: {detail}"),
+    };
+    let mut errors = Vec::new();
+    match before.ips.len().cmp(&after.ips.len()) {
+        std::cmp::Ordering::Equal => {
+            for (i, (old, new)) in before.ips.iter().zip(&after.ips).enumerate() {
+                if old != new {
+                    errors.push(error(i, "may not change once set"));
+                }
+            }
+        }
+        std::cmp::Ordering::Greater => {
+            if after.ips.is_empty() {
+                errors.push(error(0, "primary clusterIP can not be unset"));
+            } else if before.ips[0] != after.ips[0] {
+                errors.push(error(0, "may not change once set"));
+            }
+        }
+        std::cmp::Ordering::Less => {
+            if !before.ips.is_empty() && before.ips[0] != after.ips[0] {
+                errors.push(error(0, "may not change once set"));
+            }
+        }
+    }
+    errors
+}
+
 /// The lowest free address of the upper band, else of the lower one.
 fn next_free(taken: &BTreeSet<Ipv4Addr>) -> Option<Ipv4Addr> {
     let (base, size) = range();
@@ -274,6 +436,47 @@ mod tests {
     /// address gets one of the upper band (`min(max(16, 2^20/16), 256)`
     /// = 256 addresses kept below it), the lowest free one here; the
     /// control: with the upper band full it falls back to the lower.
+    fn allocated_service(ip: &str) -> Value {
+        json!({"metadata": {"name": "web"}, "spec": {"type": "ClusterIP", "clusterIP": ip,
+               "clusterIPs": [ip], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}})
+    }
+
+    /// `patchAllocatedValues`: an update that omits the addresses (a
+    /// `kubectl replace` of the created manifest) keeps them; one that
+    /// changes `clusterIP` is refused with `validateUpgradeDowngradeClusterIPs`'s
+    /// words, whether or not `clusterIPs` came with it; one that sends the
+    /// same address (the control) passes.
+    #[test]
+    fn an_allocated_cluster_ip_is_kept_and_may_not_change() {
+        let current = allocated_service("10.96.0.10");
+        let mut omitted = json!({"metadata": {"name": "web"}, "spec": {"type": "ClusterIP"}});
+        update(&current, &mut omitted).expect("kept");
+        assert_eq!(omitted["spec"]["clusterIP"], "10.96.0.10");
+        assert_eq!(omitted["spec"]["clusterIPs"], json!(["10.96.0.10"]));
+        assert_eq!(omitted["spec"]["ipFamilyPolicy"], "SingleStack");
+        let mut singular = allocated_service("10.96.0.10");
+        singular["spec"]["clusterIP"] = json!("10.96.0.50");
+        let refused = update(&current, &mut singular).expect_err("changed");
+        assert_eq!(
+            refused.status()["message"],
+            "Service \"web\" is invalid: spec.clusterIPs[0]: Invalid value: []string{\"10.96.0.50\"}: may not change once set"
+        );
+        assert_eq!(refused.status()["code"], 422);
+        let mut both = allocated_service("10.96.0.50");
+        assert!(update(&current, &mut both).is_err());
+        let mut same = allocated_service("10.96.0.10");
+        update(&current, &mut same).expect("unchanged");
+        let mut released = allocated_service("10.96.0.10");
+        released["spec"]["clusterIP"] = json!("");
+        released["spec"]["clusterIPs"] = json!([]);
+        update(&current, &mut released).expect("an empty address is the allocated one");
+        assert_eq!(released["spec"]["clusterIP"], "10.96.0.10");
+        // ExternalName has no address to keep.
+        let mut external = json!({"metadata": {"name": "web"}, "spec": {"type": "ExternalName"}});
+        update(&current, &mut external).expect("no address");
+        assert!(external["spec"].get("clusterIP").is_none());
+    }
+
     #[test]
     fn a_service_gets_an_address_of_the_upper_band_first() {
         let spec = allocated(json!({"type": "ClusterIP"}), &[]).expect("allocated");

@@ -154,6 +154,7 @@ pub(super) fn commit(
             strip_rv_mut(&mut object);
             if kind == "Service" {
                 super::service_defaults::default_service(&mut object);
+                super::cluster_ips::update(current, &mut object)?;
             }
             // What the server set at creation stays as it was.
             for field in ["creationTimestamp", "uid", "namespace"] {

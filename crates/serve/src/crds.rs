@@ -2,7 +2,8 @@
 //! resources they serve, as "Extend the Kubernetes API with
 //! CustomResourceDefinitions" describes them: a stored definition serves
 //! a REST path per served version (namespaced or cluster-scoped, with its
-//! short names, categories and `status` subresource), its objects are
+//! short names, categories, `status` and `scale` subresources and
+//! printer columns, `super::crd_table`), its objects are
 //! stored as written after validation against the version's
 //! `openAPIV3Schema` (`super::crd_schema`), and deleting the definition
 //! deletes them. Nothing runs them: the simulator gives custom resources
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 use super::api::ApiError;
 use super::cluster::Cluster;
 use super::crd_schema;
+use super::crd_table;
 use super::history::Key;
 use super::objects::stamp;
 use super::resources::Resource;
@@ -38,6 +40,7 @@ struct Shape {
     short: Vec<String>,
     categories: Vec<String>,
     status: bool,
+    scale: bool,
 }
 
 /// Every shape ever served, leaked once: the façade's resources are
@@ -68,7 +71,12 @@ fn intern(shape: Shape) -> &'static Resource {
         kind: leak(&shape.kind),
         namespaced: shape.namespaced,
         short: leak_all(&shape.short),
-        subresources: if shape.status { &["status"] } else { &[] },
+        subresources: match (shape.scale, shape.status) {
+            (true, true) => &["scale", "status"],
+            (true, false) => &["scale"],
+            (false, true) => &["status"],
+            (false, false) => &[],
+        },
         writable: true,
         key: leak(&format!("{}.{}", shape.kind, shape.group)),
         categories: leak_all(&shape.categories),
@@ -125,6 +133,7 @@ fn resources_of(crd: &Value, only_served: bool) -> Vec<&'static Resource> {
                 short: strings(crd.pointer("/spec/names/shortNames")),
                 categories: strings(crd.pointer("/spec/names/categories")),
                 status: v.pointer("/subresources/status").is_some(),
+                scale: v.pointer("/subresources/scale").is_some(),
             })
         })
         .collect()
@@ -232,6 +241,235 @@ pub(super) fn schema_of(written: &Written, resource: &Resource) -> Option<Value>
     version_of(definition_of(written, resource)?, resource.version)?
         .pointer("/schema/openAPIV3Schema")
         .cloned()
+}
+
+/// The printer columns of the version a custom resource is served at
+/// (`None` for a built-in kind, printed by `super::table`).
+pub(super) fn columns_of(written: &Written, resource: &Resource) -> Option<crd_table::Columns> {
+    if !resource.is_custom() {
+        return None;
+    }
+    let version = version_of(definition_of(written, resource)?, resource.version)?;
+    Some(crd_table::Columns::of_version(version))
+}
+
+/// Where a version's `subresources.scale` reads and writes a Scale's
+/// fields ("Scale subresource" on the CRD page): `.`-separated paths
+/// without array notation.
+struct ScalePaths {
+    spec_replicas: String,
+    status_replicas: String,
+    label_selector: String,
+}
+
+fn scale_paths(written: &Written, resource: &Resource) -> Option<ScalePaths> {
+    let version = version_of(definition_of(written, resource)?, resource.version)?;
+    let scale = version.pointer("/subresources/scale")?;
+    let text = |field: &str| {
+        scale
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Some(ScalePaths {
+        spec_replicas: text("specReplicasPath"),
+        status_replicas: text("statusReplicasPath"),
+        label_selector: text("labelSelectorPath"),
+    })
+}
+
+/// The fields of a path (`.spec.replicas`), as apiextensions-apiserver's
+/// `splitReplicasPath` splits it.
+fn fields_of(path: &str) -> Vec<&str> {
+    path.strip_prefix('.').unwrap_or(path).split('.').collect()
+}
+
+fn nested<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
+    fields_of(path)
+        .into_iter()
+        .try_fold(object, |value, field| value.get(field))
+}
+
+/// apimachinery's `NestedInt64`: absent is `None`, another type an error
+/// worded as its accessor's.
+fn nested_int(object: &Value, path: &str) -> Result<Option<i64>, ApiError> {
+    match nested(object, path) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
+        Some(other) => Err(ApiError::internal(format!(
+            "{path} accessor error: {} is of the type {}, expected int64",
+            go_print(other),
+            go_type(other)
+        ))),
+    }
+}
+
+/// A value as Go's `%v` prints a decoded JSON value.
+fn go_print(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A decoded JSON value's Go type, as `%T` names it.
+fn go_type(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_i64() => "int64",
+        Value::Number(_) => "float64",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+        Value::Null => "<nil>",
+    }
+}
+
+/// apiextensions-apiserver's `scaleFromCustomResource`: the object's
+/// replicas and selector as an `autoscaling/v1` Scale, and whether the
+/// spec's replicas were there (a missing status count is 0, a missing
+/// selector empty).
+fn custom_scale(paths: &ScalePaths, object: &Value) -> Result<(Value, bool), ApiError> {
+    let spec = nested_int(object, &paths.spec_replicas)?;
+    let status = nested_int(object, &paths.status_replicas)?.unwrap_or(0);
+    let selector = if paths.label_selector.is_empty() {
+        String::new()
+    } else {
+        match nested(object, &paths.label_selector) {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(ApiError::internal(format!(
+                    "{} accessor error: {} is of the type {}, expected string",
+                    paths.label_selector,
+                    go_print(other),
+                    go_type(other)
+                )));
+            }
+        }
+    };
+    let mut metadata = json!({"name": object.pointer("/metadata/name")});
+    for field in ["namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        if let Some(value) = object
+            .pointer(&format!("/metadata/{field}"))
+            .filter(|v| !v.is_null() && *v != "")
+        {
+            metadata[field] = value.clone();
+        }
+    }
+    let scale = json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
+        "spec": {"replicas": spec.unwrap_or(0)},
+        "status": {"replicas": status, "selector": selector},
+    });
+    Ok((scale, spec.is_some()))
+}
+
+/// `GET .../scale` of a custom object (`ScaleREST.Get`): a `500` when the
+/// spec's replicas are missing, as the API server answers.
+pub(super) fn scale_of(
+    written: &Written,
+    resource: &Resource,
+    object: &Value,
+) -> Result<Value, ApiError> {
+    let paths = scale_paths(written, resource).ok_or_else(ApiError::no_such_path)?;
+    match custom_scale(&paths, object)? {
+        (scale, true) => Ok(scale),
+        (_, false) => Err(ApiError::internal(format!(
+            "the spec replicas field \"{}\" does not exist",
+            paths.spec_replicas
+        ))),
+    }
+}
+
+/// The smallest int32: `scaleUpdatedObjectInfo`'s mark for replicas a
+/// custom object did not have, so an update that does not set them is
+/// refused rather than read as 0.
+const UNSET_REPLICAS: i64 = i32::MIN as i64;
+
+/// The Scale a PUT or PATCH of `.../scale` starts from: the object's, with
+/// replicas it lacks marked unset.
+pub(super) fn scale_to_update(
+    written: &Written,
+    resource: &Resource,
+    object: &Value,
+) -> Result<Value, ApiError> {
+    let paths = scale_paths(written, resource).ok_or_else(ApiError::no_such_path)?;
+    let (mut scale, found) = custom_scale(&paths, object)?;
+    if !found {
+        scale["spec"]["replicas"] = json!(UNSET_REPLICAS);
+    }
+    Ok(scale)
+}
+
+/// The custom object a Scale update makes of `current`
+/// (`scaleUpdatedObjectInfo.UpdatedObject`): its replicas written at the
+/// spec's path, after the Scale is checked as `ValidateScale` checks it.
+pub(super) fn scaled(
+    written: &Written,
+    resource: &Resource,
+    current: &Value,
+    scale: &Value,
+) -> Result<Value, ApiError> {
+    let paths = scale_paths(written, resource).ok_or_else(ApiError::no_such_path)?;
+    let name = current
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let replicas = match scale.pointer("/spec/replicas") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|r| i32::try_from(r).is_ok()) => {
+            n.as_i64().unwrap_or(0)
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
+                match other {
+                    Value::String(_) => "string",
+                    Value::Number(_) => "number",
+                    Value::Bool(_) => "bool",
+                    Value::Array(_) => "array",
+                    _ => "object",
+                }
+            )));
+        }
+    };
+    if replicas == UNSET_REPLICAS {
+        return Err(ApiError::bad_request(format!(
+            "the spec replicas field \"{}\" cannot be empty",
+            paths.spec_replicas
+        )));
+    }
+    if replicas < 0 {
+        return Err(invalid(
+            "Scale",
+            "autoscaling",
+            name,
+            &[FieldError::invalid(
+                "spec.replicas".to_owned(),
+                &json!(replicas),
+                "must be greater than or equal to 0",
+            )],
+        ));
+    }
+    let mut object = current.clone();
+    let fields = fields_of(&paths.spec_replicas);
+    let Some((last, parents)) = fields.split_last() else {
+        return Err(ApiError::no_such_path());
+    };
+    let mut at = &mut object;
+    for field in parents {
+        if !at.get(*field).is_some_and(Value::is_object) {
+            at[*field] = json!({});
+        }
+        at = &mut at[*field];
+    }
+    at[*last] = json!(replicas);
+    if let Some(rv) = scale.pointer("/metadata/resourceVersion") {
+        object["metadata"]["resourceVersion"] = rv.clone();
+    }
+    Ok(object)
 }
 
 fn version_of<'a>(crd: &'a Value, version: &str) -> Option<&'a Value> {

@@ -115,10 +115,18 @@ pub(super) fn resource_list(written: &Written, group: &str, version: &str) -> Op
             "shortNames": r.short, "categories": r.categories,
         }));
         for sub in r.subresources {
-            entries.push(json!({
+            let mut entry = json!({
                 "name": format!("{}/{sub}", r.plural), "singularName": "", "namespaced": r.namespaced,
                 "kind": r.kind, "verbs": ["get", "patch", "update"],
-            }));
+            });
+            // A custom resource's Scale is autoscaling/v1's, as the CRD
+            // handler's discovery says.
+            if *sub == "scale" {
+                entry["kind"] = json!("Scale");
+                entry["group"] = json!("autoscaling");
+                entry["version"] = json!("v1");
+            }
+            entries.push(entry);
         }
     }
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",

@@ -283,6 +283,7 @@ impl Frozen {
             labels,
             fields,
             table: table::wants_table(&request.accept),
+            columns: None,
             bookmarks: request
                 .query
                 .get("allowWatchBookmarks")

@@ -22,6 +22,7 @@ mod cluster_ips;
 mod commit;
 mod control;
 mod crd_schema;
+mod crd_table;
 mod crds;
 mod discovery;
 mod endpoint_slices;
@@ -30,6 +31,7 @@ mod events;
 mod events_v1;
 mod frozen;
 mod history;
+mod jsonpath;
 pub mod limits;
 mod managed_fields;
 mod media;
@@ -39,6 +41,7 @@ mod objects;
 mod openapi;
 mod partial;
 pub mod patch;
+mod protobuf;
 mod read;
 pub mod resources;
 pub mod select;
@@ -597,11 +600,7 @@ async fn answer(
     let accept = header(hyper::header::ACCEPT);
     let user_agent = header(hyper::header::USER_AGENT);
     let method = request.method().as_str().to_owned();
-    // A review is the one body read as protobuf (kubectl's typed client
-    // sends it so); every other protobuf body is a 415.
-    let protobuf_review = access::is_review(&path)
-        && media::media_type(&content_type) == "application/vnd.kubernetes.protobuf";
-    if !protobuf_review && let Err(e) = media::check(&method, &content_type) {
+    if let Err(e) = media::check(&method, &content_type) {
         return Ok(error_response(e));
     }
     let limit = gate.limits.max_body_bytes;
@@ -628,6 +627,21 @@ async fn answer(
             let status = api::status_body(400, "BadRequest", &format!("cannot read the body: {e}"));
             return Ok(json_response(400, &status));
         }
+    };
+    // An object sent as protobuf (kubectl's typed clients: `kubectl
+    // create configmap`, `kubectl auth can-i`) is read here, on the HTTP
+    // side, into the JSON a JSON client sends (`protobuf`), so the
+    // simulator sees one form.
+    let (content_type, body) = if media::media_type(&content_type) == protobuf::PROTOBUF {
+        match protobuf::to_json(&body) {
+            Ok(object) => (
+                "application/json".to_owned(),
+                Bytes::from(serde_json::to_vec(&object).unwrap_or_default()),
+            ),
+            Err(e) => return Ok(error_response(e)),
+        }
+    } else {
+        (content_type, body)
     };
     let (reply_tx, reply_rx) = oneshot::channel();
     let request = Request {

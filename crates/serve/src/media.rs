@@ -11,10 +11,14 @@ use serde_json::Value;
 
 use super::api::ApiError;
 
-/// What a create, update or delete body may be. Protobuf, which the API
-/// server also accepts, is not spoken by the façade, but for the access
-/// reviews `kubectl auth can-i` sends (`super::access`).
-pub(super) const OBJECT_TYPES: [&str; 2] = ["application/json", "application/yaml"];
+/// What a create, update or delete body may be, as the API server lists
+/// them: a protobuf body is read into JSON at the door
+/// (`super::protobuf`), or by the access reviews (`super::access`).
+pub(super) const OBJECT_TYPES: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
 
 /// The patch types of a PATCH (`application/apply-patch+yaml` is
 /// server-side apply).
@@ -110,6 +114,7 @@ mod tests {
             "application/json",
             "application/json; charset=utf-8",
             "application/yaml",
+            "application/vnd.kubernetes.protobuf",
             "",
         ] {
             assert!(check("POST", ok).is_ok(), "{ok:?}");
@@ -120,13 +125,12 @@ mod tests {
             "text/plain;charset=UTF-8",
             "application/x-www-form-urlencoded",
             "multipart/form-data; boundary=x",
-            "application/vnd.kubernetes.protobuf",
         ] {
             let (code, message) = code_and_message(check("POST", refused).expect_err(refused));
             assert_eq!(code, 415, "{refused}");
             assert_eq!(
                 message,
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
             );
         }
         assert!(

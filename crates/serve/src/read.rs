@@ -15,7 +15,7 @@ use super::resources::Resource;
 use super::select::{self, FieldTerm};
 use super::table;
 use super::watch::{WatchFilter, Watcher};
-use super::{events_v1, versions};
+use super::{crds, events_v1, versions};
 
 /// One object, or its one-row Table when the client asked for tables.
 pub(super) fn single(
@@ -27,16 +27,24 @@ pub(super) fn single(
     if table::wants_table(&request.accept) && !partial::wants_metadata(&request.accept) {
         // A table's columns read the stored form.
         let rv = cluster.history().rv().to_string();
-        return Reply::Json(
-            200,
-            table::table(resource.key, &[object], &rv, cluster.sim.now()),
-        );
+        return Reply::Json(200, table_of(cluster, resource, &[object], &rv));
     }
     versions::as_served(resource, &mut object);
     if partial::wants_metadata(&request.accept) {
         return Reply::Json(200, partial::object(&object));
     }
     Reply::Json(200, object)
+}
+
+/// The Table of `objects`: a custom resource's as its definition's
+/// printer columns say (`super::crd_table`), a built-in kind's as
+/// kubectl's printers print it.
+fn table_of(cluster: &Cluster, resource: &Resource, objects: &[Value], rv: &str) -> Value {
+    let now = cluster.sim.now();
+    match crds::columns_of(&cluster.written, resource) {
+        Some(columns) => columns.table(objects, rv, now),
+        None => table::table(resource.key, objects, rv, now),
+    }
 }
 
 fn selectors(request: &Request) -> Result<(Selector, Vec<FieldTerm>), ApiError> {
@@ -270,7 +278,7 @@ pub(super) fn list(
     }
     let metadata = page(request, &mut items, limit, rv);
     if table::wants_table(&request.accept) && !partial::wants_metadata(&request.accept) {
-        let mut t = table::table(resource.key, &items, &rv.to_string(), cluster.sim.now());
+        let mut t = table_of(cluster, resource, &items, &rv.to_string());
         t["metadata"] = metadata;
         return Ok(Reply::Json(200, t));
     }
@@ -414,6 +422,7 @@ pub(super) fn watch(
         labels,
         fields,
         table: table::wants_table(&request.accept),
+        columns: crds::columns_of(&cluster.written, resource),
         bookmarks: request
             .query
             .get("allowWatchBookmarks")

@@ -389,7 +389,12 @@ fn act(
             let object = cluster
                 .view(resource.key, &ns_of(), &name, false)
                 .ok_or_else(|| ApiError::not_found(resource, &name))?;
-            Ok(Reply::Json(200, scale_of(&object)))
+            let scale = if resource.is_custom() {
+                crds::scale_of(&cluster.written, resource, &object)?
+            } else {
+                scale_of(&object)
+            };
+            Ok(Reply::Json(200, scale))
         }
         ("POST", None, None) => write::create(cluster, request, resource, ns_of()),
         ("POST", Some(name), Some("eviction")) => {

@@ -136,6 +136,7 @@ pub(super) fn watch_kind(cluster: &mut Cluster, kind: &str) -> mpsc::UnboundedRe
         labels: super::select::parse_labels("").expect("empty"),
         fields: Vec::new(),
         table: false,
+        columns: None,
         bookmarks: false,
     });
     cluster.add_watcher(watcher);

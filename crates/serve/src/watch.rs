@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use super::history::{Change, text};
 use super::resources::Resource;
 use super::select::{self, FieldTerm};
-use super::table;
+use super::{crd_table, table};
 use drillbench_sim::clock::Time;
 
 const WATCH_TYPES: [&str; 3] = ["ADDED", "MODIFIED", "DELETED"];
@@ -22,6 +22,7 @@ pub(super) struct Watcher {
     labels: Selector,
     fields: Vec<FieldTerm>,
     table: bool,
+    columns: Option<crd_table::Columns>,
     bookmarks: bool,
     /// The version the watch started at: nothing at or before it is sent
     /// (one not reached yet when the watch opened is waited for).
@@ -37,6 +38,9 @@ pub(super) struct WatchFilter {
     pub(super) fields: Vec<FieldTerm>,
     /// Send server-side Table rows instead of objects.
     pub(super) table: bool,
+    /// A custom resource's printer columns, read when the watch opens
+    /// (`None`: the kind's built-in printer).
+    pub(super) columns: Option<crd_table::Columns>,
     /// `allowWatchBookmarks`.
     pub(super) bookmarks: bool,
 }
@@ -51,6 +55,7 @@ impl Watcher {
             labels,
             fields,
             table,
+            columns,
             bookmarks,
         } = filter;
         let watcher = Watcher {
@@ -59,6 +64,7 @@ impl Watcher {
             labels,
             fields,
             table,
+            columns,
             bookmarks,
             after: 0,
             tx,
@@ -139,12 +145,11 @@ fn event_line(watcher: &Watcher, kind_type: &str, object: &Value, now: Time) -> 
     let mut object = object.clone();
     let object = if watcher.table {
         let rv = text(&object, "/metadata/resourceVersion");
-        table::table(
-            watcher.resource.key,
-            std::slice::from_ref(&object),
-            &rv,
-            now,
-        )
+        let objects = std::slice::from_ref(&object);
+        match &watcher.columns {
+            Some(columns) => columns.table(objects, &rv, now),
+            None => table::table(watcher.resource.key, objects, &rv, now),
+        }
     } else {
         super::versions::as_served(watcher.resource, &mut object);
         object
@@ -207,6 +212,7 @@ mod tests {
             labels: select::parse_labels(labels).expect("labels"),
             fields: select::parse_fields(fields).expect("fields"),
             table: false,
+            columns: None,
             bookmarks: false,
         }
     }

@@ -405,7 +405,9 @@ pub(super) fn update(
         ));
     }
     // An Event is patched and replaced in the form its API serves it.
-    let base = if sub == Some("scale") {
+    let base = if sub == Some("scale") && resource.is_custom() {
+        crds::scale_to_update(&cluster.written, resource, &current)?
+    } else if sub == Some("scale") {
         scale_of(&current)
     } else if events_v1::converts(resource) {
         events_v1::to_v1(&current)
@@ -487,6 +489,12 @@ pub(super) fn update(
             strict: crds::is_strict(request),
             ..Default::default()
         };
+        // A Scale is written into the object at the definition's paths,
+        // then stored as any update of it is.
+        let wanted = match sub {
+            Some("scale") => crds::scaled(&cluster.written, resource, &current, &wanted)?,
+            _ => wanted,
+        };
         crds::store_update(cluster, resource, &key, &current, wanted, how)?;
         record_write(cluster, &key, &writer, &current, applied);
         cluster.sync();
@@ -494,6 +502,12 @@ pub(super) fn update(
         let mut after = cluster
             .view(resource.key, namespace, name, false)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
+        if sub == Some("scale") {
+            return Ok(Reply::Json(
+                200,
+                crds::scale_of(&cluster.written, resource, &after)?,
+            ));
+        }
         versions::as_served(resource, &mut after);
         return Ok(Reply::Json(200, after));
     }
@@ -766,6 +780,7 @@ mod tests {
             labels: crate::select::parse_labels("app=cache").expect("labels"),
             fields: Vec::new(),
             table: false,
+            columns: None,
             bookmarks: false,
         });
         cluster.add_watcher(watcher);
