@@ -250,3 +250,52 @@ fn the_global_default_gives_pods_without_a_class_their_priority() {
     let standard = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: standard}\nvalue: 50\nglobalDefault: true\n---\n";
     assert_eq!(run(standard), 0, "control: fillers at 50");
 }
+
+/// Two baseline nodes, each with one 1 GiB `filler` pod of class `low`
+/// whose required anti-affinity (by hostname) repels pods labelled
+/// `app: {repels}`; a 1 GiB `vip` of class `high` beside them; settled.
+fn repelling_fillers(repels: &str) -> Simulation {
+    let anti = format!(
+        "      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {{matchLabels: {{app: {repels}}}}}
+              topologyKey: kubernetes.io/hostname
+"
+    );
+    let manifests = format!(
+        "{CLASSES}{}{}",
+        deployment("filler", 2, "1Gi", &format!("{}{anti}", spec("low", None))),
+        deployment("vip", 0, "1Gi", &spec("high", None))
+    );
+    let mut sim = cluster(&manifests, "never", 0);
+    sim.advance_to(MIN);
+    sim
+}
+
+// default_preemption_test.go `TestSelectNodesForPreemption` ("pod with
+// anti-affinity is preempted"): a lower-priority pod whose required
+// anti-affinity repels the preemptor is a victim whose removal makes room,
+// as the InterPodAffinity filter is re-run without it in the dry run
+// (upstream `SelectVictimsOnNode`). The preemptor has room everywhere; only
+// the running pods' terms keep it off. Control: fillers that repel other
+// pods leave the vip to bind without preempting anything.
+#[test]
+fn a_running_pods_anti_affinity_is_preempted_away_by_a_higher_priority_pod() {
+    let mut sim = repelling_fillers("vip");
+    let at = sim.now();
+    scale(&mut sim, "vip", 1);
+    sim.advance_to(at + 2 * MIN);
+    let preempted = preemptions(&sim);
+    assert_eq!(preempted.len(), 1, "{preempted:?}");
+    assert!(preempted[0].0.starts_with("filler-"), "{preempted:?}");
+    let vip = pods_of(&sim, "vip-")[0];
+    assert_eq!(vip.phase, PodPhase::Ready);
+
+    let mut sim = repelling_fillers("someone-else");
+    let at = sim.now();
+    scale(&mut sim, "vip", 1);
+    sim.advance_to(at + 2 * MIN);
+    assert!(preemptions(&sim).is_empty());
+    assert_eq!(pods_of(&sim, "vip-")[0].phase, PodPhase::Ready);
+}

@@ -1044,5 +1044,5 @@ fn every_scheduler_perf_drill_validates() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 18, "six workloads at three sizes");
+    assert_eq!(seen, 21, "seven workloads at three sizes");
 }

@@ -7,6 +7,7 @@
 use std::rc::Rc;
 
 use super::clock::after;
+use super::scheduler::NoFit;
 use super::volumes::Attach;
 use super::world::{
     ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, SimPod, WorkloadId, WorkloadKind,
@@ -54,9 +55,15 @@ impl Simulation {
                     self.scheduler.after_bind(&self.world, node);
                     bound = true;
                 }
-                Err(reason) => {
+                Err(NoFit) => {
+                    // Said once per wait, as the cluster was when the pod
+                    // was found to fit nowhere (before it preempts).
+                    let reason = (!self.world.pod(pod).unschedulable_reported).then(|| {
+                        self.scheduler
+                            .unschedulable_reason(&self.world, &self.volumes, pod)
+                    });
                     self.preempt(pod);
-                    if !self.world.pod(pod).unschedulable_reported {
+                    if let Some(reason) = reason {
                         self.world.pod_mut(pod).unschedulable_reported = true;
                         let r = self.world.pod_ref(pod);
                         self.record(EventKind::PodUnschedulable, r, None, &reason);

@@ -106,6 +106,10 @@ impl Misfit {
     }
 }
 
+/// No node fits a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoFit;
+
 /// The scheduler's state: the node classes, the queue of pods waiting to
 /// be bound, where the last scan stopped, and the caches a scan reads.
 #[derive(Debug, Clone, Default)]
@@ -215,15 +219,16 @@ impl Scheduler {
         }
     }
 
-    /// The node kube-scheduler would pick for a pending pod, or why none
-    /// fits. Call [`Scheduler::refresh`] first.
+    /// The node kube-scheduler would pick for a pending pod, or [`NoFit`]
+    /// when none fits ([`Scheduler::unschedulable_reason`] says why). Call
+    /// [`Scheduler::refresh`] first.
     pub(crate) fn pick(
         &mut self,
         world: &World,
         volumes: &Volumes,
         rng: &mut SeededRng,
         pod: PodId,
-    ) -> Result<NodeId, String> {
+    ) -> Result<NodeId, NoFit> {
         let s = Scan {
             world,
             volumes,
@@ -287,37 +292,7 @@ impl Scheduler {
         self.cursor = (start + examined) % all.max(1);
         if feasible.is_empty() {
             self.feasible_buf = feasible;
-            let mut misfits: [usize; 10] = [0; 10];
-            for node in 0..all {
-                if let Some(m) = s.misfit(&template, &views, pod, node, others) {
-                    misfits[m as usize] += 1;
-                }
-            }
-            let reasons: Vec<String> = [
-                Misfit::NotReady,
-                Misfit::Unschedulable,
-                Misfit::Taint,
-                Misfit::Affinity,
-                Misfit::Resources,
-                Misfit::VolumeAffinity,
-                Misfit::PodAffinity,
-                Misfit::ExistingAntiAffinity,
-                Misfit::SpreadLabel,
-                Misfit::Spread,
-            ]
-            .iter()
-            .filter(|m| misfits[**m as usize] > 0)
-            .map(|m| format!("{} {}", misfits[*m as usize], m.describe()))
-            .collect();
-            return Err(format!(
-                "0/{} nodes are available: {}",
-                world
-                    .nodes()
-                    .iter()
-                    .filter(|n| n.phase != super::world::NodePhase::Gone)
-                    .count(),
-                reasons.join(", ")
-            ));
+            return Err(NoFit);
         }
         let spread_scores = self.census.scores(world, pod, &feasible);
         let best = self.best(
@@ -330,6 +305,65 @@ impl Scheduler {
         );
         self.feasible_buf = feasible;
         Ok(best)
+    }
+
+    /// Why a pod fits no node, as kube-scheduler's FailedScheduling event
+    /// says it: every node's first failing filter, counted. A pass over
+    /// every node through the full filters, so asked only when the
+    /// message is reported, not at each retry of a pod that still waits.
+    /// Call [`Scheduler::refresh`] first.
+    pub(crate) fn unschedulable_reason(
+        &mut self,
+        world: &World,
+        volumes: &Volumes,
+        pod: PodId,
+    ) -> String {
+        let s = Scan {
+            world,
+            volumes,
+            hot: &self.hot,
+            run_end: &self.run_end,
+        };
+        let template = world.pod(pod).template.clone();
+        fill_class_views(self.classes.objects(), &template);
+        let views = template.class_views.borrow();
+        let interpod = s.interpod(&template, pod);
+        let spread = self.census.filter_state(world, pod);
+        let others = Others {
+            interpod: interpod.as_ref(),
+            spread: spread.as_ref(),
+        };
+        let mut misfits: [usize; 10] = [0; 10];
+        for node in 0..world.nodes().len() {
+            if let Some(m) = s.misfit(&template, &views, pod, node, others) {
+                misfits[m as usize] += 1;
+            }
+        }
+        let reasons: Vec<String> = [
+            Misfit::NotReady,
+            Misfit::Unschedulable,
+            Misfit::Taint,
+            Misfit::Affinity,
+            Misfit::Resources,
+            Misfit::VolumeAffinity,
+            Misfit::PodAffinity,
+            Misfit::ExistingAntiAffinity,
+            Misfit::SpreadLabel,
+            Misfit::Spread,
+        ]
+        .iter()
+        .filter(|m| misfits[**m as usize] > 0)
+        .map(|m| format!("{} {}", misfits[*m as usize], m.describe()))
+        .collect();
+        format!(
+            "0/{} nodes are available: {}",
+            world
+                .nodes()
+                .iter()
+                .filter(|n| n.phase != super::world::NodePhase::Gone)
+                .count(),
+            reasons.join(", ")
+        )
     }
 
     /// The highest-scoring feasible node; ties broken by the seeded generator.
@@ -623,11 +657,23 @@ impl Scan<'_> {
     ) -> Option<InterPodState> {
         let pods = self.world.pods();
         let incoming = terms(self.world, &pods[pod].namespace, template);
+        // A pod with no (anti-)affinity of its own is kept off a node only
+        // by the running pods that repel it, as in [`Scan::interpod`].
+        let only_repelling = template.affinity.is_empty() && template.anti_affinity.is_empty();
+        if only_repelling && self.world.pod_groups().repelling().next().is_none() {
+            // Nothing repels it: preemption's dry runs on a cluster without
+            // anti-affinity cost no walk over every pod.
+            return None;
+        }
         let mut state = InterPodState::default();
         for n in self.world.nodes() {
             for &other in &n.pods {
                 let p = &pods[other];
-                if other == pod || removed.contains(&other) || p.phase == PodPhase::Gone {
+                if other == pod
+                    || removed.contains(&other)
+                    || p.phase == PodPhase::Gone
+                    || (only_repelling && p.template.anti_affinity.is_empty())
+                {
                     continue;
                 }
                 let existing = terms(self.world, &p.namespace, &p.template);
@@ -886,7 +932,9 @@ mod tests {
     ) -> Result<NodeId, String> {
         scheduler.refresh(world);
         let volumes = Volumes::new(Vec::new());
-        scheduler.pick(world, &volumes, &mut SeededRng::new(seed), pod)
+        scheduler
+            .pick(world, &volumes, &mut SeededRng::new(seed), pod)
+            .map_err(|NoFit| scheduler.unschedulable_reason(world, &volumes, pod))
     }
 
     #[test]

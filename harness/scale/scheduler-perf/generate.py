@@ -36,6 +36,15 @@ W = [
       init=("default","default"), measure=("spread","default"),
       tmpl="templates/pod-with-topology-spreading.yaml",
       text="plain pods, then pods labelled color: blue spread over zones with maxSkew 5, DoNotSchedule"),
+ dict(name="preemption", up="PreemptionAsync", src="misc/performance-config.yaml", wl="5000Nodes", thr=570,
+      zones=["zone1","zone2","zone3"], sizes={500:(2000,500),5000:(20000,5000),10000:(40000,10000)},
+      init=("low-priority","default"), measure=("default","default"),
+      tmpl="templates/pod-low-priority.yaml, templates/pod-high-priority.yaml, templates/pod-default.yaml",
+      # Upstream's churn creates a high-priority pod every 200 ms while the
+      # measured pods are scheduled: at the threshold rate that is about one
+      # per 114 measured pods (5000 pods in ~8.8 s: 44 pods).
+      preemptors={500:5,5000:44,10000:88},
+      text="{init} low-priority pods filling 3.6 of each node's 4 CPU, then {pre} high-priority pods (3 CPU) that each preempt three of them, then {measure} plain pods"),
  dict(name="preferred-topology-spreading", up="PreferredTopologySpreading", src="topology_spreading/performance-config.yaml", wl="5000Nodes_5000Pods", thr=340,
       zones=["moon-1","moon-2","moon-3"], sizes={500:(1000,1000),5000:(5000,5000),10000:(10000,10000)},
       init=("default","default"), measure=("preferred-spread","default"),
@@ -46,6 +55,14 @@ W = [
 def spec(kind):
     if kind == "default":
         return ("{app: plain}", "")
+    if kind == "low-priority":
+        # templates/pod-low-priority.yaml: no priority, gone at once when preempted.
+        return ("{app: low-priority}", "      terminationGracePeriodSeconds: 0\n")
+    if kind == "high-priority":
+        # templates/pod-high-priority.yaml sets `priority: 10` itself, which
+        # the Priority admission plugin refuses without a class: a
+        # PriorityClass of that value gives the scheduler the same pod.
+        return ("{app: high-priority}", "      priorityClassName: perf-high\n")
     if kind == "node-affinity":
         return ("{app: node-affinity}", """      affinity:
         nodeAffinity:
@@ -79,8 +96,11 @@ def spec(kind):
 """)
     raise KeyError(kind)
 
+CPU = {"low-priority": "900m", "high-priority": "3000m"}
+
 def deployment(name, ns, replicas, kind):
     labels, extra = spec(kind)
+    res = RES.replace("100m", CPU[kind]) if kind in CPU else RES
     # Each Deployment owns its pods by a label of its own, which no rule reads.
     labels = labels[:-1] + f", perf-step: {name}}}"
     # A Deployment's selector: the template labels.
@@ -97,7 +117,7 @@ spec:
 {extra}      containers:
         - name: pause
           image: registry.k8s.io/pause:3.10
-          {RES}
+          {res}
 """
 
 def human(n):
@@ -119,8 +139,26 @@ for w in W:
         # Their namespaces exist, as the API server requires (NamespaceLifecycle).
         for ns in sorted({ns_i, ns_m}):
             man += f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
-        man += deployment("init", ns_i, init, kind_i)
-        man += deployment("measured", ns_m, measure, kind_m)
+        steps = ""
+        if "preemptors" in w:
+            # The init pods first, as upstream's ops run in order: only then
+            # do the preemptors find every node full, and the measured pods
+            # follow them (the queue takes the higher priority first).
+            man += "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: perf-high}\nvalue: 10\n"
+            man += deployment("init", ns_i, init, kind_i)
+            man += deployment("preemptors", ns_m, 0, "high-priority")
+            man += deployment("measured", ns_m, 0, kind_m)
+            steps = f"""steps:
+  - name: the preemptors arrive
+    scale: {{workload: {ns_m}/Deployment/preemptors, replicas: {w['preemptors'][nodes]}}}
+  - name: the measured pods arrive
+    scale: {{workload: {ns_m}/Deployment/measured, replicas: {measure}}}
+  - name: the preemptors bind where their victims were
+    wait: {{for: 1m}}
+"""
+        else:
+            man += deployment("init", ns_i, init, kind_i)
+            man += deployment("measured", ns_m, measure, kind_m)
         with open(os.path.join(d, base + ".manifests.yaml"), "w") as f:
             f.write(man)
         namespaces = sorted({ns_i, ns_m})
@@ -138,6 +176,12 @@ for w in W:
         else:
             req = "[{key: topology.kubernetes.io/zone, operator: Exists}]"
             aname = "pods-on-zoned-nodes"
+        if "preemptors" in w:
+            describe = w["text"].format(init=human(init), pre=w["preemptors"][nodes], measure=human(measure))
+            measured_by = "its steps run only in a whole drill, so `bench run` measures it\n# (benches/scheduler_perf.rs times provisioning alone)."
+        else:
+            describe = f"{human(init)} + {human(measure)} {w['text']}"
+            measured_by = "benches/scheduler_perf.rs measures it."
         upstream_note = f"upstream {w['wl']} (threshold {w['thr']} pods/s)" if nodes == 5000 else \
             ("upstream 500Nodes" if nodes == 500 else f"twice upstream {w['wl']}")
         # The default budget is 10 000 nodes; the control planes come on top.
@@ -150,18 +194,18 @@ for w in W:
 #   (4 CPU, 32Gi, 110 pods). Every node has its own hostname; the zones are
 #   pools.
 # `bench run harness/scale/scheduler-perf/{w['name']}/{base}.yaml`;
-# benches/scheduler_perf.rs measures it.
+# {measured_by}
 apiVersion: drillbench.dev/v1alpha1
 kind: Drill
 metadata:
   name: scheduler-perf-{w['name']}-{nodes}
   description: >-
-    {human(init)} + {human(measure)} {w['text']}, onto {human(nodes)} nodes in {len(zones)} zones.
+    {describe}, onto {human(nodes)} nodes in {len(zones)} zones.
 cluster:
   pools:
 {pools}{budget}workloads:
   - path: {base}.manifests.yaml
-assertions:
+{steps}assertions:
   - name: {aname}
     placement:
       pods: {{namespaces: [{', '.join(namespaces)}]}}
