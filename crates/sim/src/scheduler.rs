@@ -313,31 +313,14 @@ impl Scheduler {
     /// message is reported, not at each retry of a pod that still waits.
     /// Call [`Scheduler::refresh`] first.
     pub(crate) fn unschedulable_reason(
-        &mut self,
+        &self,
         world: &World,
         volumes: &Volumes,
         pod: PodId,
     ) -> String {
-        let s = Scan {
-            world,
-            volumes,
-            hot: &self.hot,
-            run_end: &self.run_end,
-        };
-        let template = world.pod(pod).template.clone();
-        fill_class_views(self.classes.objects(), &template);
-        let views = template.class_views.borrow();
-        let interpod = s.interpod(&template, pod);
-        let spread = self.census.filter_state(world, pod);
-        let others = Others {
-            interpod: interpod.as_ref(),
-            spread: spread.as_ref(),
-        };
         let mut misfits: [usize; 10] = [0; 10];
-        for node in 0..world.nodes().len() {
-            if let Some(m) = s.misfit(&template, &views, pod, node, others) {
-                misfits[m as usize] += 1;
-            }
+        for m in self.misfits(world, volumes, pod).into_iter().flatten() {
+            misfits[m as usize] += 1;
         }
         let reasons: Vec<String> = [
             Misfit::NotReady,
@@ -438,6 +421,27 @@ impl Scheduler {
         volumes: &Volumes,
         pod: PodId,
     ) -> Vec<NodeId> {
+        self.misfits(world, volumes, pod)
+            .into_iter()
+            .enumerate()
+            .filter(|(_, misfit)| {
+                matches!(
+                    misfit,
+                    Some(
+                        Misfit::Resources
+                            | Misfit::PodAffinity
+                            | Misfit::ExistingAntiAffinity
+                            | Misfit::Spread
+                    )
+                )
+            })
+            .map(|(node, _)| node)
+            .collect()
+    }
+
+    /// Each node's first failing filter for the pod, through the full
+    /// filters (`None` where it fits), in the world's order.
+    fn misfits(&self, world: &World, volumes: &Volumes, pod: PodId) -> Vec<Option<Misfit>> {
         let s = Scan {
             world,
             volumes,
@@ -454,17 +458,7 @@ impl Scheduler {
             spread: spread.as_ref(),
         };
         (0..world.nodes().len())
-            .filter(|&node| {
-                matches!(
-                    s.misfit(&template, &views, pod, node, others),
-                    Some(
-                        Misfit::Resources
-                            | Misfit::PodAffinity
-                            | Misfit::ExistingAntiAffinity
-                            | Misfit::Spread
-                    )
-                )
-            })
+            .map(|node| s.misfit(&template, &views, pod, node, others))
             .collect()
     }
 
