@@ -10,12 +10,17 @@ use super::clock::after;
 use super::scheduler::NoFit;
 use super::volumes::Attach;
 use super::world::{
-    ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, SimPod, WorkloadId, WorkloadKind,
+    ClaimId, NodeId, NodePhase, Owner, PodId, PodPhase, SimPod, Template, WorkloadId, WorkloadKind,
 };
 use super::{Action, Simulation, claim_ref};
 use drillbench_model::duration::Duration;
 use drillbench_model::scenario::spec::BindingMode;
 use drillbench_observe::{EventKind, Placement};
+
+/// What makes two pending pods alike to every filter: the same template
+/// (by identity) in the same namespace, for pods without claims of their
+/// own or a nominated node.
+type Alike = (*const Template, String);
 
 impl Simulation {
     /// Binds pending pods in creation order; true if any was bound.
@@ -26,8 +31,25 @@ impl Simulation {
         let pending = self.scheduler.pending();
         self.scheduler.refresh(&self.world);
         let mut bound = false;
+        // The last pod found to fit nowhere, while nothing has been bound
+        // or preempted since: a pod alike to the filters (same template
+        // and namespace, no claims of its own, no nomination) fits nowhere
+        // either, and its pick would scan every node to that end again. A
+        // failed pick has no effect to skip (it examines every node, so
+        // the rotation ends where it began, and draws nothing): dozens of
+        // waiting replicas cost one scan per pass, not one each.
+        let mut fits_nowhere: Option<Alike> = None;
         for pod in pending {
             if self.world.pod(pod).phase != PodPhase::Pending {
+                continue;
+            }
+            let alike = {
+                let p = self.world.pod(pod);
+                (p.claims.is_empty() && p.nominated.is_none())
+                    .then(|| (Rc::as_ptr(&p.template), p.namespace.clone()))
+            };
+            if alike.is_some() && alike == fits_nowhere {
+                self.wait_unschedulable(pod, &mut fits_nowhere);
                 continue;
             }
             // A nominated pod is tried on its node first, as upstream
@@ -44,6 +66,7 @@ impl Simulation {
                 self.bind(pod, node);
                 self.scheduler.after_bind(&self.world, node);
                 bound = true;
+                fits_nowhere = None;
                 continue;
             }
             let picked = self
@@ -54,24 +77,34 @@ impl Simulation {
                     self.bind(pod, node);
                     self.scheduler.after_bind(&self.world, node);
                     bound = true;
+                    fits_nowhere = None;
                 }
                 Err(NoFit) => {
-                    // Said once per wait, as the cluster was when the pod
-                    // was found to fit nowhere (before it preempts).
-                    let reason = (!self.world.pod(pod).unschedulable_reported).then(|| {
-                        self.scheduler
-                            .unschedulable_reason(&self.world, &self.volumes, pod)
-                    });
-                    self.preempt(pod);
-                    if let Some(reason) = reason {
-                        self.world.pod_mut(pod).unschedulable_reported = true;
-                        let r = self.world.pod_ref(pod);
-                        self.record(EventKind::PodUnschedulable, r, None, &reason);
-                    }
+                    fits_nowhere = alike;
+                    self.wait_unschedulable(pod, &mut fits_nowhere);
                 }
             }
         }
         bound
+    }
+
+    /// A pod that fits nowhere preempts if it may, and says why it waits
+    /// once per wait, as the cluster was when it was found to fit nowhere
+    /// (before it preempts). A preemption changes the cluster, so the pod
+    /// after it is picked afresh.
+    fn wait_unschedulable(&mut self, pod: PodId, fits_nowhere: &mut Option<Alike>) {
+        let reason = (!self.world.pod(pod).unschedulable_reported).then(|| {
+            self.scheduler
+                .unschedulable_reason(&self.world, &self.volumes, pod)
+        });
+        if self.preempt(pod) {
+            *fits_nowhere = None;
+        }
+        if let Some(reason) = reason {
+            self.world.pod_mut(pod).unschedulable_reported = true;
+            let r = self.world.pod_ref(pod);
+            self.record(EventKind::PodUnschedulable, r, None, &reason);
+        }
     }
 
     /// Forgets that pods were reported unschedulable, after the cluster
