@@ -23,11 +23,11 @@ use drillbench_kyverno::{
     UserInfo, policy,
 };
 use drillbench_model::labels::NAMESPACE_NAME_LABEL;
-
-use crate::admission_memo::{self, Digest};
 use drillbench_model::manifest::Document;
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use serde_json::{Value, json};
+
+use crate::admission_memo::{self, Digest};
 
 /// Reads the drill's policy documents; a policy the engine cannot read is
 /// an error at its `file:line:column`.

@@ -158,10 +158,9 @@ pub struct Simulation {
     images: Images,
     /// What happened.
     obs: Observation,
-    /// The drill's Kyverno policies and the objects their context entries
-    /// read: admission for the objects applied later through the API.
-    /// The drill's Kyverno policies, their digest and the objects their
-    /// context entries read.
+    /// The drill's Kyverno policies, their digest (the admission memo's
+    /// key) and the objects their context entries read: admission for the
+    /// objects applied later through the API.
     policies: Rc<(Vec<drillbench_kyverno::Policy>, Digest, ManifestCluster)>,
     /// The cluster's PriorityClasses: what pods applied later resolve
     /// their priority from.
