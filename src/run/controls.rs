@@ -68,6 +68,8 @@ enum Subjects<'a> {
     Pinned(&'a str),
     /// The pods of the workloads the backups left out.
     LeftOut(&'a [String]),
+    /// Any of these: several safeguards were taken away at once.
+    Any(Vec<Subjects<'a>>),
 }
 
 /// Judges a negative control against the real run's observation.
@@ -199,21 +201,19 @@ fn judge_with(
                 Some(guard) => Expect::PreflightRefuses(guard.value),
                 None => Expect::MustFail(&weaken.must_fail),
             };
+            let parts = weaken.change.value.parts();
             let declared = trace::Declared {
-                added_faults: usize::from(
-                    weaken.change.value == DrillChange::SecondFaultBeforePromotion,
-                ),
+                added_faults: parts
+                    .iter()
+                    .filter(|c| ***c == DrillChange::SecondFaultBeforePromotion)
+                    .count(),
                 dropped_steps: dropped_steps(drill, &weaken.change.value),
             };
-            let subjects = match weaken.change.value {
-                DrillChange::NoNodeReplacement | DrillChange::SkipSteps(_) => {
-                    Subjects::FaultedNodes
-                }
-                DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_) => Subjects::Restores,
-                DrillChange::DrainWithoutEviction => Subjects::Deleted,
-                DrillChange::PinWorkload(ref pin) => Subjects::Pinned(&pin.workload),
-                DrillChange::ExcludedFromBackup(ref w) => Subjects::LeftOut(w),
-                _ => Subjects::ControlPlane,
+            let mut subjects: Vec<Subjects<'_>> = parts.into_iter().map(subjects_of).collect();
+            let subjects = if subjects.len() == 1 {
+                subjects.remove(0)
+            } else {
+                Subjects::Any(subjects)
             };
             (
                 weaken_drill(drill, weaken),
@@ -357,18 +357,39 @@ fn settled_by(drill: &Drill, must_fail: &[Located<String>], real: &Observation) 
     latest
 }
 
+/// Whose failure proves a single weakening bit.
+fn subjects_of(change: &DrillChange) -> Subjects<'_> {
+    match change {
+        DrillChange::NoNodeReplacement
+        | DrillChange::SkipSteps(_)
+        | DrillChange::UpgradeWithoutSettling => Subjects::FaultedNodes,
+        DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_) => Subjects::Restores,
+        DrillChange::DrainWithoutEviction => Subjects::Deleted,
+        DrillChange::PinWorkload(pin) => Subjects::Pinned(&pin.workload),
+        DrillChange::ExcludedFromBackup(w) => Subjects::LeftOut(w),
+        DrillChange::All(changes) => Subjects::Any(changes.iter().map(subjects_of).collect()),
+        DrillChange::SecondFaultBeforePromotion
+        | DrillChange::EndpointWithoutFailover
+        | DrillChange::KubeconfigOnNode
+        | DrillChange::StartWithControlPlanes(_)
+        | DrillChange::StartWithLearner => Subjects::ControlPlane,
+    }
+}
+
 /// Safeguards a real backend cannot take away are refused rather than
 /// run without effect (which would read as "no teeth").
 fn weakening_supported(control: &Control, backend: &str) -> bool {
     match control {
         Control::Weaken(w) => {
             backend == "sim"
-                || matches!(
-                    w.change.value,
-                    DrillChange::SecondFaultBeforePromotion
-                        | DrillChange::NoNodeReplacement
-                        | DrillChange::SkipSteps(_)
-                )
+                || w.change.value.parts().into_iter().all(|c| {
+                    matches!(
+                        c,
+                        DrillChange::SecondFaultBeforePromotion
+                            | DrillChange::NoNodeReplacement
+                            | DrillChange::SkipSteps(_)
+                    )
+                })
         }
         _ => true,
     }
@@ -425,16 +446,7 @@ fn must_fail_verdict(
         .map(|m| m.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    let whose = match subjects {
-        Subjects::Guard(g) => format!("the pods guard `{}` governs", g.name.value),
-        Subjects::Policy(name, _) => format!("the pods policy `{name}` governs"),
-        Subjects::ControlPlane => "the control plane after the fault".to_owned(),
-        Subjects::FaultedNodes => "the nodes the faults hit and their pods".to_owned(),
-        Subjects::Restores => "the restore from the weakened backups".to_owned(),
-        Subjects::Deleted => "the pods a drain deleted without the eviction API".to_owned(),
-        Subjects::Pinned(w) => format!("the pods of `{w}`, pinned to one node"),
-        Subjects::LeftOut(w) => format!("the pods of {}, left out of the backups", w.join(", ")),
-    };
+    let whose = whose(subjects);
     let (conclusion, failed, why) = if !diverged.is_empty() {
         (
             ControlConclusion::Inconclusive,
@@ -487,6 +499,21 @@ fn must_fail_verdict(
     judged.result.bound = format!("{names} must fail with {how}");
     judged.result.evidence = evidence;
     judged
+}
+
+/// The subjects, as a control's verdict names them.
+fn whose(subjects: &Subjects<'_>) -> String {
+    match subjects {
+        Subjects::Guard(g) => format!("the pods guard `{}` governs", g.name.value),
+        Subjects::Policy(name, _) => format!("the pods policy `{name}` governs"),
+        Subjects::ControlPlane => "the control plane after the fault".to_owned(),
+        Subjects::FaultedNodes => "the nodes the faults hit and their pods".to_owned(),
+        Subjects::Restores => "the restore from the weakened backups".to_owned(),
+        Subjects::Deleted => "the pods a drain deleted without the eviction API".to_owned(),
+        Subjects::Pinned(w) => format!("the pods of `{w}`, pinned to one node"),
+        Subjects::LeftOut(w) => format!("the pods of {}, left out of the backups", w.join(", ")),
+        Subjects::Any(all) => all.iter().map(whose).collect::<Vec<_>>().join(" or "),
+    }
 }
 
 /// The failing evidence that involves the subjects; empty when none does.
@@ -583,6 +610,17 @@ fn involves<'e>(
                 .filter(|p| deleted.contains_key(&p.pod));
             let since = deleted.values().copied().min().unwrap_or(u64::MAX);
             short_workload_evidence(assertion, result, obs, lost, since)
+        }
+        Subjects::Any(all) => {
+            let mut found: Vec<&Evidence> = Vec::new();
+            for subjects in all {
+                for e in involves(subjects, assertion, result, real, obs, first_fault) {
+                    if !found.iter().any(|f| std::ptr::eq(*f, e)) {
+                        found.push(e);
+                    }
+                }
+            }
+            found
         }
         Subjects::ControlPlane => {
             let about_the_control_plane = match &assertion.kind {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use drillbench_assert as assert;
 use drillbench_model::drill::Drill;
 use drillbench_model::policy_guard;
-use drillbench_model::scenario::located::Located;
+use drillbench_model::scenario::located::{Located, Position};
 use drillbench_model::scenario::spec::{
     AblationControl, BackupPhase, DrillChange, Fault, GuardChange, NodeFault, Target, WeakenControl,
 };
@@ -59,6 +59,10 @@ pub(super) fn describe_weakening(change: &DrillChange) -> String {
         DrillChange::DrainWithoutEviction => {
             "drains that delete pods without the eviction API".to_owned()
         }
+        DrillChange::UpgradeWithoutSettling => {
+            "an upgrade that takes the next node without waiting for the workloads to be Ready"
+                .to_owned()
+        }
         DrillChange::NewestBackupFailed => {
             "the newest backup not completed (PartiallyFailed)".to_owned()
         }
@@ -85,12 +89,21 @@ pub(super) fn describe_weakening(change: &DrillChange) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+        DrillChange::All(changes) => changes
+            .iter()
+            .map(describe_weakening)
+            .collect::<Vec<_>>()
+            .join(", and "),
     }
 }
 
 /// The steps a weakening drops, by label.
 pub(super) fn dropped_steps(drill: &Drill, change: &DrillChange) -> Vec<String> {
     match change {
+        DrillChange::All(changes) => changes
+            .iter()
+            .flat_map(|c| dropped_steps(drill, c))
+            .collect(),
         DrillChange::NoNodeReplacement => drill
             .steps
             .iter()
@@ -180,29 +193,40 @@ pub(super) fn changes_only_steps(change: &DrillChange) -> bool {
         | DrillChange::StartWithControlPlanes(_)
         | DrillChange::StartWithLearner
         | DrillChange::DrainWithoutEviction
+        | DrillChange::UpgradeWithoutSettling
         | DrillChange::NewestBackupFailed
         | DrillChange::BackupTakes(_)
         | DrillChange::ExcludedFromBackup(_)
         | DrillChange::PinWorkload(_) => false,
+        DrillChange::All(changes) => changes.iter().all(changes_only_steps),
     }
 }
 
 /// The drill with one safeguard of its procedure taken away.
 pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
     let mut weakened = drill.clone();
-    match &weaken.change.value {
+    for change in weaken.change.value.parts() {
+        take_away(&mut weakened, change, weaken.change.at);
+    }
+    weakened
+}
+
+/// One safeguard taken away from the drill; `at` is where the control
+/// names it.
+fn take_away(weakened: &mut Drill, change: &DrillChange, at: Position) {
+    match change {
         DrillChange::SecondFaultBeforePromotion => {
             // Right after each recreate, before anything waits for the
             // new member: another control plane goes down.
             let mut steps = Vec::new();
-            for step in weakened.steps {
+            for step in std::mem::take(&mut weakened.steps) {
                 let recreate = matches!(
                     &step.action,
                     Action::Fault(f) if matches!(f.value, Fault::RecreateControlPlane(_))
                 );
                 let at = match &step.action {
                     Action::Fault(f) => f.at,
-                    _ => weaken.change.at,
+                    _ => at,
                 };
                 steps.push(step);
                 if recreate {
@@ -241,6 +265,7 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
         DrillChange::NoNodeReplacement => weakened.steps.retain(|s| !is_replacement(s)),
         DrillChange::SkipSteps(skipped) => weakened.steps.retain(|s| !skipped.contains(&s.label)),
         DrillChange::DrainWithoutEviction => weakened.topology.drains_bypass_budgets = true,
+        DrillChange::UpgradeWithoutSettling => weakened.topology.upgrade_skips_settling = true,
         DrillChange::NewestBackupFailed => {
             for backup in &mut weakened.topology.backups {
                 backup.last_phase = BackupPhase::PartiallyFailed;
@@ -268,8 +293,9 @@ pub(super) fn weaken_drill(drill: &Drill, weaken: &WeakenControl) -> Drill {
                 captured.placements.by_workload.remove(&pin.workload);
             }
         }
+        // Taken apart by `parts`.
+        DrillChange::All(_) => {}
     }
-    weakened
 }
 
 /// A pod template's `nodeSelector` gains `kubernetes.io/hostname: NODE`:

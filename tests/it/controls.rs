@@ -248,7 +248,7 @@ fn the_built_ins_uncovered_assertions_are_exactly_the_known_gaps() {
         ("autoscaler-scale-down", &["pdbs-respected"]),
         ("node-loss", &[]),
         ("unlabelled-autoscaler-node", &["pdbs-respected"]),
-        ("pre-upgrade", &["openbao-availability"]),
+        ("pre-upgrade", &[]),
         ("full-rebuild", &[]),
         ("stranded-pool", &["pdbs-respected"]),
         ("namespace-restore", &[]),

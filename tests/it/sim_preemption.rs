@@ -299,3 +299,43 @@ fn a_running_pods_anti_affinity_is_preempted_away_by_a_higher_priority_pod() {
     assert!(preemptions(&sim).is_empty());
     assert_eq!(pods_of(&sim, "vip-")[0].phase, PodPhase::Ready);
 }
+
+// runtime/framework.go `addGENominatedPods`, which preemption's dry run
+// goes through too (`SelectVictimsOnNode` filters with
+// `RunFilterPluginsWithNominatedPods`): the second of two preemptors
+// counts the first one's nomination, so it makes room on the other node
+// in the same instant, and both bind once their victims are gone.
+// Control: a third finds both nodes promised, so it preempts nothing and
+// waits.
+#[test]
+fn preemptors_count_each_others_nominations() {
+    let run = |replicas: u32| {
+        let mut sim = full_baseline(&vip("high"));
+        let at = sim.now();
+        scale(&mut sim, "vip", replicas);
+        sim.advance_to(at + 2 * MIN);
+        (sim, at)
+    };
+    let (sim, at) = run(2);
+    let preempted_at: Vec<u64> = sim
+        .observation()
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::PodPreempted)
+        .map(|e| e.at_ms - at)
+        .collect();
+    assert_eq!(preempted_at, [0, 0], "both at once");
+    let vips = pods_of(&sim, "vip-");
+    assert!(vips.iter().all(|p| p.phase == PodPhase::Ready), "{vips:?}");
+    let nodes: std::collections::BTreeSet<String> =
+        vips.iter().filter_map(|p| node_of(&sim, &p.name)).collect();
+    assert_eq!(nodes.len(), 2, "one on each node: {nodes:?}");
+
+    let (sim, _) = run(3);
+    assert_eq!(preemptions(&sim).len(), 2, "control: no third victim");
+    let waiting: Vec<_> = pods_of(&sim, "vip-")
+        .into_iter()
+        .filter(|p| p.phase == PodPhase::Pending)
+        .collect();
+    assert_eq!(waiting.len(), 1, "control: the third waits");
+}

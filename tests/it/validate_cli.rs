@@ -158,6 +158,11 @@ const CORPUS: &[(&str, &str, &str)] = &[
         "`pinWorkload` names `worker-9`, which is not a static node of the cluster",
     ),
     (
+        "weaken-all-empty-or-unpaced",
+        "22:17",
+        "`all` names no change; expected the safeguards taken away",
+    ),
+    (
         "skip-steps-unknown-or-every-fault",
         "22:17",
         "`skipSteps` names `drain the node`, which is not a step of the drill",

@@ -1372,7 +1372,22 @@ impl<'t> References<'t> {
         });
         let preflight = spec.steps.iter().any(|s| s.preflight.is_some());
         let at = weaken.change.at;
-        match &weaken.change.value {
+        if let DrillChange::All(changes) = &weaken.change.value {
+            if changes.is_empty() {
+                checker.error(
+                    at,
+                    "`all` names no change; expected the safeguards taken away",
+                );
+            }
+            if changes.iter().any(|c| matches!(c, DrillChange::All(_))) {
+                checker.error(
+                    at,
+                    "`all` inside `all`; expected the changes listed in one `all`",
+                );
+            }
+        }
+        for change in weaken.change.value.parts() {
+            match change {
             DrillChange::SecondFaultBeforePromotion if !recreates => checker.error(
                 at,
                 "`secondFaultBeforePromotion` follows a control-plane recreate, but the drill \
@@ -1439,6 +1454,19 @@ impl<'t> References<'t> {
                      a node; expected a `deleteNode` with `drain: true` or a `rollingUpgrade`",
                 )
             }
+            DrillChange::UpgradeWithoutSettling
+                if !spec.steps.iter().any(|s| {
+                    s.fault
+                        .as_ref()
+                        .is_some_and(|f| matches!(f.value, Fault::RollingUpgrade(_)))
+                }) =>
+            {
+                checker.error(
+                    at,
+                    "`upgradeWithoutSettling` changes how a rolling upgrade paces its nodes, \
+                     but the drill has no `rollingUpgrade` step",
+                )
+            }
             DrillChange::NewestBackupFailed | DrillChange::BackupTakes(_)
                 if self.topology.backups.is_empty() =>
             {
@@ -1500,6 +1528,7 @@ impl<'t> References<'t> {
                 )
             }
             _ => {}
+        }
         }
         if let Some(guard) = &weaken.preflight_refuses
             && !preflight

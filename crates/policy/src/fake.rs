@@ -333,6 +333,7 @@ pub(super) fn topology(min: u32, max: u32) -> Topology {
         backups: Vec::new(),
         latencies: Default::default(),
         drains_bypass_budgets: false,
+        upgrade_skips_settling: false,
     }
 }
 

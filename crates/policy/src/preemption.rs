@@ -122,9 +122,20 @@ pub fn select_victims<P: Copy>(
     })
 }
 
+/// `calculateNumCandidates` with the default `DefaultPreemptionArgs`
+/// (`minCandidateNodesPercentage: 10`, `minCandidateNodesAbsolute: 100`;
+/// `pkg/scheduler/apis/config/v1/defaults.go`): how many candidates the
+/// dry run looks for among the `potential` nodes. `DryRunPreemption`
+/// visits them from a random offset and stops once it has found that
+/// many, at least one of them breaking no budget (kubernetes PR #94814,
+/// "enumerate fewer candidates").
+pub fn candidates_to_find(potential: usize) -> usize {
+    (potential / 10).max(100).min(potential)
+}
+
 /// `pickOneNodeForPreemption`: the index of the candidate to preempt on,
-/// `None` when there is none. Candidates come in the world's node order,
-/// which breaks the last tie.
+/// `None` when there is none. Candidates come as the dry run found them,
+/// those breaking no budget first; that order breaks the last tie.
 pub fn pick_candidate<P>(candidates: &[Victims<P>]) -> Option<usize> {
     // A node needing no victim at all (its pods left meanwhile) wins.
     if let Some(i) = candidates.iter().position(|c| c.pods.is_empty()) {

@@ -157,7 +157,7 @@ impl Simulation {
             self.reboot(node, reboot);
             self.uncordon(node);
             outcome.done.push(name);
-            self.wait_until(SETTLE_BOUND, |s| s.all_ready_now());
+            self.settle_after_upgrade();
         }
         for (name, node) in recycled {
             if self.world.node(node).phase == NodePhase::Gone
@@ -171,9 +171,17 @@ impl Simulation {
             }
             self.delete_server_now(node);
             outcome.done.push(name);
-            self.wait_until(SETTLE_BOUND, |s| s.all_ready_now());
+            self.settle_after_upgrade();
         }
         outcome
+    }
+
+    /// Waits for every workload to be Ready again before the upgrade takes
+    /// the next node, unless a negative control took that wait away.
+    fn settle_after_upgrade(&mut self) {
+        if !self.topology.upgrade_skips_settling {
+            self.wait_until(SETTLE_BOUND, |s| s.all_ready_now());
+        }
     }
 
     /// Whether every workload has all its replicas ready right now.

@@ -31,17 +31,39 @@ pub(super) fn loaded(values: Vec<Value>) -> Loaded {
 /// The template of a bare pod labelled `app`, requesting 100m and 1Gi,
 /// with `spec` merged into its pod spec.
 pub(super) fn template_with(app: &str, spec: Value) -> Rc<Template> {
+    loaded(vec![bare_pod(app, spec)])
+        .workloads
+        .remove(0)
+        .template
+}
+
+/// [`template_with`], in a PriorityClass of value `priority`.
+pub(super) fn template_of_priority(app: &str, priority: i32, mut spec: Value) -> Rc<Template> {
+    let class = format!("priority-{priority}");
+    if let Value::Object(spec) = &mut spec {
+        spec.insert("priorityClassName".to_owned(), json!(class));
+    }
+    let class = json!({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": class}, "value": priority
+    });
+    loaded(vec![class, bare_pod(app, spec)])
+        .workloads
+        .remove(0)
+        .template
+}
+
+fn bare_pod(app: &str, spec: Value) -> Value {
     let mut pod_spec = json!({"containers": [{"name": "c", "image": "i",
         "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}}}]});
     if let (Some(into), Value::Object(extra)) = (pod_spec.as_object_mut(), spec) {
         into.extend(extra);
     }
-    let pod = json!({
+    json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": app, "namespace": "ns", "labels": {"app": app}},
         "spec": pod_spec
-    });
-    loaded(vec![pod]).workloads.remove(0).template
+    })
 }
 
 /// The template of a bare pod labelled `app`, requesting 100m and 1Gi.

@@ -115,11 +115,12 @@ impl Simulation {
         }
     }
 
-    /// Takes a pod out of the scheduling queue.
+    /// Takes a pod out of the scheduling queue, and its nomination with it.
     fn unqueue(&mut self, pod: PodId) {
         let p = self.world.pod(pod);
         let (priority, created_at) = (p.template.priority.value, p.created_at);
         self.scheduler.dequeue(priority, created_at, pod);
+        self.nominate(pod, None);
     }
 
     pub(super) fn mark_owner_dirty(&mut self, pod: PodId) {
@@ -208,7 +209,6 @@ impl Simulation {
     /// Binds a pod to a node and starts it, unless a volume blocks it.
     pub(super) fn bind(&mut self, pod: PodId, node: NodeId) {
         self.unqueue(pod);
-        self.world.pod_mut(pod).nominated = None;
         self.world.bind(pod, node);
         self.world.set_pod_phase(pod, PodPhase::Starting);
         let r = self.world.pod_ref(pod);

@@ -10,9 +10,18 @@ use super::Simulation;
 use super::state::World;
 use super::world::{NodeId, PodId, PodPhase};
 use drillbench_observe::EventKind;
-use drillbench_policy::preemption::{Resident, Victims, pick_candidate, select_victims};
+use drillbench_policy::preemption::{
+    Resident, Victims, candidates_to_find, pick_candidate, select_victims,
+};
 
 impl Simulation {
+    /// Nominates a pending pod to a node, or clears its nomination: the
+    /// filters count it there for the pods of lower or equal priority.
+    pub(super) fn nominate(&mut self, pod: PodId, node: Option<NodeId>) {
+        let from = std::mem::replace(&mut self.world.pod_mut(pod).nominated, node);
+        self.scheduler.renominate(pod, from, node);
+    }
+
     /// Preempts for a pod that fits nowhere; true when it did (victims
     /// deleted, the pod nominated). Call after a failed pick in a pass.
     pub(super) fn preempt(&mut self, pod: PodId) -> bool {
@@ -49,11 +58,21 @@ impl Simulation {
                     .unwrap_or(0)
             })
             .collect();
-        let mut found: Vec<(NodeId, Victims<PodId>)> = Vec::new();
-        for node in self
+        // `DryRunPreemption`: from a random offset among the nodes where
+        // preemption might help, until enough candidates are found, one
+        // of them breaking no budget. Those breaking none come first.
+        let potential = self
             .scheduler
-            .preemption_candidates(&self.world, &self.volumes, pod)
-        {
+            .preemption_candidates(&self.world, &self.volumes, pod);
+        if potential.is_empty() {
+            return false;
+        }
+        let wanted = candidates_to_find(potential.len());
+        let offset = self.engine.rng().index(potential.len());
+        let mut found: Vec<(NodeId, Victims<PodId>)> = Vec::new();
+        let mut violating: Vec<(NodeId, Victims<PodId>)> = Vec::new();
+        for i in 0..potential.len() {
+            let node = potential[(offset + i) % potential.len()];
             let residents: Vec<Resident<PodId>> = self
                 .world
                 .node(node)
@@ -83,15 +102,25 @@ impl Simulation {
                     .fits_without(&self.world, &self.volumes, pod, node, &removed)
             });
             if let Some(victims) = victims {
-                found.push((node, victims));
+                // Each list holds at most the number wanted (upstream's
+                // `candidateList` drops what comes after).
+                if victims.pdb_violations == 0 {
+                    found.push((node, victims));
+                } else if violating.len() < wanted {
+                    violating.push((node, victims));
+                }
+                if !found.is_empty() && found.len() + violating.len() >= wanted {
+                    break;
+                }
             }
         }
+        found.append(&mut violating);
         let summaries: Vec<Victims<PodId>> = found.iter().map(|(_, v)| v.clone()).collect();
         let Some(chosen) = pick_candidate(&summaries) else {
             return false;
         };
         let (node, victims) = found.swap_remove(chosen);
-        self.world.pod_mut(pod).nominated = Some(node);
+        self.nominate(pod, Some(node));
         // Lower-priority pods nominated to the node may no longer fit
         // there: their nomination is cleared.
         for other in self.scheduler.pending() {
@@ -99,7 +128,7 @@ impl Simulation {
                 && self.world.pod(other).nominated == Some(node)
                 && lower(&self.world, other)
             {
-                self.world.pod_mut(other).nominated = None;
+                self.nominate(other, None);
             }
         }
         let preemptor = self.world.pod(pod).key();

@@ -34,13 +34,19 @@
 //! Both read their counts per domain from the pod groups where they can
 //! (`spread_counts`), so a spread pod costs its domains, not every node.
 //!
+//! A pending pod nominated to a node by its preemption counts there, as
+//! if it ran, for every pod of equal or lower priority, and such a pod
+//! must fit both with and without it (upstream's
+//! `RunFilterPluginsWithNominatedPods`); nodes with nominations always go
+//! through the full filters.
+//!
 //! Not modelled: the system default spread constraints (which would score
 //! every Deployment, ReplicaSet and StatefulSet pod that declares no
 //! constraint), preferred inter-pod affinity, image locality, volume limits per node,
 //! preferred node-affinity terms on per-node fields (the hostname).
 
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
 
@@ -133,6 +139,9 @@ pub(crate) struct Scheduler {
     class_score_buf: Vec<i64>,
     /// What topology spread learnt about the nodes in this pass.
     census: SpreadCensus,
+    /// The pending pods nominated to each node by their preemption
+    /// (`status.nominatedNodeName`), which the filters count there.
+    nominated: BTreeMap<NodeId, Vec<PodId>>,
 }
 
 impl Scheduler {
@@ -166,6 +175,21 @@ impl Scheduler {
     /// Whether a pod waits.
     pub(crate) fn has_pending(&self) -> bool {
         !self.pending.is_empty()
+    }
+
+    /// A pod's nomination moved from `from` to `to` (either `None`).
+    pub(crate) fn renominate(&mut self, pod: PodId, from: Option<NodeId>, to: Option<NodeId>) {
+        if let Some(node) = from
+            && let Some(pods) = self.nominated.get_mut(&node)
+        {
+            pods.retain(|&p| p != pod);
+            if pods.is_empty() {
+                self.nominated.remove(&node);
+            }
+        }
+        if let Some(node) = to {
+            self.nominated.entry(node).or_default().push(pod);
+        }
     }
 
     /// The compact state of every node, rebuilt from the nodes: nodes may
@@ -234,6 +258,7 @@ impl Scheduler {
             volumes,
             hot: &self.hot,
             run_end: &self.run_end,
+            nominated: &self.nominated,
         };
         let template = world.pod(pod).template.clone();
         fill_class_views(self.classes.objects(), &template);
@@ -447,6 +472,7 @@ impl Scheduler {
             volumes,
             hot: &self.hot,
             run_end: &self.run_end,
+            nominated: &self.nominated,
         };
         let template = world.pod(pod).template.clone();
         fill_class_views(self.classes.objects(), &template);
@@ -479,6 +505,7 @@ impl Scheduler {
             volumes,
             hot: &self.hot,
             run_end: &self.run_end,
+            nominated: &self.nominated,
         };
         let p = world.pod(pod);
         let template = p.template.clone();
@@ -521,6 +548,7 @@ impl Scheduler {
             volumes,
             hot: &self.hot,
             run_end: &self.run_end,
+            nominated: &self.nominated,
         };
         let (mut compared, mut fitting, mut vouched) = (0, 0, 0);
         for (template, pod) in templates {
@@ -590,6 +618,7 @@ struct Scan<'a> {
     volumes: &'a Volumes,
     hot: &'a [HotNode],
     run_end: &'a [u32],
+    nominated: &'a BTreeMap<NodeId, Vec<PodId>>,
 }
 
 impl Scan<'_> {
@@ -679,8 +708,9 @@ impl Scan<'_> {
 
     /// Whether the pod fits the node: from the compact state when the
     /// node's flag and the class's verdicts vouch for everything but
-    /// capacity, through the full filters otherwise. Decides exactly what
-    /// `misfit(…).is_none()` decides (a test holds it to that).
+    /// capacity (and no pod is nominated there), through the full filters
+    /// otherwise. Decides exactly what `misfit(…).is_none()` decides (a
+    /// test holds it to that).
     #[inline]
     fn fits(
         &self,
@@ -693,14 +723,15 @@ impl Scan<'_> {
     ) -> bool {
         let h = self.hot[node];
         let view = views[h.class as usize].unwrap_or_default();
-        if h.plain && view.fits && view.tolerated && !node_level {
+        let nominated = !self.nominated.is_empty() && self.nominated.contains_key(&node);
+        if h.plain && view.fits && view.tolerated && !node_level && !nominated {
             let requests = template.requests;
             requests.cpu <= h.free.cpu
                 && requests.memory <= h.free.memory
                 && h.room > 0
                 && (others.is_empty()
                     || self
-                        .other_pods_misfit(others, template, pod, node)
+                        .other_pods_misfit(others, template, pod, node, &[])
                         .is_none())
         } else {
             self.misfit(template, views, pod, node, others).is_none()
@@ -718,8 +749,27 @@ impl Scan<'_> {
         self.misfit_freed(template, classes, pod, node, others, Freed::default())
     }
 
+    /// The pods nominated to `node` that the filters count for `pod` as if
+    /// they ran there (`addGENominatedPods`): those of equal or higher
+    /// priority, but the pod itself.
+    fn nominated_for(&self, pod: PodId, node: NodeId) -> Vec<PodId> {
+        let Some(nominated) = self.nominated.get(&node) else {
+            return Vec::new();
+        };
+        let priority = self.world.pod(pod).template.priority.value;
+        nominated
+            .iter()
+            .copied()
+            .filter(|&p| p != pod && self.world.pod(p).template.priority.value >= priority)
+            .collect()
+    }
+
     /// [`Scan::misfit`], with `freed` taken off the node's requests and
-    /// pods (preemption's dry run without its victims).
+    /// pods (preemption's dry run without its victims). As upstream's
+    /// `RunFilterPluginsWithNominatedPods`, the filters run with the pods
+    /// nominated to the node added, and then, if any were and the pod
+    /// passed, once more without them: a nominated pod may never come,
+    /// so the pod must fit either way.
     fn misfit_freed(
         &self,
         template: &Template,
@@ -728,6 +778,29 @@ impl Scan<'_> {
         node: NodeId,
         others: Others<'_>,
         freed: Freed,
+    ) -> Option<Misfit> {
+        let nominated = self.nominated_for(pod, node);
+        if !nominated.is_empty() {
+            let with = Freed {
+                added: &nominated,
+                ..freed
+            };
+            if let Some(misfit) = self.misfit_changed(template, classes, pod, node, others, with) {
+                return Some(misfit);
+            }
+        }
+        self.misfit_changed(template, classes, pod, node, others, freed)
+    }
+
+    /// The first filter the pod fails on the node as `change` leaves it.
+    fn misfit_changed(
+        &self,
+        template: &Template,
+        classes: &[Option<ClassView>],
+        pod: PodId,
+        node: NodeId,
+        others: Others<'_>,
+        change: Freed,
     ) -> Option<Misfit> {
         let n = self.world.node(node);
         if !n.is_ready() || !n.server_up || n.draining {
@@ -745,16 +818,18 @@ impl Scan<'_> {
         if !fits || (template.per_node && !template.required.matches(&n.object)) {
             return Some(Misfit::Affinity);
         }
-        let requests = template.requests;
-        let requested = n.requested.minus(freed.requests);
-        let pods = (n.pods.len() as u32).saturating_sub(freed.pods);
-        if !requested.plus(requests).fits_in(n.allocatable) || pods >= n.max_pods {
+        let mut requested = n.requested.minus(change.requests);
+        for &p in change.added {
+            requested = requested.plus(self.world.pod(p).template.requests);
+        }
+        let pods = (n.pods.len() as u32).saturating_sub(change.pods) + change.added.len() as u32;
+        if !requested.plus(template.requests).fits_in(n.allocatable) || pods >= n.max_pods {
             return Some(Misfit::Resources);
         }
         if !self.volume_topology_ok(pod, n) {
             return Some(Misfit::VolumeAffinity);
         }
-        self.other_pods_misfit(others, template, pod, node)
+        self.other_pods_misfit(others, template, pod, node, change.added)
     }
 
     /// VolumeBinding for bound volumes: the node is in the topology domain
@@ -769,26 +844,65 @@ impl Scan<'_> {
         })
     }
 
-    /// What the filters that read other pods make of the node: topology
-    /// spread, then inter-pod affinity (upstream's filter order).
+    /// What the filters that read other pods make of the node, with the
+    /// `added` pods counted there: topology spread, then inter-pod
+    /// affinity (upstream's filter order).
     fn other_pods_misfit(
         &self,
         others: Others<'_>,
         template: &Template,
         pod: PodId,
         node: NodeId,
+        added: &[PodId],
     ) -> Option<Misfit> {
         let n = self.world.node(node);
         let namespace = &self.world.pod(pod).namespace;
-        if let Some(state) = others.spread {
-            match state.filter_at(&spread_pod(namespace, template), &n.object, Some(node)) {
+        let incoming_spread = spread_pod(namespace, template);
+        // Pods added to the node enter its domains' counts, as upstream's
+        // `PreFilterExtensions.AddPod` updates the filters' state.
+        let mut spread_added = None;
+        if let Some(state) = others.spread
+            && !added.is_empty()
+        {
+            let mut state = state.clone();
+            state.add_node_at(&incoming_spread, &n.object, Some(node), |i| {
+                let c = &template.spread[i];
+                added
+                    .iter()
+                    .filter(|&&p| {
+                        let p = self.world.pod(p);
+                        c.counts(namespace, &p.namespace, &p.template.labels)
+                    })
+                    .count() as u32
+            });
+            spread_added = Some(state);
+        }
+        if let Some(state) = spread_added.as_ref().or(others.spread) {
+            match state.filter_at(&incoming_spread, &n.object, Some(node)) {
                 Ok(()) => {}
                 Err(SpreadMisfit::MissingLabel) => return Some(Misfit::SpreadLabel),
                 Err(SpreadMisfit::Skew) => return Some(Misfit::Spread),
             }
         }
-        let state = others.interpod?;
         let incoming = terms(self.world, namespace, template);
+        let mut interpod_added = None;
+        if !added.is_empty() {
+            let mut state = others.interpod.cloned().unwrap_or_default();
+            for &p in added {
+                let p = self.world.pod(p);
+                state.add(
+                    &incoming,
+                    &terms(self.world, &p.namespace, &p.template),
+                    n.labels(),
+                );
+            }
+            interpod_added = (!state.is_trivial(&incoming)).then_some(state);
+        }
+        let state = if added.is_empty() {
+            others.interpod?
+        } else {
+            interpod_added.as_ref()?
+        };
         // The groups' counts were numbered over the world's nodes.
         match state.filter_at(&incoming, n.labels(), Some(node)) {
             Ok(()) => None,
@@ -814,12 +928,14 @@ impl Others<'_> {
     }
 }
 
-/// What preemption's dry run takes off a node: its victims' requests
-/// and number.
+/// How the filters see a node changed: preemption's dry run takes its
+/// victims' requests and number off, and the pods nominated there are
+/// added.
 #[derive(Debug, Clone, Copy, Default)]
-struct Freed {
+struct Freed<'a> {
     requests: Resources,
     pods: u32,
+    added: &'a [PodId],
 }
 
 /// A pod of `namespace` made from `template`, as the inter-pod filter
@@ -1077,6 +1193,137 @@ mod tests {
         // Control: once db no longer holds the node, web goes there.
         world.release(d);
         assert_eq!(pick(&world, &mut scheduler, p, 1), Ok(0));
+    }
+
+    /// A bare pod `app` of a PriorityClass of `priority`, requesting
+    /// `memory`, with `spec` merged into its pod spec, added to the world.
+    fn add_sized(
+        world: &mut World,
+        app: &str,
+        priority: i32,
+        memory: &str,
+        mut spec: serde_json::Value,
+    ) -> PodId {
+        spec["containers"] = serde_json::json!([{"name": "c", "image": "i",
+            "resources": {"requests": {"cpu": "100m", "memory": memory}}}]);
+        let t = crate::fixtures::template_of_priority(app, priority, spec);
+        world.add_pod(pod(app, Owner::None, t, Vec::new()))
+    }
+
+    /// A pending pod nominated to `node` by its preemption.
+    fn nominate(world: &mut World, scheduler: &mut Scheduler, pod: PodId, node: NodeId) {
+        world.pod_mut(pod).nominated = Some(node);
+        scheduler.renominate(pod, None, Some(node));
+    }
+
+    /// `runtime/framework.go`, `RunFilterPluginsWithNominatedPods` and
+    /// `addGENominatedPods` (kubernetes PR #55933, "take nominated pods
+    /// into account during scheduling to avoid starvation of higher
+    /// priority pods"): a pending pod nominated to a node is counted there
+    /// for every pod of equal or lower priority, which must fit beside it.
+    /// Controls: a pod of higher priority does not count it (the API's
+    /// `nominatedNodeName`: the scheduler "may also decide to give the
+    /// resources on this node to a higher priority pod"), and once the
+    /// nomination is gone the room is free again.
+    #[test]
+    fn a_nominated_pod_holds_its_room_against_pods_of_its_priority_or_lower() {
+        let verdict = |incoming: i32, nominated: bool| {
+            let (mut world, mut scheduler) = cluster(1);
+            let vip = add_sized(&mut world, "vip", 100, "3Gi", serde_json::json!({}));
+            if nominated {
+                nominate(&mut world, &mut scheduler, vip, 0);
+            }
+            let web = add_sized(&mut world, "web", incoming, "2Gi", serde_json::json!({}));
+            pick(&world, &mut scheduler, web, 1)
+        };
+        let refused = Err("0/1 nodes are available: 1 Insufficient cpu, memory or pods".to_owned());
+        assert_eq!(verdict(0, true), refused, "lower priority");
+        assert_eq!(verdict(100, true), refused, "equal priority");
+        assert_eq!(verdict(1000, true), Ok(0), "control: higher priority");
+        assert_eq!(verdict(0, false), Ok(0), "control: no nomination");
+    }
+
+    /// `RunFilterPluginsWithNominatedPods` runs the filters twice, with
+    /// the nominated pods and then without them, "since the nominated pods
+    /// may end up getting scheduled to a different node": a pod whose
+    /// required affinity only a nominated pod would satisfy does not fit
+    /// (control: the same pod bound there satisfies it). And what a
+    /// nominated pod's own anti-affinity repels is kept off its node, as
+    /// `PreFilterExtensions.AddPod` counts it (control: a pod it does not
+    /// select).
+    #[test]
+    fn a_nominated_pod_counts_for_inter_pod_affinity_only_against_the_pod() {
+        let affine = serde_json::json!({"affinity": {"podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "vip"}},
+                "topologyKey": "kubernetes.io/hostname"}]}}});
+        let with_affinity = |bound: bool| {
+            let (mut world, mut scheduler) = cluster(1);
+            let vip = add_sized(&mut world, "vip", 100, "1Gi", serde_json::json!({}));
+            if bound {
+                world.bind(vip, 0);
+            } else {
+                nominate(&mut world, &mut scheduler, vip, 0);
+            }
+            let web = add_sized(&mut world, "web", 0, "1Gi", affine.clone());
+            pick(&world, &mut scheduler, web, 1)
+        };
+        assert_eq!(
+            with_affinity(false),
+            Err(
+                "0/1 nodes are available: 1 node(s) didn't satisfy pod (anti-)affinity rules"
+                    .to_owned()
+            )
+        );
+        assert_eq!(with_affinity(true), Ok(0), "control: bound there");
+
+        let with_anti_affinity = |app: &str| {
+            let (mut world, mut scheduler) = cluster(1);
+            let repel = serde_json::json!({"affinity": {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                    "topologyKey": "kubernetes.io/hostname"}]}}});
+            let vip = add_sized(&mut world, "vip", 100, "1Gi", repel);
+            nominate(&mut world, &mut scheduler, vip, 0);
+            let p = add_sized(&mut world, app, 0, "1Gi", serde_json::json!({}));
+            pick(&world, &mut scheduler, p, 1)
+        };
+        assert_eq!(
+            with_anti_affinity("web"),
+            Err(format!(
+                "0/1 nodes are available: 1 {}",
+                InterPodMisfit::ExistingAntiAffinity.describe()
+            ))
+        );
+        assert_eq!(with_anti_affinity("cache"), Ok(0), "control");
+    }
+
+    /// PodTopologySpread's `PreFilterExtensions.AddPod`: a nominated pod
+    /// the constraint selects counts in its node's domain, so the skew
+    /// keeps the next pod of its kind off that node (control: without the
+    /// nomination either node will do).
+    #[test]
+    fn a_nominated_pod_counts_in_its_domain_for_topology_spread() {
+        let spread = serde_json::json!({"topologySpreadConstraints": [{
+            "maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchExpressions": [
+                {"key": "app", "operator": "In", "values": ["vip", "web"]}]}}]});
+        let picks = |nominated: bool| -> BTreeSet<NodeId> {
+            (0..8)
+                .map(|seed| {
+                    let (mut world, mut scheduler) = cluster(2);
+                    let vip = add_sized(&mut world, "vip", 100, "1Gi", spread.clone());
+                    if nominated {
+                        nominate(&mut world, &mut scheduler, vip, 0);
+                    }
+                    let web = add_sized(&mut world, "web", 0, "1Gi", spread.clone());
+                    pick(&world, &mut scheduler, web, seed).expect("fits")
+                })
+                .collect()
+        };
+        assert_eq!(picks(true), BTreeSet::from([1]));
+        assert_eq!(picks(false), BTreeSet::from([0, 1]), "control");
     }
 
     /// The nodes a new `web` pod goes to over eight seeds, with

@@ -681,9 +681,12 @@ fn check_assertions(
                     ),
                     _ => {}
                 }
-                if let crate::scenario::spec::DrillChange::StartWithControlPlanes(0) =
-                    weaken.change.value
-                {
+                if weaken.change.value.parts().into_iter().any(|c| {
+                    matches!(
+                        c,
+                        crate::scenario::spec::DrillChange::StartWithControlPlanes(0)
+                    )
+                }) {
                     checker.error(
                         weaken.change.at,
                         "`startWithControlPlanes` must keep at least one control plane",

@@ -51,6 +51,11 @@ pub struct Topology {
     /// is consulted. Only a negative control sets it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub drains_bypass_budgets: bool,
+    /// A rolling upgrade takes the next node as soon as the last one is
+    /// back, without waiting for every workload to be Ready again. Only a
+    /// negative control sets it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub upgrade_skips_settling: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -614,6 +619,7 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
         backups,
         latencies: resolve_latencies(cluster, checker),
         drains_bypass_budgets: false,
+        upgrade_skips_settling: false,
     }
 }
 

@@ -80,3 +80,20 @@ fn the_candidate_node_is_picked_by_upstream_criteria() {
     );
     assert_eq!(pick_candidate::<&str>(&[]), None);
 }
+
+/// `calculateNumCandidates` at the default arguments: a tenth of the
+/// potential nodes, but at least 100, and never more than there are
+/// (`TestDryRunPreemption`'s "support minCandidateNodesPercentage"
+/// and "support minCandidateNodesAbsolute" rows vary the same two bounds).
+#[test]
+fn the_dry_run_looks_for_a_tenth_of_the_nodes_but_at_least_a_hundred() {
+    assert_eq!(candidates_to_find(5000), 500);
+    assert_eq!(candidates_to_find(1999), 199, "rounded down");
+    assert_eq!(candidates_to_find(999), 100, "control: the absolute floor");
+    assert_eq!(
+        candidates_to_find(40),
+        40,
+        "control: no more than there are"
+    );
+    assert_eq!(candidates_to_find(0), 0);
+}

@@ -211,6 +211,10 @@ pub enum DrillChange {
     /// (`kubectl drain --disable-eviction`): no PodDisruptionBudget is
     /// asked.
     DrainWithoutEviction,
+    /// A rolling upgrade takes the next node as soon as the last one is
+    /// back and uncordoned, without waiting for every workload to be
+    /// Ready again.
+    UpgradeWithoutSettling,
     /// Every replica of one workload pinned to one node by a `nodeSelector`
     /// on `kubernetes.io/hostname`: the replicas no longer spread, so a
     /// fault on that node takes the whole workload, and its replacements
@@ -220,6 +224,20 @@ pub enum DrillChange {
     /// `velero.io/exclude-from-backup: "true"` label: every backup leaves
     /// them out, so a restore brings their namespace back without them.
     ExcludedFromBackup(Vec<String>),
+    /// Several safeguards taken away at once, in order: for a floor that
+    /// two safeguards hold each on its own (a PodDisruptionBudget and the
+    /// replicas' spread), so that no single weakening can break it.
+    All(Vec<DrillChange>),
+}
+
+impl DrillChange {
+    /// The single changes it makes, in order.
+    pub fn parts(&self) -> Vec<&DrillChange> {
+        match self {
+            DrillChange::All(changes) => changes.iter().flat_map(DrillChange::parts).collect(),
+            change => vec![change],
+        }
+    }
 }
 
 /// The workload a [`DrillChange::PinWorkload`] pins, and where.
