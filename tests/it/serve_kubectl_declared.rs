@@ -1,7 +1,8 @@
 //! Kinds the simulator gives no behaviour, stored as written (the
 //! façade's `DECLARED_KINDS`): the drill's CronJob is there for `kubectl
-//! get`, and a Secret created with `kubectl create -f` reads back and is
-//! deleted like on any API server.
+//! get`, and a Secret created with `kubectl create -f` reads back
+//! (defaulted, as the API server defaults it) and is deleted like on any
+//! API server.
 
 use crate::kubectl_support::*;
 
@@ -28,6 +29,17 @@ fn the_drills_cronjob_is_served_and_a_secret_is_stored_as_written() {
         "jsonpath={.data.password}",
     ]);
     assert_eq!(password, "czNjcjN0");
+    // Written without a type, stored as `SetDefaults_Secret` leaves it.
+    let kind = s.ok(&[
+        "get",
+        "secret",
+        "db",
+        "-n",
+        "openbao",
+        "-o",
+        "jsonpath={.type}",
+    ]);
+    assert_eq!(kind, "Opaque");
     s.ok(&["delete", "secret", "db", "-n", "openbao"]);
     // Control: deleted means gone.
     let gone = s.run(&["get", "secret", "db", "-n", "openbao"]);

@@ -152,8 +152,8 @@ pub(super) fn commit(
         kind if DECLARED_KINDS.contains(&kind) => {
             let mut object = wanted.clone();
             strip_rv_mut(&mut object);
+            super::defaults::default_object(kind, &mut object);
             if kind == "Service" {
-                super::service_defaults::default_service(&mut object);
                 super::cluster_ips::update(current, &mut object)?;
             }
             // What the server set at creation stays as it was.

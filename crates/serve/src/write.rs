@@ -14,7 +14,7 @@ use super::namespaces::delete_namespace;
 use super::objects::{scale_of, stamp};
 use super::resources::Resource;
 use super::written::{DECLARED_KINDS, RUN_DECLARED};
-use super::{admit, cluster_ips, crds, events_v1, names, patch, service_defaults, versions};
+use super::{admit, cluster_ips, crds, defaults, events_v1, names, patch, versions};
 use drillbench_model::duration::Duration;
 use drillbench_sim::api_ops::Propagation;
 
@@ -153,8 +153,8 @@ pub(super) fn create(
                 .put_config_map(&namespace, &name, object.clone());
         }
         kind if DECLARED_KINDS.contains(&kind) => {
+            defaults::default_object(kind, &mut object);
             if kind == "Service" {
-                service_defaults::default_service(&mut object);
                 let taken = cluster_ips::taken(cluster.written.declared_of_kind("Service"));
                 cluster_ips::allocate(&mut object, &taken)?;
             }

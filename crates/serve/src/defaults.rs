@@ -1,8 +1,9 @@
-//! The defaults the API server gives a Service it decodes, as
-//! `SetDefaults_Service` in `pkg/apis/core/v1/defaults.go` sets them, so
-//! a Service written without them reads (and `kubectl describe`s) as a
-//! real server would store it, and what is derived from it (its
-//! EndpointSlices' ports) starts from the same fields.
+//! The defaults the API server gives a Service or a Secret it decodes, as
+//! `SetDefaults_Service` and `SetDefaults_Secret` in
+//! `pkg/apis/core/v1/defaults.go` set them, so an object written without
+//! them reads (and `kubectl describe`s) as a real server would store it,
+//! and what is derived from it (a Service's EndpointSlices' ports) starts
+//! from the same fields. (Pods are defaulted where their status is made.)
 //!
 //! Not modelled: the ClusterIP and IP families the Service REST storage
 //! allocates (the simulator has no Service network), and the status
@@ -13,8 +14,27 @@ use serde_json::{Value, json};
 /// `v1.DefaultClientIPServiceAffinitySeconds`: three hours.
 const CLIENT_IP_AFFINITY_SECONDS: u64 = 10_800;
 
+/// Fills the defaulted fields of an object of `kind` that are unset.
+pub(super) fn default_object(kind: &str, object: &mut Value) {
+    match kind {
+        "Service" => default_service(object),
+        "Secret" => default_secret(object),
+        _ => {}
+    }
+}
+
+/// `SetDefaults_Secret`: a Secret without a type is `Opaque`.
+fn default_secret(secret: &mut Value) {
+    let Some(secret) = secret.as_object_mut() else {
+        return;
+    };
+    if secret.get("type").is_none_or(|t| t.is_null() || t == "") {
+        secret.insert("type".to_owned(), json!("Opaque"));
+    }
+}
+
 /// Fills a Service's defaulted fields that are unset.
-pub(super) fn default_service(service: &mut Value) {
+fn default_service(service: &mut Value) {
     let Some(spec) = service.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -86,8 +106,31 @@ mod tests {
 
     fn defaulted(spec: Value) -> Value {
         let mut service = json!({"metadata": {"name": "web"}, "spec": spec});
-        default_service(&mut service);
+        default_object("Service", &mut service);
         service["spec"].take()
+    }
+
+    /// `SetDefaults_Secret`: no type is `Opaque`; the controls keep a
+    /// type given, and leave other kinds alone.
+    #[test]
+    fn a_secret_without_a_type_is_opaque() {
+        let typed = |kind: &str, secret: Value| {
+            let mut object = secret;
+            default_object(kind, &mut object);
+            object.get("type").cloned()
+        };
+        assert_eq!(typed("Secret", json!({"data": {}})), Some(json!("Opaque")));
+        assert_eq!(typed("Secret", json!({"type": ""})), Some(json!("Opaque")));
+        assert_eq!(
+            typed("Secret", json!({"type": "kubernetes.io/tls"})),
+            Some(json!("kubernetes.io/tls")),
+            "control: a type given"
+        );
+        assert_eq!(
+            typed("ConfigMap", json!({"data": {}})),
+            None,
+            "control: not a Secret"
+        );
     }
 
     /// `SetDefaults_Service`, each default beside the control that keeps
