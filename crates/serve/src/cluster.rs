@@ -449,7 +449,7 @@ impl Cluster {
 /// namespace, with a uid and the drill's start as its creation.
 fn declared(manifest: &Value, key: &Key, index: usize) -> Value {
     let mut object = manifest.clone();
-    super::defaults::default_object(&key.0, &mut object);
+    super::defaults::default_object(key.0, &mut object);
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
         if !key.1.is_empty() {
             meta.insert("namespace".to_owned(), json!(key.1));

@@ -599,8 +599,11 @@ pub(super) fn go_value(value: &Value) -> String {
 /// the façade relies on (`ValidateCustomResourceDefinition` in
 /// apiextensions-apiserver's `validation.go`): the name is
 /// `plural.group`, the names and scope are given, at least one version,
-/// exactly one of them the storage version, and every version has a
-/// schema (required in `apiextensions.k8s.io/v1`).
+/// exactly one of them the storage version, every version has a schema
+/// (required in `apiextensions.k8s.io/v1`), and its printer columns and
+/// scale subresource name what the table and `/scale` can read
+/// (`ValidateCustomResourceColumnDefinition`,
+/// `ValidateCustomResourceDefinitionSubresources`).
 pub(super) fn validate_definition(name: &str, crd: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let text = |pointer: &str| {
@@ -697,8 +700,121 @@ pub(super) fn validate_definition(name: &str, crd: &Value) -> Vec<FieldError> {
             }
             Some(_) => {}
         }
+        let columns = version
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (j, column) in columns.iter().enumerate() {
+            validate_column(
+                column,
+                &format!("spec.versions[{i}].additionalPrinterColumns[{j}]"),
+                &mut errors,
+            );
+        }
+        if let Some(scale) = version.pointer("/subresources/scale") {
+            validate_scale(
+                scale,
+                &format!("spec.versions[{i}].subresources"),
+                &mut errors,
+            );
+        }
     }
     errors
+}
+
+/// `printerColumnDatatypes` and `customResourceColumnDefinitionFormats`,
+/// in the sorted order their messages list them.
+const COLUMN_TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];
+const COLUMN_FORMATS: [&str; 8] = [
+    "byte",
+    "date",
+    "date-time",
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "password",
+];
+
+/// `ValidateCustomResourceColumnDefinition`. (The internal type names the
+/// path field `JSONPath`, and so do the API server's messages.)
+fn validate_column(column: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    let text = |key: &str| column.get(key).and_then(Value::as_str).unwrap_or_default();
+    if text("name").is_empty() {
+        errors.push(FieldError::required(format!("{at}.name"), ""));
+    }
+    let types = format!("must be one of {}", COLUMN_TYPES.join(","));
+    match text("type") {
+        "" => errors.push(FieldError::required(format!("{at}.type"), &types)),
+        kind if !COLUMN_TYPES.contains(&kind) => errors.push(FieldError::invalid(
+            format!("{at}.type"),
+            &json!(kind),
+            &types,
+        )),
+        _ => {}
+    }
+    let format = text("format");
+    if !format.is_empty() && !COLUMN_FORMATS.contains(&format) {
+        errors.push(FieldError::invalid(
+            format!("{at}.format"),
+            &json!(format),
+            &format!("must be one of {}", COLUMN_FORMATS.join(",")),
+        ));
+    }
+    match text("jsonPath") {
+        "" => errors.push(FieldError::required(format!("{at}.JSONPath"), "")),
+        path => validate_simple_path(path, &format!("{at}.JSONPath"), errors),
+    }
+}
+
+/// `ValidateCustomResourceDefinitionSubresources` for `scale`: the
+/// replicas paths are simple JSON paths under `.spec.` and `.status.`,
+/// the selector's (when given) under either.
+fn validate_scale(scale: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    let text = |key: &str| scale.get(key).and_then(Value::as_str).unwrap_or_default();
+    for (key, under, detail) in [
+        (
+            "specReplicasPath",
+            &[".spec."][..],
+            "should be a json path under .spec",
+        ),
+        (
+            "statusReplicasPath",
+            &[".status."][..],
+            "should be a json path under .status",
+        ),
+        (
+            "labelSelectorPath",
+            &[".spec.", ".status."][..],
+            "should be a json path under either .spec or .status",
+        ),
+    ] {
+        let field = format!("{at}.scale.{key}");
+        let path = text(key);
+        if path.is_empty() {
+            if key != "labelSelectorPath" {
+                errors.push(FieldError::required(field, ""));
+            }
+            continue;
+        }
+        let before = errors.len();
+        validate_simple_path(path, &field, errors);
+        if errors.len() == before && !under.iter().any(|u| path.starts_with(u)) {
+            errors.push(FieldError::invalid(field, &json!(path), detail));
+        }
+    }
+}
+
+/// `validateSimpleJSONPath`: a path in the dot notation, from `.`.
+fn validate_simple_path(path: &str, field: &str, errors: &mut Vec<FieldError>) {
+    if !path.starts_with('.') {
+        errors.push(FieldError::invalid(
+            field.to_owned(),
+            &json!(path),
+            "must be a simple json path starting with .",
+        ));
+    }
 }
 
 /// What the apiextensions controllers write into a definition's status
@@ -1095,6 +1211,95 @@ pub(super) mod tests {
                 "metadata.name: Invalid value: \"crontabs.stable.example.com\": must be spec.names.plural+\".\"+spec.group"
             ]
         );
+    }
+
+    /// `ValidateCustomResourceColumnDefinition` and
+    /// `ValidateCustomResourceDefinitionSubresources`, each row beside the
+    /// docs' columns and a well-formed scale (the controls, which pass).
+    #[test]
+    fn printer_columns_and_scale_paths_are_refused_as_the_api_server_refuses_them() {
+        let name = "crontabs.stable.example.com";
+        let with = |edit: &dyn Fn(&mut Value)| {
+            let mut crd = crontab();
+            crd["spec"]["versions"][1]["additionalPrinterColumns"] = json!([
+                {"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"},
+                {"name": "Replicas", "type": "integer", "format": "int32", "jsonPath": ".spec.replicas"}
+            ]);
+            crd["spec"]["versions"][1]["subresources"]["scale"] = json!({
+                "specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.labelSelector"
+            });
+            edit(&mut crd);
+            validate_definition(name, &crd)
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        };
+        let column = "spec.versions[1].additionalPrinterColumns[0]";
+        let scale = "spec.versions[1].subresources.scale";
+        assert!(with(&|_| {}).is_empty(), "control: well formed");
+        let rows: Vec<(&str, Value, String)> = vec![
+            (
+                "/spec/versions/1/additionalPrinterColumns/0/jsonPath",
+                json!("spec.cronSpec"),
+                format!(
+                    "{column}.JSONPath: Invalid value: \"spec.cronSpec\": must be a simple json path starting with ."
+                ),
+            ),
+            (
+                "/spec/versions/1/additionalPrinterColumns/0/jsonPath",
+                json!(""),
+                format!("{column}.JSONPath: Required value"),
+            ),
+            (
+                "/spec/versions/1/additionalPrinterColumns/0/type",
+                json!("text"),
+                format!(
+                    "{column}.type: Invalid value: \"text\": must be one of boolean,date,integer,number,string"
+                ),
+            ),
+            (
+                "/spec/versions/1/additionalPrinterColumns/1/format",
+                json!("uuid"),
+                "spec.versions[1].additionalPrinterColumns[1].format: Invalid value: \"uuid\": must be one of byte,date,date-time,double,float,int32,int64,password"
+                    .to_owned(),
+            ),
+            (
+                "/spec/versions/1/additionalPrinterColumns/0/name",
+                json!(""),
+                format!("{column}.name: Required value"),
+            ),
+            (
+                "/spec/versions/1/subresources/scale/specReplicasPath",
+                json!(".status.replicas"),
+                format!(
+                    "{scale}.specReplicasPath: Invalid value: \".status.replicas\": should be a json path under .spec"
+                ),
+            ),
+            (
+                "/spec/versions/1/subresources/scale/statusReplicasPath",
+                json!(""),
+                format!("{scale}.statusReplicasPath: Required value"),
+            ),
+            (
+                "/spec/versions/1/subresources/scale/labelSelectorPath",
+                json!(".metadata.labels"),
+                format!(
+                    "{scale}.labelSelectorPath: Invalid value: \".metadata.labels\": should be a json path under either .spec or .status"
+                ),
+            ),
+        ];
+        for (pointer, value, expected) in rows {
+            let got = with(&|c| *c.pointer_mut(pointer).expect(pointer) = value.clone());
+            assert_eq!(got, [expected], "{pointer} = {value}");
+        }
+        // Control: a selector path under .spec is as good as one under .status.
+        let got = with(&|c| {
+            c["spec"]["versions"][1]["subresources"]["scale"]["labelSelectorPath"] =
+                json!(".spec.selector")
+        });
+        assert!(got.is_empty(), "{got:?}");
     }
 
     /// The controllers' status: names accepted, established, the storage
