@@ -279,6 +279,12 @@ fn scale_paths(written: &Written, resource: &Resource) -> Option<ScalePaths> {
     })
 }
 
+/// Where a custom resource keeps its Scale's `.spec.replicas` (its
+/// version's `specReplicasPath`), when it has a scale subresource.
+pub(super) fn spec_replicas_path(written: &Written, resource: &Resource) -> Option<String> {
+    scale_paths(written, resource).map(|p| p.spec_replicas)
+}
+
 /// The fields of a path (`.spec.replicas`), as apiextensions-apiserver's
 /// `splitReplicasPath` splits it.
 fn fields_of(path: &str) -> Vec<&str> {

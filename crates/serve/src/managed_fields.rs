@@ -65,32 +65,40 @@ const UNOWNED_METADATA: [&str; 9] = [
 
 /// Which part of an object a write may own: the main resource owns all
 /// but `status`; the `status` subresource only `status`; `scale` only
-/// the replicas it sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// the replicas it sets, by their path in the object (`spec.replicas`,
+/// or a custom resource's `specReplicasPath`, as apiextensions-apiserver's
+/// scale handler maps a Scale's fields onto the object's).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Part {
     Main,
     Status,
-    Scale,
+    Scale(Vec<String>),
 }
 
 impl Part {
-    pub(super) fn of(subresource: Option<&str>) -> Part {
+    /// The part a write of `subresource` owns; `replicas` is where a
+    /// custom resource keeps what its Scale calls `.spec.replicas`.
+    pub(super) fn of(subresource: Option<&str>, replicas: Option<&str>) -> Part {
         match subresource {
             Some("status") => Part::Status,
-            Some("scale") => Part::Scale,
+            Some("scale") => {
+                let path = replicas.unwrap_or(".spec.replicas");
+                let fields = path.strip_prefix('.').unwrap_or(path).split('.');
+                Part::Scale(fields.map(str::to_owned).collect())
+            }
             _ => Part::Main,
         }
     }
 
-    fn subresource(self) -> &'static str {
+    fn subresource(&self) -> &'static str {
         match self {
             Part::Main => "",
             Part::Status => "status",
-            Part::Scale => "scale",
+            Part::Scale(_) => "scale",
         }
     }
 
-    fn owns(self, path: &Path) -> bool {
+    fn owns(&self, path: &Path) -> bool {
         let field = |i: usize| match path.get(i) {
             Some(Step::Field(f)) => Some(f.as_str()),
             _ => None,
@@ -98,11 +106,14 @@ impl Part {
         match (self, field(0)) {
             (_, None) | (_, Some("apiVersion" | "kind")) => false,
             (_, Some("metadata")) => {
-                self == Part::Main && field(1).is_some_and(|f| !UNOWNED_METADATA.contains(&f))
+                *self == Part::Main && field(1).is_some_and(|f| !UNOWNED_METADATA.contains(&f))
             }
             (Part::Main, Some(top)) => top != "status",
             (Part::Status, Some(top)) => top == "status",
-            (Part::Scale, Some(top)) => top == "spec" && field(1) == Some("replicas"),
+            (Part::Scale(fields), Some(_)) => {
+                path.len() == fields.len()
+                    && fields.iter().enumerate().all(|(i, f)| field(i) == Some(f))
+            }
         }
     }
 }
@@ -142,7 +153,7 @@ fn is_keyed(items: &[Value]) -> bool {
             .all(|i| i.get("name").is_some_and(Value::is_string))
 }
 
-fn paths_of(object: &Value, part: Part) -> BTreeMap<Path, Option<&Value>> {
+fn paths_of<'v>(object: &'v Value, part: &Part) -> BTreeMap<Path, Option<&'v Value>> {
     let mut out = BTreeMap::new();
     walk(object, &mut Vec::new(), &mut out);
     out.retain(|path, _| part.owns(path));
@@ -150,7 +161,7 @@ fn paths_of(object: &Value, part: Part) -> BTreeMap<Path, Option<&Value>> {
 }
 
 /// The paths a write added or changed, and those it removed.
-fn compare(before: &Value, after: &Value, part: Part) -> (BTreeSet<Path>, BTreeSet<Path>) {
+fn compare(before: &Value, after: &Value, part: &Part) -> (BTreeSet<Path>, BTreeSet<Path>) {
     let old = paths_of(before, part);
     let new = paths_of(after, part);
     let changed = new
@@ -263,6 +274,7 @@ impl Writer {
         request: &Request,
         resource: &Resource,
         subresource: Option<&str>,
+        replicas: Option<&str>,
     ) -> Result<Writer, ApiError> {
         let apply = request.method == "PATCH" && patch::is_apply(&request.content_type);
         let named = request
@@ -289,7 +301,7 @@ impl Writer {
         Ok(Writer {
             manager,
             api_version: resource.api_version(),
-            part: Part::of(subresource),
+            part: Part::of(subresource, replicas),
         })
     }
 }
@@ -337,9 +349,9 @@ impl ManagedFields {
         for (index, path) in &taken.0 {
             self.entries[*index].fields.remove(path);
         }
-        let (changed, removed) = compare(before, after, writer.part);
+        let (changed, removed) = compare(before, after, &writer.part);
         self.forget(&removed);
-        let owned: BTreeSet<Path> = paths_of(applied, writer.part).into_keys().collect();
+        let owned: BTreeSet<Path> = paths_of(applied, &writer.part).into_keys().collect();
         // The time of the last apply that changed the object.
         let previous = self
             .entries
@@ -365,7 +377,7 @@ impl ManagedFields {
     /// Records a create, an update or a non-apply patch: what it added
     /// or changed moves to its manager, what it removed leaves everyone.
     pub(super) fn update(&mut self, writer: &Writer, before: &Value, after: &Value, now: i64) {
-        let (changed, removed) = compare(before, after, writer.part);
+        let (changed, removed) = compare(before, after, &writer.part);
         for entry in &mut self.entries {
             if !entry.is(writer, Operation::Update) {
                 entry.fields.retain(|p| !changed.contains(p));
@@ -398,7 +410,7 @@ impl ManagedFields {
     /// The fields an apply would change that another manager owns, each
     /// with the index of that manager's entry.
     fn conflicts(&self, writer: &Writer, before: &Value, merged: &Value) -> Vec<(usize, Path)> {
-        let (changed, _) = compare(before, merged, writer.part);
+        let (changed, _) = compare(before, merged, &writer.part);
         let mut conflicts = Vec::new();
         for (index, entry) in self.entries.iter().enumerate() {
             if entry.is(writer, Operation::Apply) {
@@ -718,7 +730,7 @@ mod tests {
     #[test]
     fn an_update_takes_the_fields_it_changed_and_an_apply_then_conflicts_with_it() {
         let mut managed = created_by_alice();
-        let scaler = writer("kubectl", Part::Scale);
+        let scaler = writer("kubectl", Part::of(Some("scale"), None));
         managed.update(
             &scaler,
             &deployment(2, "nginx:1"),
@@ -748,6 +760,19 @@ mod tests {
         assert_eq!(
             error.status()["message"],
             "Apply failed with 1 conflict: conflict with \"kubectl\" with subresource \"scale\" using apps/v1: .spec.replicas"
+        );
+        // A custom resource's Scale owns its replicas where its
+        // `specReplicasPath` keeps them (control: the built-in path above).
+        let mut custom = ManagedFields::default();
+        custom.update(
+            &writer("kubectl", Part::of(Some("scale"), Some(".spec.size"))),
+            &json!({"spec": {"size": 1, "replicas": 7}}),
+            &json!({"spec": {"size": 3, "replicas": 7}}),
+            2_000,
+        );
+        assert_eq!(
+            custom.to_json()[0]["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
         );
         // Control: an update that changes nothing takes nothing.
         let mut unchanged = ManagedFields::default();

@@ -24,7 +24,7 @@ pub(super) fn create(
     resource: &'static Resource,
     namespace: String,
 ) -> ApiResult {
-    let writer = Writer::of(request, resource, None)?;
+    let writer = Writer::of(request, resource, None, None)?;
     let mut object = request.json_body()?;
     if !object.is_object() {
         return Err(ApiError::bad_request("the request body is not an object"));
@@ -382,7 +382,10 @@ pub(super) fn update(
     sub: Option<&str>,
 ) -> ApiResult {
     let apply = request.method == "PATCH" && patch::is_apply(&request.content_type);
-    let writer = Writer::of(request, resource, sub)?;
+    let replicas = (sub == Some("scale") && resource.is_custom())
+        .then(|| crds::spec_replicas_path(&cluster.written, resource))
+        .flatten();
+    let writer = Writer::of(request, resource, sub, replicas.as_deref())?;
     let Some(current) = cluster.view(resource.key, namespace, name, false) else {
         if apply && sub.is_none() {
             return create(cluster, request, resource, namespace.to_owned());
