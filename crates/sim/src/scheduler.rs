@@ -519,12 +519,12 @@ impl Scheduler {
             interpod: interpod.as_ref(),
             spread: spread.as_ref(),
         };
-        let mut freed = Freed::default();
+        let mut freed = NodeChange::default();
         for &r in removed {
             let victim = world.pod(r);
             if victim.node == Some(node) && victim.holds_resources {
-                freed.requests = freed.requests.plus(victim.template.requests);
-                freed.pods += 1;
+                freed.freed_requests = freed.freed_requests.plus(victim.template.requests);
+                freed.freed_pods += 1;
             }
         }
         s.misfit_freed(&template, &views, pod, node, others, freed)
@@ -746,7 +746,7 @@ impl Scan<'_> {
         node: NodeId,
         others: Others<'_>,
     ) -> Option<Misfit> {
-        self.misfit_freed(template, classes, pod, node, others, Freed::default())
+        self.misfit_freed(template, classes, pod, node, others, NodeChange::default())
     }
 
     /// The pods nominated to `node` that the filters count for `pod` as if
@@ -777,11 +777,11 @@ impl Scan<'_> {
         pod: PodId,
         node: NodeId,
         others: Others<'_>,
-        freed: Freed,
+        freed: NodeChange,
     ) -> Option<Misfit> {
         let nominated = self.nominated_for(pod, node);
         if !nominated.is_empty() {
-            let with = Freed {
+            let with = NodeChange {
                 added: &nominated,
                 ..freed
             };
@@ -800,7 +800,7 @@ impl Scan<'_> {
         pod: PodId,
         node: NodeId,
         others: Others<'_>,
-        change: Freed,
+        change: NodeChange,
     ) -> Option<Misfit> {
         let n = self.world.node(node);
         if !n.is_ready() || !n.server_up || n.draining {
@@ -818,11 +818,12 @@ impl Scan<'_> {
         if !fits || (template.per_node && !template.required.matches(&n.object)) {
             return Some(Misfit::Affinity);
         }
-        let mut requested = n.requested.minus(change.requests);
+        let mut requested = n.requested.minus(change.freed_requests);
         for &p in change.added {
             requested = requested.plus(self.world.pod(p).template.requests);
         }
-        let pods = (n.pods.len() as u32).saturating_sub(change.pods) + change.added.len() as u32;
+        let pods =
+            (n.pods.len() as u32).saturating_sub(change.freed_pods) + change.added.len() as u32;
         if !requested.plus(template.requests).fits_in(n.allocatable) || pods >= n.max_pods {
             return Some(Misfit::Resources);
         }
@@ -932,9 +933,9 @@ impl Others<'_> {
 /// victims' requests and number off, and the pods nominated there are
 /// added.
 #[derive(Debug, Clone, Copy, Default)]
-struct Freed<'a> {
-    requests: Resources,
-    pods: u32,
+struct NodeChange<'a> {
+    freed_requests: Resources,
+    freed_pods: u32,
     added: &'a [PodId],
 }
 
