@@ -136,6 +136,10 @@ enum Action {
 /// out each behaviour across them.
 #[derive(Debug, Clone)]
 pub struct Simulation {
+    /// The last settle left pods waiting that its last scheduling pass
+    /// could not bind: until something that may let one fit happens, a
+    /// pass would fail again.
+    waiting_in_vain: bool,
     /// Time, the queue of what happens later, the generator, the timings.
     engine: Engine<Action>,
     /// The drill's cluster as configured (pools may be removed by a fault).
@@ -227,6 +231,7 @@ impl Simulation {
             .unwrap_or(0)
             + 1;
         let mut sim = Simulation {
+            waiting_in_vain: false,
             engine: Engine::new(seed),
             topology,
             world: World::default(),
@@ -719,13 +724,21 @@ impl Simulation {
         'instants: while self.run_budget.exceeded().is_none()
             && self.engine.next_instant(until).is_some()
         {
+            // A pod becoming Ready changes nothing the scheduler's filters
+            // read (requests, placements and labels were set at binding),
+            // so an instant of start-ups alone gives a waiting pod no new
+            // chance: it is not retried, as upstream's queueing hints
+            // requeue a pod only on an event that may make it schedulable.
+            let mut only_start_ups = true;
             while let Some(action) = self.engine.pop_due() {
                 if !self.run_budget.take_action() {
                     break 'instants;
                 }
+                only_start_ups &= matches!(action, Action::PodStarted(_));
                 self.handle(action);
             }
-            self.settle();
+            let retry = !(only_start_ups && self.waiting_in_vain);
+            self.settle_retrying(retry);
         }
         self.engine.wait_until(until);
     }
@@ -751,15 +764,24 @@ impl Simulation {
     }
 
     fn settle(&mut self) {
+        self.settle_retrying(true);
+    }
+
+    /// Settles the instant; `retry: false` skips the first scheduling
+    /// pass unless the controllers created pods (nothing the waiting pods
+    /// depend on changed).
+    fn settle_retrying(&mut self, retry: bool) {
         // Controllers and the scheduler react to each other's changes;
         // a bounded loop reaches the fixpoint of one instant.
-        for _ in 0..16 {
+        let mut bound = false;
+        for pass in 0..16 {
             let created = self.reconcile_workloads();
-            let bound = self.schedule_pending();
+            bound = (pass > 0 || retry || created) && self.schedule_pending();
             if !created && !bound {
                 break;
             }
         }
+        self.waiting_in_vain = !bound && self.scheduler.has_pending();
         self.record_workloads();
         self.record_control_plane();
         self.obs.end = self.now();
