@@ -19,27 +19,20 @@ fn the_drills_cronjob_is_served_and_a_secret_is_stored_as_written() {
         "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: openbao}\ndata: {password: czNjcjN0}\n",
     );
     s.ok(&["create", "-f", &secret]);
-    let password = s.ok(&[
-        "get",
-        "secret",
-        "db",
-        "-n",
-        "openbao",
-        "-o",
-        "jsonpath={.data.password}",
-    ]);
-    assert_eq!(password, "czNjcjN0");
+    let field = |path: &str| {
+        s.ok(&[
+            "get",
+            "secret",
+            "db",
+            "-n",
+            "openbao",
+            "-o",
+            &format!("jsonpath={path}"),
+        ])
+    };
+    assert_eq!(field("{.data.password}"), "czNjcjN0");
     // Written without a type, stored as `SetDefaults_Secret` leaves it.
-    let kind = s.ok(&[
-        "get",
-        "secret",
-        "db",
-        "-n",
-        "openbao",
-        "-o",
-        "jsonpath={.type}",
-    ]);
-    assert_eq!(kind, "Opaque");
+    assert_eq!(field("{.type}"), "Opaque");
     s.ok(&["delete", "secret", "db", "-n", "openbao"]);
     // Control: deleted means gone.
     let gone = s.run(&["get", "secret", "db", "-n", "openbao"]);
