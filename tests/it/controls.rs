@@ -194,22 +194,38 @@ fn cp_recreate_reports_tell_controls_apart() {
 /// stays exit 0: a warning, not bad input.
 #[test]
 fn validate_warns_about_an_assertion_no_control_can_make_fail() {
-    let uncovered = crate::common::bench(&["validate", "stranded-pool"]);
+    // stranded-pool with its remedy's control gone: `no-stranded-nodes`
+    // is left with nothing that can make it fail.
+    let text = std::fs::read_to_string(root().join("scenarios/stranded-pool.yaml"))
+        .expect("built-in drill");
+    let control = "  - name: no-remedy-bites\n";
+    let start = text.find(control).expect("the remedy's control");
+    let end = start
+        + control.len()
+        + text[start + control.len()..]
+            .find("  - name: ")
+            .expect("a control after it");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(root().join("harness"), dir.path().join("harness"))
+        .expect("link harness");
+    std::fs::create_dir(dir.path().join("scenarios")).expect("scenarios dir");
+    let path = dir.path().join("scenarios/stranded-pool.yaml");
+    std::fs::write(&path, format!("{}{}", &text[..start], &text[end..])).expect("variant");
+    let uncovered = crate::common::bench(&["validate", path.to_str().expect("utf-8")]);
     assert_eq!(uncovered.code, 0, "{}", uncovered.stderr);
     assert!(
-        uncovered.stderr.contains(
-            "warning: stranded-pool: assertion `pdbs-respected` has no negative control that can make it fail"
+        uncovered.stderr.starts_with("warning: ") && uncovered.stderr.contains(
+            "stranded-pool.yaml: assertion `no-stranded-nodes` has no negative control that can make it fail"
         ),
         "{}",
         uncovered.stderr
     );
-    for named in ["`no-stranded-nodes`", "`no-stranded-volumes`"] {
-        assert!(
-            !uncovered.stderr.contains(named),
-            "a control names {named}: {}",
-            uncovered.stderr
-        );
-    }
+    // The guard ablation still names it.
+    assert!(
+        !uncovered.stderr.contains("`no-stranded-volumes`"),
+        "a control names it: {}",
+        uncovered.stderr
+    );
     // Its placement is covered by the admission control of the guard
     // that enforces it, which names no assertion.
     assert!(
@@ -217,52 +233,36 @@ fn validate_warns_about_an_assertion_no_control_can_make_fail() {
         "an admission control covers it: {}",
         uncovered.stderr
     );
-    let covered = crate::common::bench(&["validate", "cp-recreate"]);
-    assert_eq!(covered.code, 0, "{}", covered.stderr);
-    assert!(!covered.stderr.contains("warning"), "{}", covered.stderr);
+    for built_in in ["cp-recreate", "stranded-pool"] {
+        let covered = crate::common::bench(&["validate", built_in]);
+        assert_eq!(covered.code, 0, "{}", covered.stderr);
+        assert!(!covered.stderr.contains("warning"), "{}", covered.stderr);
+    }
 }
 
-/// What no control of a built-in drill can make fail yet, and why; the
-/// list only shrinks. Each entry is an assertion that stays green under
-/// every weakening that keeps the drill's faults:
-/// - `pdbs-respected` where no drain ever meets a budget at its limit (one
-///   burst pod on the reclaimed node in the scale-down drills; empty nodes
-///   in stranded-pool), so even `drainWithoutEviction` has no teeth there
-///   (node-loss no longer asserts it: a crash evicts nothing);
-/// - pre-upgrade's OpenBao floor (2 Ready): the upgrade waits for every
-///   workload to be Ready before the next node and the budget paces the
-///   drains, so taking either away alone never reaches two OpenBao pods;
-///   `pinWorkload` on openbao never converges (its anti-affinity), so such
-///   a control is inconclusive by rule (web's floor has
-///   `drainWithoutEviction`);
+/// Every assertion of every built-in drill has a control that can make
+/// it fail. Where none could, the assertion went rather than stay as a
+/// check with no teeth: `pdbRespected` where no drain ever meets a budget
+/// at its limit (node-loss: a crash evicts nothing; the scale-down drills:
+/// one burst pod on each reclaimed node; stranded-pool: empty nodes).
 ///
-/// node-loss's availabilities have `pinWorkload` controls,
-/// namespace-restore's RTO an `excludedFromBackup` one, and the scale-down
-/// drills' `burst-unchanged` an ablation whose guard pins every pod: it is
-/// judged up to the real run's first burst, which settled it, since the
-/// reclaim after that finds no autoscaler node in the weakened run.
+/// Some are covered in ways worth knowing: node-loss's availabilities by
+/// `pinWorkload` controls, namespace-restore's RTO by an
+/// `excludedFromBackup` one, pre-upgrade's OpenBao floor by budget and
+/// settling taken away together (each alone leaves it whole), and the
+/// scale-down drills' `burst-unchanged` by an ablation whose guard pins
+/// every pod: it is judged up to the real run's first burst, which settled
+/// it, since the reclaim after that finds no autoscaler node in the
+/// weakened run.
 #[test]
-fn the_built_ins_uncovered_assertions_are_exactly_the_known_gaps() {
-    let gaps: [(&str, &[&str]); 8] = [
-        ("cp-recreate", &[]),
-        ("autoscaler-scale-down", &["pdbs-respected"]),
-        ("node-loss", &[]),
-        ("unlabelled-autoscaler-node", &["pdbs-respected"]),
-        ("pre-upgrade", &[]),
-        ("full-rebuild", &[]),
-        ("stranded-pool", &["pdbs-respected"]),
-        ("namespace-restore", &[]),
-    ];
-    for (name, known) in gaps {
-        let drill =
-            Drill::load(&root().join(format!("scenarios/{name}.yaml"))).expect("built-in drill");
-        assert_eq!(
-            drillbench_model::scenario::assertion::uncontrolled(
-                &drill.assertions,
-                &drill.spec.guards
-            ),
-            known,
-            "{name}"
+fn every_built_in_assertion_has_a_control_that_can_make_it_fail() {
+    for entry in std::fs::read_dir(root().join("scenarios")).expect("scenarios") {
+        let path = entry.expect("entry").path();
+        let drill = Drill::load(&path).expect("built-in drill");
+        let uncovered = drillbench_model::scenario::assertion::uncontrolled(
+            &drill.assertions,
+            &drill.spec.guards,
         );
+        assert!(uncovered.is_empty(), "{}: {uncovered:?}", path.display());
     }
 }
