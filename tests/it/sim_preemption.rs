@@ -141,6 +141,34 @@ fn a_never_pod_waits_instead_of_preempting() {
     assert_eq!(preemptions(&sim).len(), 1);
 }
 
+/// The "0/N nodes are available" message of each waiting pod. Replicas of
+/// one template that fit nowhere in the same pass share the first one's
+/// reason, worked out once (the cluster did not change between them): each
+/// must still say it, in the words a lone replica gets.
+#[test]
+fn every_replica_that_fits_nowhere_says_why_as_a_lone_one_would() {
+    let waiting = |replicas: u32| {
+        let mut sim = full_baseline(&vip("high-never"));
+        let at = sim.now();
+        scale(&mut sim, "vip", replicas);
+        sim.advance_to(at + 2 * MIN);
+        sim.observation()
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::PodUnschedulable)
+            .map(|e| (e.object.name.clone(), e.message.clone()))
+            .collect::<Vec<_>>()
+    };
+    let lone = waiting(1);
+    assert_eq!(lone.len(), 1, "{lone:?}");
+    assert!(lone[0].1.contains("2 Insufficient"), "{}", lone[0].1);
+    let three = waiting(3);
+    let names: std::collections::BTreeSet<&str> =
+        three.iter().map(|(pod, _)| pod.as_str()).collect();
+    assert_eq!(names.len(), 3, "each replica reports: {three:?}");
+    assert!(three.iter().all(|(_, m)| *m == lone[0].1), "{three:?}");
+}
+
 // docs "Pod Priority and Preemption", "Graceful termination of preemption
 // victims": the victim gets its graceful termination period, and the
 // preemptor is nominated (`nominatedNodeName`) and binds once the victim

@@ -22,6 +22,14 @@ use drillbench_observe::{EventKind, Placement};
 /// own or a nominated node.
 type Alike = (*const Template, String);
 
+/// The last pod found to fit nowhere, while nothing has been bound or
+/// preempted since, and why it waits once that was worked out: an alike
+/// pod waits for the same reason, as the cluster has not changed.
+struct FitsNowhere {
+    alike: Alike,
+    reason: Option<Rc<str>>,
+}
+
 impl Simulation {
     /// Binds pending pods in creation order; true if any was bound.
     pub(super) fn schedule_pending(&mut self) -> bool {
@@ -38,7 +46,10 @@ impl Simulation {
         // failed pick has no effect to skip (it examines every node, so
         // the rotation ends where it began, and draws nothing): dozens of
         // waiting replicas cost one scan per pass, not one each.
-        let mut fits_nowhere: Option<Alike> = None;
+        //
+        // The reason it waits ("0/N nodes are available: …") is the same
+        // for an alike pod too, and costs as much as the failed pick.
+        let mut fits_nowhere: Option<FitsNowhere> = None;
         for pod in pending {
             if self.world.pod(pod).phase != PodPhase::Pending {
                 continue;
@@ -48,7 +59,7 @@ impl Simulation {
                 (p.claims.is_empty() && p.nominated.is_none())
                     .then(|| (Rc::as_ptr(&p.template), p.namespace.clone()))
             };
-            if alike.is_some() && alike == fits_nowhere {
+            if alike.is_some() && alike.as_ref() == fits_nowhere.as_ref().map(|f| &f.alike) {
                 self.wait_unschedulable(pod, &mut fits_nowhere);
                 continue;
             }
@@ -80,7 +91,10 @@ impl Simulation {
                     fits_nowhere = None;
                 }
                 Err(NoFit) => {
-                    fits_nowhere = alike;
+                    fits_nowhere = alike.map(|alike| FitsNowhere {
+                        alike,
+                        reason: None,
+                    });
                     self.wait_unschedulable(pod, &mut fits_nowhere);
                 }
             }
@@ -92,11 +106,24 @@ impl Simulation {
     /// once per wait, as the cluster was when it was found to fit nowhere
     /// (before it preempts). A preemption changes the cluster, so the pod
     /// after it is picked afresh.
-    fn wait_unschedulable(&mut self, pod: PodId, fits_nowhere: &mut Option<Alike>) {
-        let reason = (!self.world.pod(pod).unschedulable_reported).then(|| {
-            self.scheduler
-                .unschedulable_reason(&self.world, &self.volumes, pod)
-        });
+    fn wait_unschedulable(&mut self, pod: PodId, fits_nowhere: &mut Option<FitsNowhere>) {
+        let reason =
+            (!self.world.pod(pod).unschedulable_reported).then(|| match fits_nowhere.as_mut() {
+                Some(FitsNowhere {
+                    reason: Some(known),
+                    ..
+                }) => known.clone(),
+                alike => {
+                    let reason: Rc<str> = self
+                        .scheduler
+                        .unschedulable_reason(&self.world, &self.volumes, pod)
+                        .into();
+                    if let Some(alike) = alike {
+                        alike.reason = Some(reason.clone());
+                    }
+                    reason
+                }
+            });
         if self.preempt(pod) {
             *fits_nowhere = None;
         }
