@@ -242,17 +242,6 @@ fn has(pairs: &Pairs, key: &str, labels: &BTreeMap<String, String>) -> bool {
             .is_some_and(|&n| n > 0)
 }
 
-fn has_shared(
-    shared: &Shared,
-    key: &str,
-    node: Option<usize>,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    shared
-        .iter()
-        .any(|s| s.key == key && s.in_domain(node, labels))
-}
-
 /// Keeps a group's domains unless they are empty: empty counts hold no
 /// pod, as a pod on a node without the key is counted nowhere.
 fn share(shared: &mut Shared, key: &str, (index, domains): (Rc<KeyDomains>, Rc<Domains>)) {
@@ -351,18 +340,27 @@ impl InterPodState {
         node: Option<usize>,
     ) -> Result<(), InterPodMisfit> {
         if !incoming.affinity.is_empty() {
-            // A node without one of the keys is in no domain of that term.
-            if incoming
-                .affinity
-                .iter()
-                .any(|t| !node_labels.contains_key(&t.topology_key))
-            {
-                return Err(InterPodMisfit::Affinity);
+            let mut all_met = true;
+            for t in incoming.affinity {
+                let key = &t.topology_key;
+                // A group's index says whether the node has the key by its
+                // number, without searching its labels: this is the check
+                // every node scanned pays.
+                let mut shared = self.shared_affinity.iter().filter(|s| s.key == *key);
+                let first = shared.next();
+                let has_key = match (first, node) {
+                    (Some(s), Some(n)) if n < s.index.nodes() => s.index.of_node(n).is_some(),
+                    _ => node_labels.contains_key(key),
+                };
+                // A node without one of the keys is in no domain of that term.
+                if !has_key {
+                    return Err(InterPodMisfit::Affinity);
+                }
+                all_met = all_met
+                    && (has(&self.affinity, key, node_labels)
+                        || first.is_some_and(|s| s.in_domain(node, node_labels))
+                        || shared.any(|s| s.in_domain(node, node_labels)));
             }
-            let all_met = incoming.affinity.iter().all(|t| {
-                has(&self.affinity, &t.topology_key, node_labels)
-                    || has_shared(&self.shared_affinity, &t.topology_key, node, node_labels)
-            });
             // The first pod of a group affine to itself may go anywhere,
             // provided no pod anywhere matches its terms yet.
             if !all_met
