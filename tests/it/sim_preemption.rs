@@ -84,6 +84,16 @@ fn vip(class: &str) -> String {
     deployment("vip", 0, "10Gi", &spec(class, None))
 }
 
+/// [`full_baseline`] with `replicas` of a `class` vip scaled up, two
+/// minutes later; and when they were scaled.
+fn vips_after_two_minutes(class: &str, replicas: u32) -> (Simulation, u64) {
+    let mut sim = full_baseline(&vip(class));
+    let at = sim.now();
+    scale(&mut sim, "vip", replicas);
+    sim.advance_to(at + 2 * MIN);
+    (sim, at)
+}
+
 // docs "Pod Priority and Preemption" ("Preemption": when a pod cannot be
 // scheduled, the scheduler tries to preempt lower priority Pods);
 // default_preemption_test.go `TestSelectNodesForPreemption` "a pod that
@@ -91,10 +101,7 @@ fn vip(class: &str) -> String {
 // preemption would happen" as the control.
 #[test]
 fn a_higher_priority_pod_preempts_a_lower_one_and_binds_where_it_made_room() {
-    let mut sim = full_baseline(&vip("high"));
-    let at = sim.now();
-    scale(&mut sim, "vip", 1);
-    sim.advance_to(at + 2 * MIN);
+    let (sim, _) = vips_after_two_minutes("high", 1);
     let preempted = preemptions(&sim);
     assert_eq!(preempted.len(), 1, "{preempted:?}");
     let (victim, message) = &preempted[0];
@@ -114,10 +121,7 @@ fn a_higher_priority_pod_preempts_a_lower_one_and_binds_where_it_made_room() {
     assert_eq!(waiting, 1, "the replacement waits");
 
     // Control: a vip of the fillers' own priority preempts nothing.
-    let mut sim = full_baseline(&vip("low"));
-    let at = sim.now();
-    scale(&mut sim, "vip", 1);
-    sim.advance_to(at + 2 * MIN);
+    let (sim, _) = vips_after_two_minutes("low", 1);
     assert!(preemptions(&sim).is_empty());
     assert_eq!(pods_of(&sim, "vip-")[0].phase, PodPhase::Pending);
 }
@@ -127,17 +131,11 @@ fn a_higher_priority_pod_preempts_a_lower_one_and_binds_where_it_made_room() {
 // queue ahead of lower-priority pods, but they cannot preempt other pods".
 #[test]
 fn a_never_pod_waits_instead_of_preempting() {
-    let mut sim = full_baseline(&vip("high-never"));
-    let at = sim.now();
-    scale(&mut sim, "vip", 1);
-    sim.advance_to(at + 2 * MIN);
+    let (sim, _) = vips_after_two_minutes("high-never", 1);
     assert!(preemptions(&sim).is_empty());
     assert_eq!(pods_of(&sim, "vip-")[0].phase, PodPhase::Pending);
     // Control: the same value with the default policy preempts.
-    let mut sim = full_baseline(&vip("high"));
-    let at = sim.now();
-    scale(&mut sim, "vip", 1);
-    sim.advance_to(at + 2 * MIN);
+    let (sim, _) = vips_after_two_minutes("high", 1);
     assert_eq!(preemptions(&sim).len(), 1);
 }
 
@@ -148,10 +146,7 @@ fn a_never_pod_waits_instead_of_preempting() {
 #[test]
 fn every_replica_that_fits_nowhere_says_why_as_a_lone_one_would() {
     let waiting = |replicas: u32| {
-        let mut sim = full_baseline(&vip("high-never"));
-        let at = sim.now();
-        scale(&mut sim, "vip", replicas);
-        sim.advance_to(at + 2 * MIN);
+        let (sim, _) = vips_after_two_minutes("high-never", replicas);
         sim.observation()
             .events
             .iter()
@@ -337,14 +332,7 @@ fn a_running_pods_anti_affinity_is_preempted_away_by_a_higher_priority_pod() {
 // waits.
 #[test]
 fn preemptors_count_each_others_nominations() {
-    let run = |replicas: u32| {
-        let mut sim = full_baseline(&vip("high"));
-        let at = sim.now();
-        scale(&mut sim, "vip", replicas);
-        sim.advance_to(at + 2 * MIN);
-        (sim, at)
-    };
-    let (sim, at) = run(2);
+    let (sim, at) = vips_after_two_minutes("high", 2);
     let preempted_at: Vec<u64> = sim
         .observation()
         .events
@@ -359,7 +347,7 @@ fn preemptors_count_each_others_nominations() {
         vips.iter().filter_map(|p| node_of(&sim, &p.name)).collect();
     assert_eq!(nodes.len(), 2, "one on each node: {nodes:?}");
 
-    let (sim, _) = run(3);
+    let (sim, _) = vips_after_two_minutes("high", 3);
     assert_eq!(preemptions(&sim).len(), 2, "control: no third victim");
     let waiting: Vec<_> = pods_of(&sim, "vip-")
         .into_iter()
