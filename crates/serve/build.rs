@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use prost::Message;
 
 /// The files compiled; their imports are found under `proto/`.
-const FILES: [&str; 10] = [
+const FILES: [&str; 12] = [
     "api/core/v1/generated.proto",
     "api/apps/v1/generated.proto",
     "api/batch/v1/generated.proto",
@@ -19,6 +19,8 @@ const FILES: [&str; 10] = [
     "api/discovery/v1/generated.proto",
     "api/scheduling/v1/generated.proto",
     "api/authorization/v1/generated.proto",
+    "api/rbac/v1/generated.proto",
+    "api/networking/v1/generated.proto",
 ];
 
 fn main() {

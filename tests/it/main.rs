@@ -80,6 +80,7 @@ mod serve_kubectl_endpoints;
 mod serve_kubectl_events;
 mod serve_kubectl_events_v1;
 mod serve_kubectl_protobuf;
+mod serve_kubectl_rbac_networking;
 mod serve_kubectl_replicasets;
 mod serve_kubectl_services;
 mod serve_kubectl_status;

@@ -42,9 +42,9 @@ pub fn objects(run: &RunId) -> Vec<Value> {
         .collect()
 }
 
-/// Applies the provisioner; returns the kinds the cluster did not serve
-/// (none on a real cluster; a served simulator models storage itself and
-/// serves no RBAC).
+/// Applies the provisioner; returns the objects of kinds the cluster did
+/// not serve (none on a real cluster, nor on a served simulator, which
+/// stores the RBAC as written and models storage itself).
 pub async fn install(client: &kube::Client, run: &RunId) -> Result<Vec<String>, DriverError> {
     let mut not_served = Vec::new();
     for object in objects(run) {

@@ -12,7 +12,7 @@ use super::history::{History, Key, key_of, set_rv, text};
 use super::resources::{self, Resource};
 use super::status;
 use super::transitions::Transitions;
-use super::written::Written;
+use super::written::{DECLARED_KINDS, Written};
 use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_sim::Simulation;
 use drillbench_sim::world::{NodePhase, PodPhase, WorkloadKind};
@@ -70,12 +70,7 @@ impl Objects<'_> {
             }
             "ConfigMap" => self.written.config_map(namespace, name)?.clone(),
             "Event" => self.events.get(namespace, name)?.clone(),
-            "PriorityClass"
-            | "Service"
-            | "Secret"
-            | "ServiceAccount"
-            | "CronJob"
-            | "CustomResourceDefinition" => self
+            kind if kind == "CustomResourceDefinition" || DECLARED_KINDS.contains(&kind) => self
                 .written
                 .declared(&(kind, namespace.to_owned(), name.to_owned()))?
                 .clone(),
@@ -232,12 +227,9 @@ impl Objects<'_> {
             }
             "ConfigMap" => self.written.config_maps().cloned().collect(),
             "Event" => self.events.all().cloned().collect(),
-            "PriorityClass"
-            | "Service"
-            | "Secret"
-            | "ServiceAccount"
-            | "CronJob"
-            | "CustomResourceDefinition" => self.written.declared_of_kind(kind).cloned().collect(),
+            kind if kind == "CustomResourceDefinition" || DECLARED_KINDS.contains(&kind) => {
+                self.written.declared_of_kind(kind).cloned().collect()
+            }
             _ if resource.is_custom() => self.written.declared_of_kind(kind).cloned().collect(),
             "StorageClass" => sim.storage_class_views().iter().map(to_json).collect(),
             "Lease" => sim.lease_views().iter().map(to_json).collect(),

@@ -22,7 +22,8 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 use k8s_openapi::api::{
-    apps, authorization, batch, coordination, core, discovery, policy, scheduling, storage,
+    apps, authorization, batch, coordination, core, discovery, networking, policy, rbac,
+    scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -76,6 +77,13 @@ fn add_kind(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<
         "CustomResourceDefinition" => add::<CustomResourceDefinition>(g),
         "SelfSubjectAccessReview" => add::<authorization::v1::SelfSubjectAccessReview>(g),
         "SelfSubjectRulesReview" => add::<authorization::v1::SelfSubjectRulesReview>(g),
+        "Role" => add::<rbac::v1::Role>(g),
+        "RoleBinding" => add::<rbac::v1::RoleBinding>(g),
+        "ClusterRole" => add::<rbac::v1::ClusterRole>(g),
+        "ClusterRoleBinding" => add::<rbac::v1::ClusterRoleBinding>(g),
+        "NetworkPolicy" => add::<networking::v1::NetworkPolicy>(g),
+        "Ingress" => add::<networking::v1::Ingress>(g),
+        "IngressClass" => add::<networking::v1::IngressClass>(g),
         _ => return None,
     })
 }

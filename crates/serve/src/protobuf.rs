@@ -41,6 +41,25 @@ use super::api::ApiError;
 /// The media type.
 pub(super) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
+/// Go structs embedded with `json:",inline"` in the vendored groups'
+/// types (`k8s.io/api`): protobuf has them as a field of their own, JSON
+/// writes their fields into the parent's (a Volume's `configMap` beside
+/// its `name`, an Ingress rule's `http` beside its `host`).
+const INLINE_FIELDS: &[(&str, &str)] = &[
+    ("api.core.v1.Volume", "volumeSource"),
+    ("api.core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
+    ("api.core.v1.Probe", "handler"),
+    ("api.core.v1.EphemeralContainer", "ephemeralContainerCommon"),
+    ("api.core.v1.ConfigMapEnvSource", "localObjectReference"),
+    ("api.core.v1.ConfigMapKeySelector", "localObjectReference"),
+    ("api.core.v1.ConfigMapProjection", "localObjectReference"),
+    ("api.core.v1.ConfigMapVolumeSource", "localObjectReference"),
+    ("api.core.v1.SecretEnvSource", "localObjectReference"),
+    ("api.core.v1.SecretKeySelector", "localObjectReference"),
+    ("api.core.v1.SecretProjection", "localObjectReference"),
+    ("api.networking.v1.IngressRule", "ingressRuleValue"),
+];
+
 /// The four bytes every protobuf body starts with.
 const MAGIC: &[u8] = b"k8s\0";
 
@@ -198,12 +217,22 @@ fn message(message: &DynamicMessage) -> Value {
                 .and_then(|raw| serde_json::from_slice(&raw).ok())
                 .unwrap_or(Value::Null)
         }
-        _ => {
+        full_name => {
             let mut object = Map::new();
-            // The generated files name each field as its JSON does.
+            // The generated files name each field as its JSON does, but
+            // for a Go struct embedded inline, whose fields JSON writes
+            // into its parent's.
             for (descriptor, value) in message.fields() {
-                if let Some(json) = field_value(descriptor.name(), value) {
-                    object.insert(descriptor.name().to_owned(), json);
+                match field_value(descriptor.name(), value) {
+                    Some(Value::Object(fields))
+                        if INLINE_FIELDS.contains(&(full_name, descriptor.name())) =>
+                    {
+                        object.extend(fields);
+                    }
+                    Some(json) => {
+                        object.insert(descriptor.name().to_owned(), json);
+                    }
+                    None => {}
                 }
             }
             Value::Object(object)
@@ -429,6 +458,58 @@ mod tests {
         let container = &deployment["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["resources"]["limits"]["cpu"], "500m");
         assert_eq!(container["ports"][0]["containerPort"], 80);
+    }
+
+    /// Go structs embedded inline are a field of their own in protobuf and
+    /// part of their parent in JSON: a volume's source beside its name, a
+    /// probe's handler beside its timings, a key selector's name beside its
+    /// key. Control: a named struct field (a container's `resources`) stays
+    /// nested.
+    #[test]
+    fn inline_structs_read_into_their_parent() {
+        let pod = encoded(
+            "api.core.v1.Pod",
+            json!({"metadata": {"name": "p"},
+                   "spec": {"volumes": [{"name": "settings",
+                                         "volumeSource": {"configMap": {
+                                            "localObjectReference": {"name": "app"}}}}],
+                            "containers": [{"name": "c",
+                               "resources": {"limits": {"cpu": {"string": "1"}}},
+                               "readinessProbe": {"handler": {"httpGet": {"path": "/ready",
+                                   "port": {"type": 0, "intVal": 8080}}},
+                                 "periodSeconds": 5},
+                               "env": [{"name": "MODE", "valueFrom": {"configMapKeyRef": {
+                                   "localObjectReference": {"name": "app"}, "key": "mode"}}}]}]}}),
+        );
+        let pod = to_json(&envelope("v1", "Pod", pod)).expect("decoded");
+        let spec = &pod["spec"];
+        assert_eq!(
+            spec["volumes"][0],
+            json!({"name": "settings", "configMap": {"name": "app"}})
+        );
+        let container = &spec["containers"][0];
+        assert_eq!(
+            container["readinessProbe"],
+            json!({"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5})
+        );
+        assert_eq!(
+            container["env"][0]["valueFrom"]["configMapKeyRef"],
+            json!({"name": "app", "key": "mode"})
+        );
+        assert_eq!(container["resources"], json!({"limits": {"cpu": "1"}}));
+        let ingress = encoded(
+            "api.networking.v1.Ingress",
+            json!({"metadata": {"name": "web"},
+                   "spec": {"rules": [{"host": "web.example.com", "ingressRuleValue": {
+                       "http": {"paths": [{"path": "/", "pathType": "Prefix"}]}}}]}}),
+        );
+        let ingress =
+            to_json(&envelope("networking.k8s.io/v1", "Ingress", ingress)).expect("decoded");
+        assert_eq!(
+            ingress["spec"]["rules"][0],
+            json!({"host": "web.example.com",
+                   "http": {"paths": [{"path": "/", "pathType": "Prefix"}]}})
+        );
     }
 
     /// A kind with no definition (a custom resource) is a 415; a body

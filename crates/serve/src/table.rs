@@ -126,7 +126,148 @@ pub(crate) fn columns(kind: &str) -> Vec<Value> {
             column("Count", "integer", 1, ""),
             column("Name", "string", 1, "name"),
         ],
+        // The API server's default table (`rest.NewDefaultTableConvertor`),
+        // which kubectl shows for kinds without a printer of their own.
+        "Role" | "ClusterRole" => vec![name, column("Created At", "date", 0, "")],
+        // kubectl's RoleBinding printers (`printRoleBinding`,
+        // `printClusterRoleBinding`).
+        "RoleBinding" | "ClusterRoleBinding" => vec![
+            name,
+            column("Role", "string", 0, ""),
+            age,
+            column("Users", "string", 1, ""),
+            column("Groups", "string", 1, ""),
+            column("ServiceAccounts", "string", 1, ""),
+        ],
+        // kubectl's NetworkPolicy printer (`printNetworkPolicy`).
+        "NetworkPolicy" => vec![name, column("Pod-Selector", "string", 0, ""), age],
+        // kubectl's Ingress printer (`printIngress`).
+        "Ingress" => vec![
+            name,
+            column("Class", "string", 0, ""),
+            column("Hosts", "string", 0, ""),
+            column("Address", "string", 0, ""),
+            column("Ports", "string", 0, ""),
+            age,
+        ],
+        // kubectl's IngressClass printer (`printIngressClass`).
+        "IngressClass" => vec![
+            name,
+            column("Controller", "string", 0, ""),
+            column("Parameters", "string", 0, ""),
+            age,
+        ],
         _ => vec![name, age],
+    }
+}
+
+/// `rbac.SubjectsStrings`: a binding's users, groups and service accounts
+/// (`namespace/name`), each joined with `, `.
+fn subjects(binding: &Value) -> [String; 3] {
+    let mut lists: [Vec<String>; 3] = Default::default();
+    for subject in binding["subjects"].as_array().into_iter().flatten() {
+        let name = subject["name"].as_str().unwrap_or_default();
+        match subject["kind"].as_str() {
+            Some("User") => lists[0].push(name.to_owned()),
+            Some("Group") => lists[1].push(name.to_owned()),
+            Some("ServiceAccount") => lists[2].push(format!(
+                "{}/{name}",
+                subject["namespace"].as_str().unwrap_or_default()
+            )),
+            _ => {}
+        }
+    }
+    lists.map(|l| l.join(", "))
+}
+
+/// `metav1.FormatLabelSelector`: the selector's requirements by key
+/// (`key=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`),
+/// `<none>` when it selects everything.
+fn label_selector(selector: &Value) -> String {
+    let mut requirements: Vec<(String, String)> = Vec::new();
+    for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
+        requirements.push((
+            key.clone(),
+            format!("{key}={}", value.as_str().unwrap_or_default()),
+        ));
+    }
+    for expression in selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let key = expression["key"].as_str().unwrap_or_default();
+        let mut values: Vec<&str> = expression["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        let values = values.join(",");
+        let shown = match expression["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({values})"),
+            "NotIn" => format!("{key} notin ({values})"),
+            "Exists" => key.to_owned(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other} ({values})"),
+        };
+        requirements.push((key.to_owned(), shown));
+    }
+    requirements.sort();
+    if requirements.is_empty() {
+        return "<none>".to_owned();
+    }
+    requirements
+        .into_iter()
+        .map(|(_, shown)| shown)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// kubectl's `formatHosts`: the first three rules' hosts (a rule without
+/// one adds none), `+ N more...` for the rules after them, `*` when no
+/// host is named.
+fn ingress_hosts(ingress: &Value) -> String {
+    let rules: &[Value] = ingress
+        .pointer("/spec/rules")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let hosts: Vec<&str> = rules
+        .iter()
+        .take(3)
+        .filter_map(|rule| rule["host"].as_str().filter(|h| !h.is_empty()))
+        .collect();
+    if hosts.is_empty() {
+        return "*".to_owned();
+    }
+    let shown = hosts.join(",");
+    match rules.len() {
+        n if n > 3 => format!("{shown} + {} more...", n - 3),
+        _ => shown,
+    }
+}
+
+/// kubectl's `ingressLoadBalancerStatusStringer`, as a server prints it
+/// (not wide): each ingress point's IP, else its hostname, sorted and
+/// once each, clipped to 16 bytes.
+fn ingress_address(ingress: &Value) -> String {
+    let points: std::collections::BTreeSet<&str> = ingress
+        .pointer("/status/loadBalancer/ingress")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            i["ip"]
+                .as_str()
+                .filter(|ip| !ip.is_empty())
+                .or_else(|| i["hostname"].as_str().filter(|h| !h.is_empty()))
+        })
+        .collect();
+    let joined = points.into_iter().collect::<Vec<_>>().join(",");
+    match joined.get(..13) {
+        Some(head) if joined.len() > 16 => format!("{head}..."),
+        _ => joined,
     }
 }
 
@@ -484,6 +625,63 @@ pub(crate) fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
             json!(int(object, "/count")),
             json!(text(object, "/metadata/name")),
         ],
+        "Role" | "ClusterRole" => vec![name, json!(text(object, "/metadata/creationTimestamp"))],
+        "RoleBinding" | "ClusterRoleBinding" => {
+            let [users, groups, service_accounts] = subjects(object);
+            vec![
+                name,
+                json!(format!(
+                    "{}/{}",
+                    text(object, "/roleRef/kind"),
+                    text(object, "/roleRef/name")
+                )),
+                age,
+                json!(users),
+                json!(groups),
+                json!(service_accounts),
+            ]
+        }
+        "NetworkPolicy" => vec![
+            name,
+            json!(label_selector(&object["spec"]["podSelector"])),
+            age,
+        ],
+        "Ingress" => {
+            let tls = object
+                .pointer("/spec/tls")
+                .and_then(Value::as_array)
+                .is_some_and(|t| !t.is_empty());
+            vec![
+                name,
+                json!(text(object, "/spec/ingressClassName")),
+                json!(ingress_hosts(object)),
+                json!(ingress_address(object)),
+                json!(if tls { "80, 443" } else { "80" }),
+                age,
+            ]
+        }
+        "IngressClass" => {
+            let parameters = match object.pointer("/spec/parameters") {
+                Some(p) if p.is_object() => {
+                    let group = p["apiGroup"]
+                        .as_str()
+                        .map(|g| format!(".{g}"))
+                        .unwrap_or_default();
+                    format!(
+                        "{}{group}/{}",
+                        p["kind"].as_str().unwrap_or_default(),
+                        p["name"].as_str().unwrap_or_default()
+                    )
+                }
+                _ => "<none>".to_owned(),
+            };
+            vec![
+                name,
+                json!(text(object, "/spec/controller")),
+                json!(parameters),
+                age,
+            ]
+        }
         _ => vec![name, age],
     }
 }

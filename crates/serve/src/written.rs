@@ -14,14 +14,22 @@ use super::managed_fields::ManagedFields;
 /// API, like ConfigMaps: the simulator models no behaviour for them, but
 /// a drill, a platform's preflight or an installer reads and writes them
 /// (a pod's PriorityClass, the Services, Secrets and ServiceAccounts an
-/// application ships). A CronJob reads as written too, and the simulator
+/// application ships, the RBAC and network objects of a platform's
+/// rendered manifests). A CronJob reads as written too, and the simulator
 /// also runs it ([`RUN_DECLARED`]).
-pub(super) const DECLARED_KINDS: [&str; 5] = [
+pub(super) const DECLARED_KINDS: [&str; 12] = [
     "PriorityClass",
     "Service",
     "Secret",
     "ServiceAccount",
     "CronJob",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "NetworkPolicy",
+    "Ingress",
+    "IngressClass",
 ];
 
 /// Declared kinds the simulator also runs: it loads a CronJob, from the

@@ -1,0 +1,219 @@
+//! The RBAC and network objects of a platform's rendered manifests,
+//! stored as written by `bench sim serve` and read back through the real
+//! kubectl: `kubectl create role|rolebinding|clusterrole|
+//! clusterrolebinding|ingress` (protobuf bodies, the groups' vendored
+//! `generated.proto`), `kubectl apply` of a NetworkPolicy, an Ingress and
+//! its IngressClass, and the columns kubectl's printers show for them
+//! (`pkg/printers/internalversion/printers.go`; Roles and ClusterRoles
+//! have no printer, so the API server's default table: name and
+//! creation time).
+
+use crate::kubectl_support::*;
+
+/// The row of `name` in a `kubectl get` table, split into columns.
+fn row(table: &str, name: &str) -> Vec<String> {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no {name} row: {table}"))
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn kubectl_creates_roles_and_bindings_and_lists_them_as_its_printers_do() {
+    let Some(s) = serve() else { return };
+    s.ok(&[
+        "create",
+        "role",
+        "pod-reader",
+        "-n",
+        "apps",
+        "--verb=get,list",
+        "--resource=pods",
+    ]);
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "read-pods",
+        "-n",
+        "apps",
+        "--role=pod-reader",
+        "--user=alice",
+        "--serviceaccount=apps:deployer",
+    ]);
+    s.ok(&[
+        "create",
+        "clusterrole",
+        "node-reader",
+        "--verb=get",
+        "--resource=nodes",
+    ]);
+    s.ok(&[
+        "create",
+        "clusterrolebinding",
+        "read-nodes",
+        "--clusterrole=node-reader",
+        "--group=ops",
+    ]);
+    let rules = s.ok(&[
+        "get",
+        "role",
+        "pod-reader",
+        "-n",
+        "apps",
+        "-o",
+        "jsonpath={.rules[0].verbs} {.rules[0].resources}",
+    ]);
+    assert_eq!(rules, r#"["get","list"] ["pods"]"#);
+    let roles = s.ok(&["get", "roles", "-n", "apps"]);
+    assert!(roles.starts_with("NAME"), "{roles}");
+    assert!(
+        roles
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("CREATED AT"),
+        "{roles}"
+    );
+    let created = &row(&roles, "pod-reader")[1];
+    assert!(
+        created.ends_with('Z') && created.contains('T'),
+        "RFC 3339: {roles}"
+    );
+    let bindings = s.ok(&["get", "rolebinding", "-n", "apps", "-o", "wide"]);
+    assert_eq!(
+        row(&bindings, "read-pods")[1..],
+        [
+            "Role/pod-reader".to_owned(),
+            row(&bindings, "read-pods")[2].clone(),
+            "alice".to_owned(),
+            "apps/deployer".to_owned()
+        ],
+        "{bindings}"
+    );
+    let cluster_bindings = s.ok(&["get", "clusterrolebinding", "read-nodes", "-o", "wide"]);
+    let columns = row(&cluster_bindings, "read-nodes");
+    assert_eq!(columns[1], "ClusterRole/node-reader", "{cluster_bindings}");
+    assert_eq!(columns[3], "ops", "{cluster_bindings}");
+    // Cluster-scoped: no namespace in its name.
+    assert!(
+        s.ok(&["get", "clusterrole", "node-reader", "-o", "name"])
+            .trim()
+            == "clusterrole.rbac.authorization.k8s.io/node-reader"
+    );
+    // Control: deleted, it is gone, and a role never created is not found.
+    s.ok(&["delete", "role", "pod-reader", "-n", "apps"]);
+    let gone = s.run(&["get", "role", "pod-reader", "-n", "apps"]);
+    assert!(
+        !gone.ok && gone.stderr.contains("NotFound"),
+        "{}",
+        gone.stderr
+    );
+}
+
+#[test]
+fn kubectl_applies_network_policies_and_ingresses_and_explains_them() {
+    let Some(s) = serve() else { return };
+    let path = manifest(
+        &s,
+        "network",
+        "apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: api-from-web, namespace: apps}
+spec:
+  podSelector:
+    matchLabels: {app: api}
+    matchExpressions: [{key: tier, operator: In, values: [web, edge]}]
+  policyTypes: [Ingress]
+  ingress: [{from: [{podSelector: {matchLabels: {app: web}}}]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-all, namespace: apps}
+spec: {podSelector: {}}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx}
+spec:
+  controller: k8s.io/ingress-nginx
+  parameters: {apiGroup: k8s.example.com, kind: IngressParameters, name: external-lb}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: apps}
+spec:
+  ingressClassName: nginx
+  tls: [{hosts: [web.example.com], secretName: web-tls}]
+  rules:
+    - host: web.example.com
+      http:
+        paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]
+",
+    );
+    s.ok(&["apply", "--server-side", "-f", &path]);
+    let policies = s.ok(&["get", "netpol", "-n", "apps"]);
+    assert_eq!(
+        row(&policies, "api-from-web")[1],
+        "app=api,tier in (edge,web)",
+        "{policies}"
+    );
+    assert_eq!(row(&policies, "deny-all")[1], "<none>", "{policies}");
+    let classes = s.ok(&["get", "ingressclass"]);
+    assert_eq!(
+        row(&classes, "nginx")[1..3],
+        [
+            "k8s.io/ingress-nginx",
+            "IngressParameters.k8s.example.com/external-lb"
+        ],
+        "{classes}"
+    );
+    // `kubectl create ingress` sends protobuf; its rule without TLS
+    // serves port 80 only.
+    s.ok(&[
+        "create",
+        "ingress",
+        "api",
+        "-n",
+        "apps",
+        "--class=nginx",
+        "--rule=api.example.com/v1*=api:8080",
+    ]);
+    let ingresses = s.ok(&["get", "ing", "-n", "apps"]);
+    let web = row(&ingresses, "web");
+    assert_eq!(web[1..3], ["nginx", "web.example.com"], "{ingresses}");
+    assert!(web.contains(&"80, 443".to_owned()), "{ingresses}");
+    let api = row(&ingresses, "api");
+    assert_eq!(api[1..3], ["nginx", "api.example.com"], "{ingresses}");
+    assert!(api.contains(&"80".to_owned()), "{ingresses}");
+    let path_type = s.ok(&[
+        "get",
+        "ing",
+        "api",
+        "-n",
+        "apps",
+        "-o",
+        "jsonpath={.spec.rules[0].http.paths[0].pathType}",
+    ]);
+    // The rule's `http` sits beside its `host`, as JSON writes the
+    // embedded `IngressRuleValue`.
+    assert_eq!(path_type, "Prefix");
+    let explained = s.ok(&["explain", "networkpolicy.spec.podSelector"]);
+    assert!(explained.contains("matchLabels"), "{explained}");
+    let groups = s.ok(&[
+        "api-resources",
+        "--api-group=networking.k8s.io",
+        "-o",
+        "name",
+    ]);
+    for plural in ["ingressclasses", "ingresses", "networkpolicies"] {
+        assert!(
+            groups.contains(&format!("{plural}.networking.k8s.io")),
+            "{groups}"
+        );
+    }
+}
