@@ -6,6 +6,11 @@
 //! command's object is read back field by field; the control is the same
 //! object sent as JSON (`--dry-run=client -o json | kubectl create -f`),
 //! which must read back the same.
+//!
+//! kubectl asks for protobuf answers first (`Accept:
+//! application/vnd.kubernetes.protobuf,application/json`) and decodes
+//! them with its own codecs: what `kubectl create -o json` prints from the
+//! protobuf answer must be what `kubectl get -o json` prints from JSON.
 
 use crate::kubectl_support::*;
 
@@ -221,5 +226,107 @@ fn a_protobuf_object_reads_back_as_its_json_twin() {
         ),
         "0",
         "a pointer's zero is kept"
+    );
+}
+
+/// The answer to a typed client is protobuf, and kubectl's own decoder
+/// reads it as the object JSON readers see: a Deployment (Quantity,
+/// IntOrString, Time, a pointer's zero) and a PodDisruptionBudget.
+#[test]
+fn kubectl_reads_the_protobuf_answer_as_the_json_one() {
+    let Some(s) = serve() else { return };
+    let created = s.run(&[
+        "create",
+        "deployment",
+        "typed",
+        "-n",
+        "apps",
+        "--image=registry.k8s.io/pause:3.10",
+        "--replicas=0",
+        "-o",
+        "json",
+        "-v=8",
+    ]);
+    assert!(created.ok, "{}", created.stderr);
+    let answered_protobuf = created.stderr.lines().any(|l| {
+        l.contains("round_trippers")
+            && !l.contains("Accept")
+            && l.contains("Content-Type: application/vnd.kubernetes.protobuf")
+    });
+    assert!(
+        answered_protobuf,
+        "the server answered protobuf: {}",
+        created.stderr
+    );
+    let from_protobuf: serde_json::Value =
+        serde_json::from_str(&created.stdout).expect("kubectl printed JSON");
+    let fetched: serde_json::Value =
+        serde_json::from_str(&s.ok(&["get", "deployment", "typed", "-n", "apps", "-o", "json"]))
+            .expect("JSON");
+    for pointer in [
+        "/metadata/uid",
+        "/metadata/creationTimestamp",
+        "/metadata/generation",
+        "/spec/replicas",
+        "/spec/strategy/rollingUpdate/maxSurge",
+        "/spec/template/spec/containers/0/image",
+        "/metadata/annotations",
+        "/status/conditions/0/lastTransitionTime",
+    ] {
+        assert!(fetched.pointer(pointer).is_some(), "{pointer} in {fetched}");
+        assert_eq!(
+            from_protobuf.pointer(pointer),
+            fetched.pointer(pointer),
+            "{pointer}"
+        );
+    }
+    assert_eq!(
+        from_protobuf["spec"]["replicas"], 0,
+        "a pointer's zero kept"
+    );
+    // A PodDisruptionBudget's IntOrString and an error's Status, too.
+    let budget = s.ok(&[
+        "create",
+        "pdb",
+        "typed",
+        "-n",
+        "apps",
+        "--selector=app=typed",
+        "--min-available=50%",
+        "-o",
+        "jsonpath={.spec.minAvailable}",
+    ]);
+    assert_eq!(budget, "50%");
+    let again = s.run(&[
+        "create",
+        "pdb",
+        "typed",
+        "-n",
+        "apps",
+        "--selector=app=typed",
+        "--min-available=1",
+    ]);
+    assert!(!again.ok);
+    assert!(
+        again.stderr.contains("AlreadyExists") || again.stderr.contains("already exists"),
+        "{}",
+        again.stderr
+    );
+    // Control: a JSON-first client is answered JSON.
+    let json_first = s.run(&[
+        "get",
+        "deployment",
+        "typed",
+        "-n",
+        "apps",
+        "-o",
+        "json",
+        "-v=8",
+    ]);
+    assert!(
+        !json_first.stderr.lines().any(|l| !l.contains("Accept")
+            && l.contains("Content-Type: application/vnd.kubernetes.protobuf")),
+        "{}",
+        json_first.stderr
     );
 }

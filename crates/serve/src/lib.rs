@@ -43,6 +43,7 @@ mod openapi;
 mod partial;
 pub mod patch;
 mod protobuf;
+mod protobuf_reply;
 mod read;
 pub mod resources;
 pub mod select;
@@ -643,6 +644,7 @@ async fn answer(
     } else {
         (content_type, body)
     };
+    let wants_protobuf = protobuf_reply::preferred(&accept);
     let (reply_tx, reply_rx) = oneshot::channel();
     let request = Request {
         method,
@@ -665,6 +667,14 @@ async fn answer(
     let Ok(reply) = reply_rx.await else {
         return Ok(unavailable());
     };
+    // A client that asks for protobuf first gets it for every object,
+    // list and Status that has a message; the rest stays JSON, which it
+    // accepts too (`protobuf_reply`).
+    let reply = if wants_protobuf {
+        as_protobuf(reply)
+    } else {
+        reply
+    };
     Ok(match reply {
         Reply::Json(status, body) => json_response(status, &body),
         Reply::Raw {
@@ -683,6 +693,33 @@ async fn answer(
             response
         }
     })
+}
+
+/// A JSON reply in protobuf, where its kind has a message.
+fn as_protobuf(reply: Reply) -> Reply {
+    let encoded = |status: u16, object: &serde_json::Value| {
+        protobuf_reply::encode(object).map(|body| Reply::Raw {
+            status,
+            media_type: protobuf::PROTOBUF,
+            body,
+        })
+    };
+    match reply {
+        Reply::Json(status, body) => encoded(status, &body).unwrap_or(Reply::Json(status, body)),
+        Reply::Raw {
+            status,
+            media_type: "application/json",
+            body,
+        } => serde_json::from_slice(&body)
+            .ok()
+            .and_then(|object| encoded(status, &object))
+            .unwrap_or(Reply::Raw {
+                status,
+                media_type: "application/json",
+                body,
+            }),
+        other => other,
+    }
 }
 
 /// Forwards watch lines until the client goes, the simulator stops, the

@@ -45,7 +45,7 @@ pub(super) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// types (`k8s.io/api`): protobuf has them as a field of their own, JSON
 /// writes their fields into the parent's (a Volume's `configMap` beside
 /// its `name`, an Ingress rule's `http` beside its `host`).
-const INLINE_FIELDS: &[(&str, &str)] = &[
+pub(super) const INLINE_FIELDS: &[(&str, &str)] = &[
     ("api.core.v1.Volume", "volumeSource"),
     ("api.core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
     ("api.core.v1.Probe", "handler"),
@@ -61,7 +61,7 @@ const INLINE_FIELDS: &[(&str, &str)] = &[
 ];
 
 /// The four bytes every protobuf body starts with.
-const MAGIC: &[u8] = b"k8s\0";
+pub(super) const MAGIC: &[u8] = b"k8s\0";
 
 /// Go fields that are pointers to a scalar whose zero value differs from
 /// leaving the field unset (a default applies when unset), by JSON name:
@@ -111,7 +111,7 @@ const POINTER_FIELDS: &[&str] = &[
 ];
 
 /// The vendored definitions, decoded once.
-fn pool() -> Option<&'static DescriptorPool> {
+pub(super) fn pool() -> Option<&'static DescriptorPool> {
     static POOL: OnceLock<Option<DescriptorPool>> = OnceLock::new();
     POOL.get_or_init(|| {
         DescriptorPool::decode(&include_bytes!(concat!(env!("OUT_DIR"), "/kubernetes.bin"))[..])
@@ -168,7 +168,11 @@ pub(super) fn to_json(body: &[u8]) -> Result<Value, ApiError> {
 /// The message of `kind` in `apiVersion`: `api.GROUP.VERSION.KIND` by the
 /// group's first label (`apps`, `batch`, `policy`, `core` for the core
 /// group, `storage` for `storage.k8s.io`), then meta/v1's (`DeleteOptions`).
-fn message_for(pool: &DescriptorPool, api_version: &str, kind: &str) -> Option<MessageDescriptor> {
+pub(super) fn message_for(
+    pool: &DescriptorPool,
+    api_version: &str,
+    kind: &str,
+) -> Option<MessageDescriptor> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let package = match group.split('.').next().unwrap_or_default() {
         "" => "core",
