@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use prost::Message;
 
 /// The files compiled; their imports are found under `proto/`.
-const FILES: [&str; 12] = [
+const FILES: [&str; 13] = [
     "api/core/v1/generated.proto",
     "api/apps/v1/generated.proto",
     "api/batch/v1/generated.proto",
@@ -21,6 +21,7 @@ const FILES: [&str; 12] = [
     "api/authorization/v1/generated.proto",
     "api/rbac/v1/generated.proto",
     "api/networking/v1/generated.proto",
+    "api/autoscaling/v2/generated.proto",
 ];
 
 fn main() {

@@ -144,7 +144,11 @@ impl Cluster {
                     },
                     doc.name().unwrap_or_default().to_owned(),
                 );
-                if DECLARED_KINDS.contains(&resource.kind) {
+                // Stored as written, so only at the version it is served
+                // at: an `autoscaling/v1` HPA is not an `autoscaling/v2` one.
+                let served_version = doc.value.get("apiVersion").and_then(|v| v.as_str())
+                    == Some(&resource.api_version());
+                if DECLARED_KINDS.contains(&resource.kind) && served_version {
                     let mut object = declared(&doc.value, &key, index);
                     if key.0 == "Service" {
                         // A Service the drill declares is allocated its

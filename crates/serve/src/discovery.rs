@@ -145,7 +145,7 @@ pub(super) fn aggregated(written: &Written, core: bool, version: &str) -> Value 
     } else {
         let mut groups: Vec<(String, Vec<String>)> = GROUPS
             .iter()
-            .map(|g| ((*g).to_owned(), vec!["v1".to_owned()]))
+            .map(|g| ((*g).to_owned(), vec![resources::version_of(g).to_owned()]))
             .collect();
         for (name, versions) in crds::groups(written) {
             groups.push((
@@ -275,7 +275,8 @@ mod tests {
         assert_eq!(names, GROUPS);
         for item in groups["items"].as_array().expect("items") {
             let name = item["metadata"]["name"].as_str().expect("a name");
-            let plain = resources::resource_list(name, "v1").expect("served");
+            let plain =
+                resources::resource_list(name, resources::version_of(name)).expect("served");
             let top: Vec<&Value> = plain["resources"]
                 .as_array()
                 .expect("resources")

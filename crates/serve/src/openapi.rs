@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 use k8s_openapi::api::{
-    apps, authorization, batch, coordination, core, discovery, networking, policy, rbac,
-    scheduling, storage,
+    apps, authorization, autoscaling, batch, coordination, core, discovery, networking, policy,
+    rbac, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -84,6 +84,7 @@ fn add_kind(generator: &mut SchemaGenerator, group: &str, kind: &str) -> Option<
         "NetworkPolicy" => add::<networking::v1::NetworkPolicy>(g),
         "Ingress" => add::<networking::v1::Ingress>(g),
         "IngressClass" => add::<networking::v1::IngressClass>(g),
+        "HorizontalPodAutoscaler" => add::<autoscaling::v2::HorizontalPodAutoscaler>(g),
         _ => return None,
     })
 }
@@ -157,11 +158,12 @@ fn built_in_documents() -> BTreeMap<String, Value> {
             }
         }
         let mut schemas = generator.take_definitions(true);
+        let version = resources::version_of(group);
         for (name, kind) in kinds {
-            mark_kind(&mut schemas, &name, group, "v1", kind);
+            mark_kind(&mut schemas, &name, group, version, kind);
         }
         let paths = patch_paths(RESOURCES.iter().filter(|r| r.group == group));
-        documents.insert(gv_path(group, "v1"), document(paths, schemas));
+        documents.insert(gv_path(group, version), document(paths, schemas));
     }
     documents
 }
@@ -312,7 +314,7 @@ fn index(written: &Written) -> Value {
         );
     };
     for group in std::iter::once("").chain(GROUPS.iter().copied()) {
-        add(gv_path(group, "v1"));
+        add(gv_path(group, resources::version_of(group)));
     }
     for (group, versions) in crds::groups(written) {
         for version in versions {

@@ -291,6 +291,21 @@ pub const RESOURCES: &[Resource] = &[
         &[],
         true,
     ),
+    // The autoscaling group at its preferred version (`autoscaling/v2`):
+    // an HPA is stored as written; nothing scales on metrics here.
+    Resource {
+        version: "v2",
+        ..in_all(res(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "horizontalpodautoscaler",
+            "HorizontalPodAutoscaler",
+            true,
+            &["hpa"],
+            &["status"],
+            true,
+        ))
+    },
     // What a platform's rendered manifests carry beside its workloads:
     // RBAC for its controllers and users, and its network objects.
     res(
@@ -491,6 +506,7 @@ pub const GROUPS: &[&str] = &[
     "events.k8s.io",
     "rbac.authorization.k8s.io",
     "networking.k8s.io",
+    "autoscaling",
 ];
 
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
@@ -501,6 +517,16 @@ pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resourc
 
 pub fn by_kind(kind: &str) -> Option<&'static Resource> {
     RESOURCES.iter().find(|r| r.kind == kind)
+}
+
+/// The one version a built-in group is served at: `v1`, but for
+/// `autoscaling`, whose HorizontalPodAutoscaler is served as `v2`, the
+/// API server's preferred version since 1.23.
+pub fn version_of(group: &str) -> &'static str {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group)
+        .map_or("v1", |r| r.version)
 }
 
 fn verbs(r: &Resource) -> Vec<&'static str> {
@@ -541,7 +567,8 @@ pub fn groups_of(names: &[&str]) -> Value {
     let groups: Vec<Value> = names
         .iter()
         .map(|g| {
-            let gv = json!({"groupVersion": format!("{g}/v1"), "version": "v1"});
+            let version = version_of(g);
+            let gv = json!({"groupVersion": format!("{g}/{version}"), "version": version});
             json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
         })
         .collect();
@@ -556,13 +583,15 @@ pub fn group(name: &str) -> Option<Value> {
 /// `/apis/GROUP` when `names` holds it.
 pub fn group_of(names: &[&str], name: &str) -> Option<Value> {
     names.contains(&name).then(|| {
-        let gv = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
+        let version = version_of(name);
+        let gv = json!({"groupVersion": format!("{name}/{version}"), "version": version});
         json!({"kind": "APIGroup", "apiVersion": "v1", "name": name,
                "versions": [gv.clone()], "preferredVersion": gv})
     })
 }
 
-/// `/api/v1` or `/apis/GROUP/v1`: the resources with their subresources.
+/// `/api/v1` or `/apis/GROUP/VERSION`: the resources with their
+/// subresources.
 pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     if group == "authorization.k8s.io" && version == "v1" {
         // Reviews are created and answered, never stored (`super::access`).
@@ -589,7 +618,7 @@ pub fn resource_list_of<'a>(
     version: &str,
     read_only: bool,
 ) -> Option<Value> {
-    if version != "v1" || !(group.is_empty() || names.contains(&group)) {
+    if version != version_of(group) || !(group.is_empty() || names.contains(&group)) {
         return None;
     }
     let mut resources = Vec::new();
@@ -623,9 +652,9 @@ pub fn resource_list_of<'a>(
         }
     }
     let group_version = if group.is_empty() {
-        "v1".to_owned()
+        version.to_owned()
     } else {
-        format!("{group}/v1")
+        format!("{group}/{version}")
     };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": group_version, "resources": resources}))

@@ -150,6 +150,17 @@ pub(crate) fn columns(kind: &str) -> Vec<Value> {
             column("Ports", "string", 0, ""),
             age,
         ],
+        // kubectl's HorizontalPodAutoscaler printer
+        // (`printHorizontalPodAutoscaler`).
+        "HorizontalPodAutoscaler" => vec![
+            name,
+            column("Reference", "string", 0, ""),
+            column("Targets", "string", 0, ""),
+            column("MinPods", "string", 0, ""),
+            column("MaxPods", "integer", 0, ""),
+            column("Replicas", "integer", 0, ""),
+            age,
+        ],
         // kubectl's IngressClass printer (`printIngressClass`).
         "IngressClass" => vec![
             name,
@@ -223,6 +234,96 @@ fn label_selector(selector: &Value) -> String {
         .map(|(_, shown)| shown)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// kubectl's `formatHPAMetrics`: each metric's current value (from the
+/// status's metric of the same index, `<unknown>` without one) over its
+/// target, the first two and `+ N more...`; `<none>` without metrics.
+fn hpa_metrics(hpa: &Value) -> String {
+    let specs = hpa
+        .pointer("/spec/metrics")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if specs.is_empty() {
+        return "<none>".to_owned();
+    }
+    let statuses = hpa
+        .pointer("/status/currentMetrics")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let quantity = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let listed: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let current = |source: &str, field: &str| {
+                statuses
+                    .get(i)
+                    .and_then(|s| s[source]["current"].get(field))
+                    .filter(|v| !v.is_null())
+            };
+            let unknown = || "<unknown>".to_owned();
+            match spec["type"].as_str().unwrap_or_default() {
+                source @ ("External" | "Object") => {
+                    let key = if source == "External" {
+                        "external"
+                    } else {
+                        "object"
+                    };
+                    let target = &spec[key]["target"];
+                    match target.get("averageValue").filter(|v| !v.is_null()) {
+                        Some(average) => format!(
+                            "{}/{} (avg)",
+                            current(key, "averageValue").map_or_else(unknown, quantity),
+                            quantity(average)
+                        ),
+                        None => format!(
+                            "{}/{}",
+                            current(key, "value").map_or_else(unknown, quantity),
+                            quantity(&target["value"])
+                        ),
+                    }
+                }
+                "Pods" => format!(
+                    "{}/{}",
+                    current("pods", "averageValue").map_or_else(unknown, quantity),
+                    quantity(&spec["pods"]["target"]["averageValue"])
+                ),
+                source @ ("Resource" | "ContainerResource") => {
+                    let key = if source == "Resource" {
+                        "resource"
+                    } else {
+                        "containerResource"
+                    };
+                    let resource = spec[key]["name"].as_str().unwrap_or_default();
+                    let target = &spec[key]["target"];
+                    match target.get("averageValue").filter(|v| !v.is_null()) {
+                        Some(average) => format!(
+                            "{resource}: {}/{}",
+                            current(key, "averageValue").map_or_else(unknown, quantity),
+                            quantity(average)
+                        ),
+                        None => format!(
+                            "{resource}: {}/{}",
+                            current(key, "averageUtilization")
+                                .map_or_else(unknown, |u| format!("{}%", quantity(u))),
+                            target["averageUtilization"]
+                                .as_i64()
+                                .map_or_else(|| "<auto>".to_owned(), |u| format!("{u}%"))
+                        ),
+                    }
+                }
+                _ => "<unknown type>".to_owned(),
+            }
+        })
+        .collect();
+    match listed.len() {
+        n if n > 2 => format!("{} + {} more...", listed[..2].join(", "), n - 2),
+        _ => listed.join(", "),
+    }
 }
 
 /// kubectl's `formatHosts`: the first three rules' hosts (a rule without
@@ -660,6 +761,24 @@ pub(crate) fn cells(kind: &str, object: &Value, now_ms: u64) -> Vec<Value> {
                 age,
             ]
         }
+        "HorizontalPodAutoscaler" => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                text(object, "/spec/scaleTargetRef/kind"),
+                text(object, "/spec/scaleTargetRef/name")
+            )),
+            json!(hpa_metrics(object)),
+            json!(
+                match object.pointer("/spec/minReplicas").and_then(Value::as_i64) {
+                    Some(min) => min.to_string(),
+                    None => "<unset>".to_owned(),
+                }
+            ),
+            json!(int(object, "/spec/maxReplicas")),
+            json!(int(object, "/status/currentReplicas")),
+            age,
+        ],
         "IngressClass" => {
             let parameters = match object.pointer("/spec/parameters") {
                 Some(p) if p.is_object() => {

@@ -14,10 +14,10 @@ use super::managed_fields::ManagedFields;
 /// API, like ConfigMaps: the simulator models no behaviour for them, but
 /// a drill, a platform's preflight or an installer reads and writes them
 /// (a pod's PriorityClass, the Services, Secrets and ServiceAccounts an
-/// application ships, the RBAC and network objects of a platform's
-/// rendered manifests). A CronJob reads as written too, and the simulator
-/// also runs it ([`RUN_DECLARED`]).
-pub(super) const DECLARED_KINDS: [&str; 12] = [
+/// application ships, the RBAC, network objects and autoscalers of a
+/// platform's rendered manifests). A CronJob reads as written too, and the
+/// simulator also runs it ([`RUN_DECLARED`]).
+pub(super) const DECLARED_KINDS: [&str; 13] = [
     "PriorityClass",
     "Service",
     "Secret",
@@ -30,6 +30,7 @@ pub(super) const DECLARED_KINDS: [&str; 12] = [
     "NetworkPolicy",
     "Ingress",
     "IngressClass",
+    "HorizontalPodAutoscaler",
 ];
 
 /// Declared kinds the simulator also runs: it loads a CronJob, from the

@@ -1,9 +1,10 @@
-//! The RBAC and network objects of a platform's rendered manifests,
-//! stored as written by `bench sim serve` and read back through the real
-//! kubectl: `kubectl create role|rolebinding|clusterrole|
+//! The RBAC, network and autoscaling objects of a platform's rendered
+//! manifests, stored as written by `bench sim serve` and read back through
+//! the real kubectl: `kubectl create role|rolebinding|clusterrole|
 //! clusterrolebinding|ingress` (protobuf bodies, the groups' vendored
 //! `generated.proto`), `kubectl apply` of a NetworkPolicy, an Ingress and
-//! its IngressClass, and the columns kubectl's printers show for them
+//! its IngressClass, an `autoscaling/v2` HorizontalPodAutoscaler, and the
+//! columns kubectl's printers show for them
 //! (`pkg/printers/internalversion/printers.go`; Roles and ClusterRoles
 //! have no printer, so the API server's default table: name and
 //! creation time).
@@ -216,4 +217,58 @@ spec:
             "{groups}"
         );
     }
+}
+
+/// An `autoscaling/v2` HPA as Helm charts and Flux renders write it: the
+/// group is served at v2, the HPA is in `kubectl get all`, and its
+/// targets read as `formatHPAMetrics` writes them, `<unknown>` with no
+/// metrics server behind them.
+#[test]
+fn kubectl_applies_an_autoscaling_v2_hpa_and_lists_its_targets() {
+    let Some(s) = serve() else { return };
+    let path = manifest(
+        &s,
+        "hpa",
+        "apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: api, namespace: apps}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  minReplicas: 2
+  maxReplicas: 5
+  metrics:
+    - type: Resource
+      resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
+    - type: Pods
+      pods: {metric: {name: rps}, target: {type: AverageValue, averageValue: \"100\"}}
+    - type: Resource
+      resource: {name: memory, target: {type: AverageValue, averageValue: 1Gi}}
+",
+    );
+    s.ok(&["apply", "--server-side", "-f", &path]);
+    let table = s.ok(&["get", "hpa", "-n", "apps"]);
+    let columns = row(&table, "api");
+    assert_eq!(
+        columns[1..6],
+        [
+            "Deployment/api",
+            "cpu: <unknown>/80%, <unknown>/100 + 1 more...",
+            "2",
+            "5",
+            "0"
+        ],
+        "{table}"
+    );
+    let all = s.ok(&["get", "all", "-n", "apps", "-o", "name"]);
+    assert!(
+        all.lines()
+            .any(|l| l == "horizontalpodautoscaler.autoscaling/api"),
+        "{all}"
+    );
+    let explained = s.ok(&["explain", "hpa.spec.metrics"]);
+    assert!(explained.contains("VERSION:    v2"), "{explained}");
+    // Control: autoscaling/v1, which `kubectl autoscale` still writes, is
+    // not served.
+    let v1 = s.run(&["get", "--raw", "/apis/autoscaling/v1"]);
+    assert!(!v1.ok, "{}", v1.stdout);
 }
