@@ -272,3 +272,121 @@ spec:
     let v1 = s.run(&["get", "--raw", "/apis/autoscaling/v1"]);
     assert!(!v1.ok, "{}", v1.stdout);
 }
+
+/// A Deployment in `apps` of one small replica whose pod spec carries
+/// `spec_line` (indented for the pod spec), as a file to apply.
+fn deployment(s: &Served, name: &str, spec_line: &str) -> String {
+    manifest(
+        s,
+        name,
+        &format!(
+            "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: apps}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      {spec_line}
+      containers: [{{name: c, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: 10m}}}}}}]
+"
+        ),
+    )
+}
+
+fn priorities(s: &Served, app: &str) -> String {
+    s.ok(&[
+        "get",
+        "pods",
+        "-n",
+        "apps",
+        "-l",
+        &format!("app={app}"),
+        "-o",
+        "jsonpath={.items[*].spec.priority}",
+    ])
+}
+
+/// A PriorityClass written through the API reaches the simulator's
+/// Priority admission (docs "Pod Priority and Preemption"; upstream
+/// `plugin/pkg/admission/priority`): pods created after it resolve their
+/// priority by it, a global default gives pods without a class its value,
+/// its value is immutable (`ValidatePriorityClassUpdate`), and once it is
+/// deleted a pod naming it is refused again. Control: the same
+/// Deployment before the class exists is refused.
+#[test]
+fn a_priority_class_created_through_the_api_sets_the_priority_of_later_pods() {
+    let Some(s) = serve() else { return };
+    let early = s.run(&[
+        "apply",
+        "-f",
+        &deployment(&s, "early", "priorityClassName: vip"),
+    ]);
+    assert!(!early.ok, "no class yet: {}", early.stdout);
+    assert!(
+        early
+            .stderr
+            .contains("no PriorityClass with name vip was found"),
+        "{}",
+        early.stderr
+    );
+    s.ok(&["create", "priorityclass", "vip", "--value=1000"]);
+    s.ok(&[
+        "apply",
+        "-f",
+        &deployment(&s, "vip-app", "priorityClassName: vip"),
+    ]);
+    s.advance("1m");
+    assert_eq!(priorities(&s, "vip-app"), "1000");
+    let changed = s.run(&[
+        "patch",
+        "priorityclass",
+        "vip",
+        "--type=merge",
+        "-p",
+        r#"{"value": 5}"#,
+    ]);
+    assert!(
+        !changed.ok
+            && changed
+                .stderr
+                .contains("value: Forbidden: may not be changed in an update."),
+        "{}",
+        changed.stderr
+    );
+    s.ok(&[
+        "patch",
+        "priorityclass",
+        "vip",
+        "--type=merge",
+        "-p",
+        r#"{"globalDefault": true}"#,
+    ]);
+    s.ok(&[
+        "apply",
+        "-f",
+        &deployment(&s, "plain", "schedulerName: default-scheduler"),
+    ]);
+    s.advance("1m");
+    assert_eq!(
+        priorities(&s, "plain"),
+        "1000",
+        "the global default's value"
+    );
+    s.ok(&["delete", "priorityclass", "vip"]);
+    let late = s.run(&[
+        "apply",
+        "-f",
+        &deployment(&s, "late", "priorityClassName: vip"),
+    ]);
+    assert!(
+        !late.ok
+            && late
+                .stderr
+                .contains("no PriorityClass with name vip was found"),
+        "{}",
+        late.stderr
+    );
+}

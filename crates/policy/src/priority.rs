@@ -147,6 +147,19 @@ impl PriorityClasses {
         })
     }
 
+    /// These classes with the one named `name` deleted: pods created
+    /// afterwards that name it are refused, and it is no longer a global
+    /// default. The built-in system classes cannot be deleted (the API
+    /// server recreates them), so they stay.
+    pub fn without(&self, name: &str) -> PriorityClasses {
+        let mut classes = self.clone();
+        if !name.starts_with("system-") {
+            classes.by_name.remove(name);
+            classes.global_defaults.remove(name);
+        }
+        classes
+    }
+
     /// What the Priority admission plugin computes for a pod spec, or its
     /// refusal.
     pub fn resolve(&self, spec: &PodSpec) -> Result<Priority, String> {
@@ -187,3 +200,50 @@ impl PriorityClasses {
 
 // The admission and queue rows are cases of the conformance suite
 // (`tests/it/conformance/priority.rs`).
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(name: &str, value: i32, global_default: bool) -> PriorityClass {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name}, "value": value, "globalDefault": global_default,
+        }))
+        .expect("a PriorityClass")
+    }
+
+    fn spec(class: Option<&str>) -> PodSpec {
+        PodSpec {
+            priority_class_name: class.map(str::to_owned),
+            ..PodSpec::default()
+        }
+    }
+
+    /// A deleted class is as if it never existed to the Priority admission
+    /// plugin (`plugin/pkg/admission/priority`): a pod naming it is
+    /// refused, and a deleted global default gives pods without a class
+    /// nothing. Control: the system classes, which the API server keeps,
+    /// stay.
+    #[test]
+    fn a_deleted_class_resolves_as_one_never_created() {
+        let classes = PriorityClasses::new(&[class("vip", 1000, true)]).expect("valid");
+        assert_eq!(
+            classes.resolve(&spec(Some("vip"))).map(|p| p.value),
+            Ok(1000)
+        );
+        assert_eq!(classes.resolve(&spec(None)).map(|p| p.value), Ok(1000));
+        let deleted = classes.without("vip");
+        assert_eq!(
+            deleted.resolve(&spec(Some("vip"))),
+            PriorityClasses::default().resolve(&spec(Some("vip")))
+        );
+        assert!(deleted.resolve(&spec(Some("vip"))).is_err());
+        assert_eq!(deleted.resolve(&spec(None)).map(|p| p.value), Ok(0));
+        let kept = deleted.without("system-cluster-critical");
+        assert_eq!(
+            kept.resolve(&spec(Some("system-cluster-critical")))
+                .map(|p| p.value),
+            Ok(SYSTEM_CLUSTER_CRITICAL)
+        );
+    }
+}

@@ -156,6 +156,29 @@ pub(super) fn commit(
             if kind == "Service" {
                 super::cluster_ips::update(current, &mut object)?;
             }
+            if kind == "PriorityClass" {
+                // `ValidatePriorityClassUpdate`: value and preemptionPolicy
+                // are immutable; what may change (globalDefault) reaches
+                // the simulator's admission.
+                let mut errors = Vec::new();
+                if object.get("value") != current.get("value") {
+                    errors.push("value: Forbidden: may not be changed in an update.".to_owned());
+                }
+                let policy = |o: &Value| o.get("preemptionPolicy").cloned().unwrap_or(Value::Null);
+                if policy(&object) != policy(current) {
+                    errors.push(format!(
+                        "preemptionPolicy: Invalid value: {}: field is immutable",
+                        policy(&object)
+                    ));
+                }
+                if !errors.is_empty() {
+                    return Err(ApiError::invalid(format!(
+                        "PriorityClass.scheduling.k8s.io \"{name}\" is invalid: {}",
+                        errors.join(", ")
+                    )));
+                }
+                cluster.apply_manifest(object.clone())?;
+            }
             // What the server set at creation stays as it was.
             for field in ["creationTimestamp", "uid", "namespace"] {
                 if let (Some(meta), Some(kept)) = (

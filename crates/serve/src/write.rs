@@ -158,7 +158,10 @@ pub(super) fn create(
                 let taken = cluster_ips::taken(cluster.written.declared_of_kind("Service"));
                 cluster_ips::allocate(&mut object, &taken)?;
             }
-            if RUN_DECLARED.contains(&kind) {
+            // A PriorityClass is stored as written and given to the
+            // simulator, whose Priority admission resolves the pods
+            // created afterwards by it.
+            if RUN_DECLARED.contains(&kind) || kind == "PriorityClass" {
                 if let Some(refusal) = cluster.admission_refusal(&object) {
                     return Err(admit::denied(&refusal));
                 }
@@ -678,6 +681,9 @@ pub(super) fn delete(
                     .workload_id(&format!("{namespace}/{kind}/{name}"))
             {
                 cluster.sim.delete_workload(w, propagation);
+            }
+            if kind == "PriorityClass" {
+                cluster.sim.delete_priority_class(name);
             }
             cluster.written.undeclare(&key);
             cluster.written.forget_metadata(&key);

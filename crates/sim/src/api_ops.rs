@@ -367,6 +367,14 @@ impl Simulation {
             .map(|applied| applied.unwrap_or(Applied::Created))
     }
 
+    /// A PriorityClass deleted through the API: pods applied afterwards
+    /// that name it are refused by the Priority admission plugin, as
+    /// before it existed. Workloads already loaded keep the priority they
+    /// resolved (their pods' templates carry it).
+    pub fn delete_priority_class(&mut self, name: &str) {
+        self.priority_classes = self.priority_classes.without(name);
+    }
+
     /// A drill's `apply` step: the file's objects applied in its order, as
     /// through the API, admitted by the drill's guards; an object of a kind
     /// the simulator does not model is listed as not simulated, as the
