@@ -4,7 +4,8 @@
 //! protects, no pod is bound to a node its required affinity refuses, the
 //! autoscaler never drains two non-empty nodes at once, no pod is
 //! preempted by a pod of lower or equal priority nor by a
-//! `preemptionPolicy: Never` pod, and every run replays byte for byte.
+//! `preemptionPolicy: Never` pod, no etcd learner is promoted without
+//! quorum, and every run replays byte for byte.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -619,4 +620,159 @@ proptest! {
             prop_assert_eq!(strip(&report), strip(&again));
         }
     }
+}
+
+/// A control-plane fault of a random plan: a control plane other than the
+/// endpoint holder crashes, or the holder is recreated (removed from etcd,
+/// replaced by a node that joins as a learner), or time passes.
+#[derive(Debug, Clone)]
+enum ControlPlaneStep {
+    CrashOther,
+    RecreateHolder,
+    Wait(u32),
+}
+
+fn control_plane_drill(plan: &[ControlPlaneStep]) -> String {
+    let ksail = crate::common::root().join("harness/ksail/ksail.prod.yaml");
+    let mut steps = String::new();
+    for step in plan {
+        steps.push_str(
+            match step {
+                ControlPlaneStep::CrashOther => {
+                    "  - fault: {crashNode: {target: otherControlPlane}}\n".to_owned()
+                }
+                ControlPlaneStep::RecreateHolder => {
+                    "  - fault: {recreateControlPlane: {target: endpointHolder}}\n".to_owned()
+                }
+                ControlPlaneStep::Wait(m) => format!("  - wait: {{for: {m}m}}\n"),
+            }
+            .as_str(),
+        );
+    }
+    format!(
+        "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {{name: random-control-plane}}
+cluster:
+  import: {}
+steps:
+{steps}  - wait: {{for: 30m}}
+assertions:
+  - name: quorum
+    quorum: {{}}
+",
+        ksail.display()
+    )
+}
+
+/// etcd's rule, from the timeline alone: a learner is promoted only by a
+/// leader, so never while quorum is lost (`mayPromoteMember` counts the
+/// started voters; etcd docs "Learner" and "Failure modes"); and each
+/// quorum change says its counts, lost exactly when the healthy voters are
+/// not a majority of the voting membership.
+fn check_control_plane(report: &DrillReport) {
+    let mut quorum = true;
+    for e in &report.timeline {
+        match e.kind {
+            EventKind::QuorumLost | EventKind::QuorumRestored => {
+                let counts: Vec<u32> = e
+                    .message
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter_map(|n| n.parse().ok())
+                    .collect();
+                let [voters, healthy] = counts[..] else {
+                    panic!("a quorum change says its counts: {}", e.message);
+                };
+                quorum = e.kind == EventKind::QuorumRestored;
+                assert_eq!(
+                    quorum,
+                    healthy * 2 > voters,
+                    "at {} ms: {}",
+                    e.at_ms,
+                    e.message
+                );
+            }
+            EventKind::EtcdMemberPromoted => {
+                assert!(
+                    quorum,
+                    "{} promoted without quorum at {} ms",
+                    e.object.name, e.at_ms
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+fn control_plane_step() -> impl Strategy<Value = ControlPlaneStep> {
+    prop_oneof![
+        Just(ControlPlaneStep::CrashOther),
+        Just(ControlPlaneStep::RecreateHolder),
+        (1u32..10).prop_map(ControlPlaneStep::Wait),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Random control-plane faults, including a second loss mid-recreate
+    /// that costs quorum: no learner is ever promoted without quorum, and
+    /// a run replays byte for byte. A plan whose fault finds no target
+    /// (every other control plane already lost) is not a drill: it is
+    /// rejected, and proptest fails if too many are.
+    #[test]
+    fn no_learner_is_promoted_without_quorum(
+        plan in prop::collection::vec(control_plane_step(), 1..6),
+        seed in any::<u64>(),
+    ) {
+        let text = control_plane_drill(&plan);
+        let drill = Drill::from_source(SourceFile::new(std::path::PathBuf::from("control-plane.yaml"), text))
+            .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let run = run_drill(&drill, seed, &provision);
+        prop_assume!(run.is_ok());
+        let report = run.expect("assumed");
+        check_control_plane(&report);
+        let again = run_drill(&drill, seed, &provision).expect("replays");
+        prop_assert_eq!(report.to_json(), again.to_json());
+    }
+}
+
+/// The property's two sides, on fixed plans: a recreate alone promotes
+/// its learner; a second loss during it costs quorum, and the learner
+/// then waits, never promoted while it is lost.
+#[test]
+fn a_recreate_promotes_unless_a_second_loss_costs_quorum() {
+    let events = |plan: &[ControlPlaneStep]| {
+        let text = control_plane_drill(plan);
+        let drill = Drill::from_source(SourceFile::new(
+            std::path::PathBuf::from("control-plane.yaml"),
+            text,
+        ))
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let report = run_drill(&drill, 1, &provision).expect("runs");
+        check_control_plane(&report);
+        report
+            .timeline
+            .iter()
+            .map(|e| e.kind)
+            .filter(|k| {
+                matches!(
+                    k,
+                    EventKind::EtcdMemberPromoted
+                        | EventKind::QuorumLost
+                        | EventKind::QuorumRestored
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        events(&[ControlPlaneStep::RecreateHolder]),
+        [EventKind::EtcdMemberPromoted]
+    );
+    let lost = events(&[
+        ControlPlaneStep::RecreateHolder,
+        ControlPlaneStep::CrashOther,
+    ]);
+    assert_eq!(lost.first(), Some(&EventKind::QuorumLost), "{lost:?}");
+    assert!(!lost.contains(&EventKind::EtcdMemberPromoted), "{lost:?}");
 }
