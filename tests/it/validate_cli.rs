@@ -13,6 +13,11 @@ use common::{bench, root};
 /// refers to), and a fragment of the message that says what was expected.
 const CORPUS: &[(&str, &str, &str)] = &[
     (
+        "boot-delay-on-a-replace",
+        "12:66",
+        "`bootDelay` is the boot time of a recreated control plane; this fault boots no node of its own",
+    ),
+    (
         "min-ready-on-the-api",
         "13:39",
         "minReady counts one workload's Ready replicas; expected `of: {workload: namespace/Kind/name}`",

@@ -436,15 +436,27 @@ fn check_steps(steps: &[Located<StepSpec>], checker: &mut Checker<'_>) -> Vec<St
             }
         }
         if let Some(fault) = &step.fault {
-            let range = match &fault.value {
-                Fault::DeleteNode(f)
-                | Fault::CrashNode(f)
-                | Fault::ReplaceNode(f)
-                | Fault::RecreateControlPlane(f) => f.boot_delay.as_ref(),
-                _ => None,
-            };
-            if let Some(range) = range {
-                check_range(checker, range);
+            match &fault.value {
+                Fault::RecreateControlPlane(f) => {
+                    if let Some(range) = &f.boot_delay {
+                        check_range(checker, range);
+                    }
+                }
+                // Only a recreate boots a node of the step's own: taken
+                // anywhere else, the range would be read and then ignored.
+                Fault::DeleteNode(f) | Fault::CrashNode(f) | Fault::ReplaceNode(f) => {
+                    if let Some(range) = &f.boot_delay {
+                        checker.error_with_help(
+                            range.at,
+                            "`bootDelay` is the boot time of a recreated control plane; this \
+                             fault boots no node of its own",
+                            "a `replaceNode`'s server boots in the `nodeBoot` latency \
+                             (`cluster.latencies.nodeBoot`); an autoscaled node in \
+                             `autoscaler.bootDelay`",
+                        );
+                    }
+                }
+                _ => {}
             }
         }
     }
