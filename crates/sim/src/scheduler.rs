@@ -439,26 +439,27 @@ impl Scheduler {
     /// anti-affinity), in the world's order. Upstream leaves out a node
     /// whose status is `UnschedulableAndUnresolvable` (not ready,
     /// cordoned, tainted, node affinity, volume topology, a missing
-    /// spread label). Call [`Scheduler::refresh`] first.
+    /// spread label), and NodeResourcesFit says so of a node whose
+    /// allocatable CPU or memory is below the pod's request
+    /// (`fitsRequest`'s `Unresolvable`): no victim frees more than the
+    /// node has. Call [`Scheduler::refresh`] first.
     pub(crate) fn preemption_candidates(
         &self,
         world: &World,
         volumes: &Volumes,
         pod: PodId,
     ) -> Vec<NodeId> {
+        let requests = world.pod(pod).template.requests;
         self.misfits(world, volumes, pod)
             .into_iter()
             .enumerate()
-            .filter(|(_, misfit)| {
-                matches!(
-                    misfit,
-                    Some(
-                        Misfit::Resources
-                            | Misfit::PodAffinity
-                            | Misfit::ExistingAntiAffinity
-                            | Misfit::Spread
-                    )
-                )
+            .filter(|&(node, misfit)| match misfit {
+                Some(Misfit::Resources) => {
+                    let allocatable = world.node(node).allocatable;
+                    requests.cpu <= allocatable.cpu && requests.memory <= allocatable.memory
+                }
+                Some(Misfit::PodAffinity | Misfit::ExistingAntiAffinity | Misfit::Spread) => true,
+                _ => false,
             })
             .map(|(node, _)| node)
             .collect()
@@ -1215,6 +1216,26 @@ mod tests {
     fn nominate(world: &mut World, scheduler: &mut Scheduler, pod: PodId, node: NodeId) {
         world.pod_mut(pod).nominated = Some(node);
         scheduler.renominate(pod, None, Some(node));
+    }
+
+    /// NodeResourcesFit marks a node whose allocatable is below the pod's
+    /// request `UnschedulableAndUnresolvable` (`fitsRequest`'s
+    /// `Unresolvable`), and preemption looks only where it might help
+    /// (`nodesWherePreemptionMightHelp`): no victim frees more than the
+    /// node has. Control: a request the node could hold once its
+    /// lower-priority pod left keeps it a candidate.
+    #[test]
+    fn preemption_skips_a_node_too_small_for_the_pod_even_empty() {
+        let candidates = |memory: &str| {
+            let (mut world, mut scheduler) = cluster(1);
+            let filler = add_sized(&mut world, "filler", 0, "3Gi", serde_json::json!({}));
+            world.bind(filler, 0);
+            let vip = add_sized(&mut world, "vip", 1000, memory, serde_json::json!({}));
+            scheduler.refresh(&world);
+            scheduler.preemption_candidates(&world, &Volumes::new(Vec::new()), vip)
+        };
+        assert_eq!(candidates("5Gi"), Vec::<NodeId>::new(), "4Gi node");
+        assert_eq!(candidates("2Gi"), [0], "control: fits once emptied");
     }
 
     /// `runtime/framework.go`, `RunFilterPluginsWithNominatedPods` and
