@@ -1054,5 +1054,5 @@ fn every_scheduler_perf_drill_validates() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 21, "seven workloads at three sizes");
+    assert_eq!(seen, 24, "eight workloads at three sizes");
 }

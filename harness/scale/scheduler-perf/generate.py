@@ -45,6 +45,19 @@ W = [
       # per 114 measured pods (5000 pods in ~8.8 s: 44 pods).
       preemptors={500:5,5000:44,10000:88},
       text="{init} low-priority pods filling 3.6 of each node's 4 CPU, then {pre} high-priority pods (3 CPU) that each preempt three of them, then {measure} plain pods"),
+ dict(name="mixed-churn", up="SchedulingWithMixedChurn", src="misc/performance-config.yaml", wl="5000Nodes_10000Pods", thr=710,
+      zones=["zone1","zone2","zone3"], sizes={500:(0,1000),5000:(0,10000),10000:(0,20000)},
+      init=("default","default"), measure=("default","default"),
+      tmpl="templates/pod-default.yaml, templates/pod-high-priority-large-cpu.yaml",
+      # Upstream's churn op (mode recreate, number 1) replaces a node, a
+      # high-priority 9-CPU pod and a Service every second while the
+      # measured pods are scheduled: at the threshold rate that is one
+      # round per 710 measured pods. Only the pod is churned here: a drill
+      # step cannot create a Node object (replaceNode brings a server back
+      # under its old Node, which the scheduler never sees leave), and a
+      # Service changes nothing the simulator's scheduler reads.
+      churn=710,
+      text="{measure} plain pods, {per} a second, and each second the 9-CPU high-priority churn pod (which fits no node) deleted and created again"),
  dict(name="preferred-topology-spreading", up="PreferredTopologySpreading", src="topology_spreading/performance-config.yaml", wl="5000Nodes_5000Pods", thr=340,
       zones=["moon-1","moon-2","moon-3"], sizes={500:(1000,1000),5000:(5000,5000),10000:(10000,10000)},
       init=("default","default"), measure=("preferred-spread","default"),
@@ -140,7 +153,43 @@ for w in W:
         for ns in sorted({ns_i, ns_m}):
             man += f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
         steps = ""
-        if "preemptors" in w:
+        if "churn" in w:
+            # No init pods; the measured Deployment grows by the threshold
+            # rate each second, and each second the churn objects are
+            # recreated (the first round only creates the pod).
+            man += "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: perf-high}\nvalue: 10\n"
+            man += deployment("measured", ns_m, 0, kind_m)
+            steps = "steps:\n"
+            rounds = -(-measure // w["churn"])
+            for k in range(1, rounds + 1):
+                steps += f"""  - name: second {k}, the measured pods so far
+    scale: {{workload: {ns_m}/Deployment/measured, replicas: {min(k * w['churn'], measure)}}}
+"""
+                if k > 1:
+                    steps += f"""  - name: second {k}, the churn pod goes
+    delete: {{kind: Pod, namespace: {ns_m}, name: churn}}
+"""
+                steps += f"""  - name: second {k}, a churn pod comes
+    apply: {{path: churn-pod.yaml}}
+  - name: second {k} passes
+    wait: {{for: 1s}}
+"""
+            with open(os.path.join(d, "churn-pod.yaml"), "w") as f:
+                f.write(f"""# templates/pod-high-priority-large-cpu.yaml ({UP}): 9 CPU, more than
+# any node has, at the priority of PriorityClass perf-high (the template's
+# bare `priority: 10`, which the Priority admission plugin refuses).
+apiVersion: v1
+kind: Pod
+metadata: {{name: churn, namespace: {ns_m}}}
+spec:
+  priorityClassName: perf-high
+  containers:
+    - name: pause
+      image: registry.k8s.io/pause:3.10
+      ports: [{{containerPort: 80}}]
+      resources: {{requests: {{cpu: "9", memory: 500Mi}}}}
+""")
+        elif "preemptors" in w:
             # The init pods first, as upstream's ops run in order: only then
             # do the preemptors find every node full, and the measured pods
             # follow them (the queue takes the higher priority first).
@@ -176,7 +225,10 @@ for w in W:
         else:
             req = "[{key: topology.kubernetes.io/zone, operator: Exists}]"
             aname = "pods-on-zoned-nodes"
-        if "preemptors" in w:
+        if "churn" in w:
+            describe = w["text"].format(measure=human(measure), per=w["churn"])
+            measured_by = "its steps run only in a whole drill, so `bench run` measures it\n# (benches/scheduler_perf.rs times provisioning alone)."
+        elif "preemptors" in w:
             describe = w["text"].format(init=human(init), pre=w["preemptors"][nodes], measure=human(measure))
             measured_by = "its steps run only in a whole drill, so `bench run` measures it\n# (benches/scheduler_perf.rs times provisioning alone)."
         else:
@@ -184,6 +236,9 @@ for w in W:
             measured_by = "benches/scheduler_perf.rs measures it."
         upstream_note = f"upstream {w['wl']} (threshold {w['thr']} pods/s)" if nodes == 5000 else \
             ("upstream 500Nodes" if nodes == 500 else f"twice upstream {w['wl']}")
+        if "churn" in w and nodes == 500:
+            # SchedulingWithMixedChurn has no 500Nodes workload upstream.
+            upstream_note = "the pods of upstream 1000Nodes on half its nodes"
         # The default budget is 10 000 nodes; the control planes come on top.
         budget = "budgets: {nodes: 10100}\n" if nodes >= 10000 else ""
         drill = f"""# yaml-language-server: $schema=../../../schema/drill.schema.json
