@@ -390,6 +390,36 @@ mod tests {
         );
     }
 
+    /// cluster-autoscaler's `filterOutYoungPods`: a pod younger than
+    /// `newPodScaleUpDelay` asks for no node yet. The emulated autoscaler
+    /// reads a pod's age from when its watch first showed it, and a pod
+    /// seen again keeps that age. Control: once old enough, it scales up.
+    #[test]
+    fn a_pod_younger_than_the_new_pod_delay_waits_for_its_scale_up() {
+        let mut topology = topology();
+        topology.autoscaler.new_pod_scale_up_delay =
+            drillbench_model::duration::Duration::from_secs(25);
+        let mut observer = Observer::new(topology.clone());
+        observer.apply(0, node("prod-worker-1", "baseline", false, "1"));
+        observer.apply(
+            0,
+            node("autoscale-cx43-standby-1", "autoscale-cx43", true, "8"),
+        );
+        observer.apply(0, pod("burst-a", None, "2", json!({})));
+        observer.settle(0);
+        // Seen again later (a status update): its age still counts from 0.
+        observer.apply(SCAN, pod("burst-a", None, "2", json!({})));
+        observer.settle(SCAN);
+        let mut scaler = EmulatedAutoscaler::new(&topology, 1, 0).expect("autoscaled pools");
+        assert!(scaler.step(SCAN, &observer).is_empty(), "10 s old");
+        assert!(scaler.step(2 * SCAN, &observer).is_empty(), "20 s old");
+        let decisions = scaler.step(3 * SCAN, &observer);
+        assert!(
+            matches!(decisions.as_slice(), [Decision::ScaleUp { pods: 1, .. }]),
+            "30 s old: {decisions:?}"
+        );
+    }
+
     #[test]
     fn a_pod_no_pools_template_admits_scales_nothing_up() {
         // It needs the baseline label no autoscaler node carries.

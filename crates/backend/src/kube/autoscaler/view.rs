@@ -174,6 +174,11 @@ impl<'a> AutoscalerView for ObservedView<'a> {
         self.in_progress
     }
 
+    /// When the observer first saw it (`PodState::first_seen`).
+    fn created_at(&self, pod: &'a PodState) -> Option<u64> {
+        Some(pod.first_seen)
+    }
+
     fn unschedulable_pods(&self) -> Vec<&'a PodState> {
         self.cluster
             .pods()

@@ -231,7 +231,8 @@ impl Observer {
 
     fn pod_applied(&mut self, at: Time, pod: &Pod) {
         let key = pod_key(pod);
-        let state = PodState::read(pod, self.workloads.owner(pod), &self.names);
+        let mut state = PodState::read(pod, self.workloads.owner(pod), &self.names);
+        state.first_seen = self.pods.get(&key).map_or(at, |known| known.first_seen);
         let ready = state.ready;
         let before = self.pods.insert(key.clone(), state.clone());
         let r = pod_ref(&key);

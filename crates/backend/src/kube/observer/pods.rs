@@ -12,6 +12,7 @@ use super::names::NodeNames;
 use drillbench_model::k8s::node_selector::RequiredNodeAffinity;
 use drillbench_model::k8s::quantity::pod_requests;
 use drillbench_model::labels::NAMESPACE_NAME_LABEL;
+use drillbench_observe::Time;
 use drillbench_policy::interpod::AffinityTerm;
 use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
@@ -38,6 +39,10 @@ pub(in crate::kube) struct PodState {
     pub(in crate::kube) memory: i64,
     /// What the cluster autoscaler reads of its spec.
     pub(in crate::kube) facts: Rc<PodFacts>,
+    /// When a watch first showed it, in drill time: its age for the
+    /// autoscaler's `newPodScaleUpDelay`, within a watch's latency of its
+    /// creation (its `creationTimestamp` is the cluster's wall clock).
+    pub(in crate::kube) first_seen: Time,
 }
 
 /// What the cluster autoscaler reads of a pod's spec and metadata.
@@ -146,6 +151,7 @@ impl PodState {
             cpu_millis: requests.as_ref().map_or(0, |r| r.cpu_millis()),
             memory: requests.as_ref().map_or(0, |r| r.memory_bytes()),
             facts: Rc::new(pod_facts(pod, &spec)),
+            first_seen: 0,
         }
     }
 }
