@@ -287,8 +287,8 @@ impl AutoscalerView for Fake {
         self.created_at
     }
 
-    fn cooldown(&self) -> crate::cooldown::Cooldown {
-        self.cooldown
+    fn cooldown(&self) -> &crate::cooldown::Cooldown {
+        &self.cooldown
     }
 
     fn deletions_in_progress(&self) -> crate::scale_down::InProgress {

@@ -413,7 +413,8 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
     let settings = &topology.autoscaler;
     let threshold = settings.scale_down_utilization_threshold;
     let unneeded_for = settings.scale_down_unneeded_time.as_millis();
-    let held = view.cooldown().holds(settings, now);
+    let cooldown = view.cooldown();
+    let held = cooldown.holds_all(settings, now);
     let in_progress = view.deletions_in_progress();
     let mut total_budget = settings
         .max_scale_down_parallelism
@@ -447,7 +448,10 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
         }
         let since = view.unneeded_since(node).unwrap_or(now);
         out.unneeded.push((node, Some(since)));
-        if held.is_some() || now < since + unneeded_for {
+        if held.is_some()
+            || now < since + unneeded_for
+            || cooldown.holds_pool(settings, facts.pool, now).is_some()
+        {
             continue;
         }
         let Some(PoolSize::Autoscaled { min, .. }) = topology.pool(facts.pool).map(|p| p.size)
@@ -943,29 +947,62 @@ mod tests {
         let topology = topology(0, 3);
         let (mut fake, _) = cluster();
         fake.nodes[1].unneeded_since = Some(0);
-        let at = |fake: &mut Fake, cooldown: crate::cooldown::Cooldown, now: u64| {
-            fake.cooldown = cooldown;
+        let at = |fake: &mut Fake, cooldown: &crate::cooldown::Cooldown, now: u64| {
+            fake.cooldown = cooldown.clone();
             pass(&*fake, &topology, now)
         };
         let up = crate::cooldown::Cooldown {
             last_scale_up: Some(UNNEEDED - 60_000),
             ..Default::default()
         };
-        let held = at(&mut fake, up, UNNEEDED);
+        let held = at(&mut fake, &up, UNNEEDED);
         assert!(held.remove.is_empty(), "9 minutes short of the delay");
         assert_eq!(held.held, Some(Hold::AfterAdd));
         assert_eq!(held.unneeded, [(1, Some(0))], "still counted unneeded");
-        let later = at(&mut fake, up, 2 * UNNEEDED - 60_000);
+        let later = at(&mut fake, &up, 2 * UNNEEDED - 60_000);
         assert_eq!(later.remove, [1], "control: 10 minutes after the scale-up");
         let failed = crate::cooldown::Cooldown {
             last_failure: Some(UNNEEDED),
             ..Default::default()
         };
-        assert!(at(&mut fake, failed, UNNEEDED + 179_000).remove.is_empty());
+        assert!(at(&mut fake, &failed, UNNEEDED + 179_000).remove.is_empty());
         assert_eq!(
-            at(&mut fake, failed, UNNEEDED + 180_000).remove,
+            at(&mut fake, &failed, UNNEEDED + 180_000).remove,
             [1],
             "control: 3 minutes after the failure"
+        );
+    }
+
+    /// `--scale-down-delay-type-local` (`ScaleDownCandidatesDelayProcessor`):
+    /// a scale-up holds the removal of its own pool's nodes only. Control:
+    /// with the delays global, another pool's scale-up holds it too.
+    #[test]
+    fn local_delays_hold_only_the_pool_that_acted() {
+        let mut topology = topology(0, 3);
+        let (mut fake, _) = cluster();
+        fake.nodes[1].unneeded_since = Some(0);
+        let own = fake.nodes[1].pool.clone();
+        let scaled_up = |pool: &str| {
+            let mut c = crate::cooldown::Cooldown::default();
+            c.scaled_up(pool, UNNEEDED - 60_000);
+            c
+        };
+        topology.autoscaler.scale_down_delay_type_local = true;
+        fake.cooldown = scaled_up("elsewhere");
+        assert_eq!(
+            pass(&fake, &topology, UNNEEDED).remove,
+            [1],
+            "another pool acted"
+        );
+        fake.cooldown = scaled_up(&own);
+        let held = pass(&fake, &topology, UNNEEDED);
+        assert!(held.remove.is_empty(), "its own pool scaled up");
+        assert_eq!(held.held, None, "no delay holds every pool");
+        topology.autoscaler.scale_down_delay_type_local = false;
+        fake.cooldown = scaled_up("elsewhere");
+        assert!(
+            pass(&fake, &topology, UNNEEDED).remove.is_empty(),
+            "control: global delays"
         );
     }
 

@@ -244,7 +244,7 @@ pub trait AutoscalerView: ClusterView {
         None
     }
     /// When the autoscaler last scaled up, started deleting, failed.
-    fn cooldown(&self) -> Cooldown;
+    fn cooldown(&self) -> &Cooldown;
     /// The removals the autoscaler has started and not finished.
     fn deletions_in_progress(&self) -> InProgress;
 }

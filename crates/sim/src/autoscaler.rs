@@ -218,8 +218,8 @@ impl AutoscalerView for SimView<'_> {
         Some(self.sim.world.pod(pod).created_at)
     }
 
-    fn cooldown(&self) -> Cooldown {
-        self.sim.controllers.cooldown
+    fn cooldown(&self) -> &Cooldown {
+        &self.sim.controllers.cooldown
     }
 
     fn deletions_in_progress(&self) -> InProgress {
@@ -267,7 +267,8 @@ impl Simulation {
         let Some(pool) = self.topology.pool(&chosen.pool).cloned() else {
             return;
         };
-        self.controllers.cooldown.last_scale_up = Some(self.now());
+        let now = self.now();
+        self.controllers.cooldown.scaled_up(&chosen.pool, now);
         for _ in 0..chosen.nodes {
             // The next ordinal after the pool's size, unless a live node
             // holds its name (a middle node went, a later one stayed): then
@@ -319,8 +320,10 @@ impl Simulation {
         for (node, since) in pass.unneeded {
             self.world.node_mut(node).unneeded_since = since;
         }
-        if !pass.remove.is_empty() {
-            self.controllers.cooldown.last_delete = Some(self.now());
+        let now = self.now();
+        for &node in &pass.remove {
+            let pool = self.world.node(node).pool.clone();
+            self.controllers.cooldown.deleted(&pool, now);
         }
         for node in pass.remove {
             self.start_scale_down(node);
@@ -361,7 +364,8 @@ impl Simulation {
         if self.world.node(node).phase != NodePhase::Ready {
             // Lost before its drain: the removal is over, and failed.
             self.controllers.removing.remove(&node);
-            self.controllers.cooldown.last_failure = Some(self.now());
+            let (pool, now) = (self.world.node(node).pool.clone(), self.now());
+            self.controllers.cooldown.failed(&pool, now);
             return;
         }
         let pods = self.world.movable_pods(node);
@@ -406,7 +410,8 @@ impl Simulation {
         self.world.node_mut(node).draining = false;
         self.world.node_mut(node).unneeded_since = None;
         self.controllers.removing.remove(&node);
-        self.controllers.cooldown.last_failure = Some(self.now());
+        let (pool, now) = (self.world.node(node).pool.clone(), self.now());
+        self.controllers.cooldown.failed(&pool, now);
         let name = self.world.node(node).name.clone();
         self.record(
             EventKind::ScaleDownAborted,

@@ -213,6 +213,7 @@ fn cooldown(up: Option<u64>, delete: Option<u64>, failure: Option<u64>) -> Coold
         last_scale_up: up,
         last_delete: delete,
         last_failure: failure,
+        ..Cooldown::default()
     }
 }
 
@@ -244,6 +245,14 @@ pub(super) fn pairs() -> Vec<Pair> {
     let defaults = Autoscaler::default();
     let mut delete_delay = defaults.clone();
     delete_delay.scale_down_delay_after_delete = Duration::from_mins(2);
+    let mut local = defaults.clone();
+    local.scale_down_delay_type_local = true;
+    // Pool `a` scaled up at minute 4, as the autoscaler records it.
+    let scaled_up_a = |_: &Autoscaler| {
+        let mut c = Cooldown::default();
+        c.scaled_up("a", 4 * MIN);
+        c
+    };
     // Node 0 runs a `web` pod; node 1 runs a `db` pod; node 1 is the only
     // other node.
     let two = || Cluster::new(2).with(1, "db", 100, |_| {});
@@ -338,20 +347,31 @@ pub(super) fn pairs() -> Vec<Pair> {
             ),
         ),
         delays(
-            row("9 minutes after a scale-up the scale-down waits (scale-down-delay-after-add 10m)", cooldown(Some(0), None, None).holds(&defaults, 9 * MIN), Some(Hold::AfterAdd)),
-            row("control: 10 minutes after it", cooldown(Some(0), None, None).holds(&defaults, 10 * MIN), None::<Hold>),
+            row("9 minutes after a scale-up the scale-down waits (scale-down-delay-after-add 10m)", cooldown(Some(0), None, None).holds_all(&defaults, 9 * MIN), Some(Hold::AfterAdd)),
+            row("control: 10 minutes after it", cooldown(Some(0), None, None).holds_all(&defaults, 10 * MIN), None::<Hold>),
         ),
         delays(
-            row("2m59s after a failed scale-down (scale-down-delay-after-failure 3m)", cooldown(None, None, Some(0)).holds(&defaults, 3 * MIN - 1_000), Some(Hold::AfterFailure)),
-            row("control: 3 minutes after it", cooldown(None, None, Some(0)).holds(&defaults, 3 * MIN), None::<Hold>),
+            row("2m59s after a failed scale-down (scale-down-delay-after-failure 3m)", cooldown(None, None, Some(0)).holds_all(&defaults, 3 * MIN - 1_000), Some(Hold::AfterFailure)),
+            row("control: 3 minutes after it", cooldown(None, None, Some(0)).holds_all(&defaults, 3 * MIN), None::<Hold>),
         ),
         delays(
-            row("scale-down-delay-after-delete set to 2m holds a minute after a deletion", cooldown(None, Some(0), None).holds(&delete_delay, MIN), Some(Hold::AfterDelete)),
-            row("control: the default delay after delete (0s) holds nothing", cooldown(None, Some(0), None).holds(&defaults, MIN), None::<Hold>),
+            row("scale-down-delay-after-delete set to 2m holds a minute after a deletion", cooldown(None, Some(0), None).holds_all(&delete_delay, MIN), Some(Hold::AfterDelete)),
+            row("control: the default delay after delete (0s) holds nothing", cooldown(None, Some(0), None).holds_all(&defaults, MIN), None::<Hold>),
         ),
         delays(
-            row("a scale-up in this very scan holds the scale-down", cooldown(Some(5 * MIN), None, None).holds(&defaults, 5 * MIN), Some(Hold::AfterAdd)),
-            row("control: nothing happened", cooldown(None, None, None).holds(&defaults, 5 * MIN), None::<Hold>),
+            row("a scale-up in this very scan holds the scale-down", cooldown(Some(5 * MIN), None, None).holds_all(&defaults, 5 * MIN), Some(Hold::AfterAdd)),
+            row("control: nothing happened", cooldown(None, None, None).holds_all(&defaults, 5 * MIN), None::<Hold>),
+        ),
+        // `--scale-down-delay-type-local`: `isScaleDownInCooldown` skips
+        // the delays, and `ScaleDownCandidatesDelayProcessor` drops the
+        // candidates of the node group that scaled up within them.
+        delays(
+            row("with local delays, a scale-up of one pool holds that pool's scale-down", scaled_up_a(&local).holds_pool(&local, "a", 5 * MIN), Some(Hold::AfterAdd)),
+            row("control: another pool's scale-down goes on", scaled_up_a(&local).holds_pool(&local, "b", 5 * MIN), None::<Hold>),
+        ),
+        delays(
+            row("with global delays, a scale-up of one pool holds every pool's scale-down", scaled_up_a(&defaults).holds_all(&defaults, 5 * MIN), Some(Hold::AfterAdd)),
+            row("control: with local delays, nothing holds every pool", scaled_up_a(&local).holds_all(&local, 5 * MIN), None::<Hold>),
         ),
         grace(
             row("a scale-down eviction caps terminationGracePeriodSeconds at max-graceful-termination-sec (600)", autoscaler_grace(Some(3600), 600), Duration::from_secs(600)),

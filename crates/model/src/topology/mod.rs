@@ -242,6 +242,9 @@ pub struct Autoscaler {
     pub scale_down_delay_after_delete: Duration,
     /// No scale-down for this long after a failed scale-down.
     pub scale_down_delay_after_failure: Duration,
+    /// The delays hold only the pool that acted
+    /// (`--scale-down-delay-type-local`).
+    pub scale_down_delay_type_local: bool,
     /// Most non-empty nodes drained and deleted at once.
     pub max_drain_parallelism: u32,
     /// Most nodes, empty or drained, deleted at once.
@@ -280,6 +283,7 @@ impl Default for Autoscaler {
             scale_down_delay_after_add: Duration::from_mins(10),
             scale_down_delay_after_delete: Duration::from_secs(0),
             scale_down_delay_after_failure: Duration::from_mins(3),
+            scale_down_delay_type_local: false,
             max_drain_parallelism: 1,
             max_scale_down_parallelism: 10,
             skip_nodes_with_local_storage: true,
@@ -514,6 +518,9 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
         }
         if let Some(d) = spec.scale_down_delay_after_failure {
             autoscaler.scale_down_delay_after_failure = d;
+        }
+        if let Some(local) = spec.scale_down_delay_type_local {
+            autoscaler.scale_down_delay_type_local = local;
         }
         if let Some(n) = &spec.max_drain_parallelism {
             autoscaler.max_drain_parallelism = n.value;

@@ -78,6 +78,9 @@ pub struct EmulatedAutoscaler {
     /// Those of `removing` that had pods to drain when their removal
     /// started (the others were empty).
     drained: BTreeSet<String>,
+    /// The pool of each node of `removing`: a failed removal holds its
+    /// pool back when the delays are local.
+    removing_pools: BTreeMap<String, String>,
     /// When it last scaled up, started deleting, failed.
     cooldown: Cooldown,
     /// When the nodes being removed are next looked at.
@@ -105,6 +108,7 @@ impl EmulatedAutoscaler {
             booting: BTreeMap::new(),
             removing: BTreeSet::new(),
             drained: BTreeSet::new(),
+            removing_pools: BTreeMap::new(),
             cooldown: Cooldown::default(),
             removal_check: None,
         })
@@ -127,7 +131,8 @@ impl EmulatedAutoscaler {
         self.removing.remove(node);
         self.drained.remove(node);
         self.unneeded_since.remove(node);
-        self.cooldown.last_failure = Some(now);
+        let pool = self.removing_pools.remove(node).unwrap_or_default();
+        self.cooldown.failed(&pool, now);
     }
 
     /// What to do at `now`, given the cluster as observed.
@@ -157,6 +162,7 @@ impl EmulatedAutoscaler {
         };
         for node in emptied {
             self.removing.remove(&node);
+            self.removing_pools.remove(&node);
             self.drained.remove(&node);
             self.unneeded_since.remove(&node);
             decisions.push(Decision::Delete { node });
@@ -180,7 +186,7 @@ impl EmulatedAutoscaler {
             drained,
         };
         ObservedView::new(cluster, &self.booting, &self.removing, &self.unneeded_since)
-            .remembering(self.cooldown, in_progress)
+            .remembering(self.cooldown.clone(), in_progress)
     }
 
     fn scale_up(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
@@ -192,7 +198,7 @@ impl EmulatedAutoscaler {
             return;
         };
         let boot = self.topology.autoscaler.boot_delay;
-        self.cooldown.last_scale_up = Some(now);
+        self.cooldown.scaled_up(&chosen.pool, now);
         let free = self.view(cluster).free_standby(&chosen.pool);
         for node in free.into_iter().take(chosen.nodes as usize) {
             let boot_ms = self.rng.duration_between(boot.min, boot.max).as_millis();
@@ -215,13 +221,19 @@ impl EmulatedAutoscaler {
                 .into_iter()
                 .map(|(n, since)| (n.to_owned(), since))
                 .collect();
-            let remove: Vec<(String, f64, bool)> = pass
+            let remove: Vec<(String, String, f64, bool)> = pass
                 .remove
                 .into_iter()
                 .map(|n| {
                     let utilisation =
                         scale_down::node_utilisation(&view, n, &self.topology.autoscaler);
-                    (n.to_owned(), utilisation, !view.movable_pods(n).is_empty())
+                    let pool = view.node(n).pool.to_owned();
+                    (
+                        n.to_owned(),
+                        pool,
+                        utilisation,
+                        !view.movable_pods(n).is_empty(),
+                    )
                 })
                 .collect();
             (unneeded, remove)
@@ -236,14 +248,13 @@ impl EmulatedAutoscaler {
                 }
             }
         }
-        if !remove.is_empty() {
-            self.cooldown.last_delete = Some(now);
-        }
-        for (node, utilisation, drained) in remove {
+        for (node, pool, utilisation, drained) in remove {
+            self.cooldown.deleted(&pool, now);
             if drained {
                 self.drained.insert(node.clone());
             }
             self.removing.insert(node.clone());
+            self.removing_pools.insert(node.clone(), pool);
             decisions.push(Decision::ScaleDown { node, utilisation });
         }
     }

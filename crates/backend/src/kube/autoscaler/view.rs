@@ -166,8 +166,8 @@ impl<'a> ClusterView for ObservedView<'a> {
 }
 
 impl<'a> AutoscalerView for ObservedView<'a> {
-    fn cooldown(&self) -> Cooldown {
-        self.cooldown
+    fn cooldown(&self) -> &Cooldown {
+        &self.cooldown
     }
 
     fn deletions_in_progress(&self) -> InProgress {

@@ -221,6 +221,10 @@ pub struct AutoscalerSpec {
     /// No scale-down for this long after a scale-down failed (3m).
     #[serde(default)]
     pub scale_down_delay_after_failure: Option<Duration>,
+    /// The three scale-down delays hold only the pool that scaled up,
+    /// deleted or failed, not every pool (false).
+    #[serde(default)]
+    pub scale_down_delay_type_local: Option<bool>,
     /// Most non-empty nodes drained and deleted at once (1).
     #[serde(default)]
     pub max_drain_parallelism: Option<Located<u32>>,
