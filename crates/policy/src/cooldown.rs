@@ -10,7 +10,6 @@
 //! (upstream updates its unneeded nodes before it checks the cooldown,
 //! `core/static_autoscaler.go` `scaleDown`), so a node unneeded long
 //! enough goes at the first scan after the cooldown ends.
-
 //!
 //! With `scaleDownDelayTypeLocal` (`--scale-down-delay-type-local`) the
 //! delays hold only the pool that acted: upstream's
