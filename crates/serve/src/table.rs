@@ -320,10 +320,7 @@ fn hpa_metrics(hpa: &Value) -> String {
             }
         })
         .collect();
-    match listed.len() {
-        n if n > 2 => format!("{} + {} more...", listed[..2].join(", "), n - 2),
-        _ => listed.join(", "),
-    }
+    with_more(listed[..listed.len().min(2)].join(", "), listed.len(), 2)
 }
 
 /// kubectl's `formatHosts`: the first three rules' hosts (a rule without
@@ -342,11 +339,7 @@ fn ingress_hosts(ingress: &Value) -> String {
     if hosts.is_empty() {
         return "*".to_owned();
     }
-    let shown = hosts.join(",");
-    match rules.len() {
-        n if n > 3 => format!("{shown} + {} more...", n - 3),
-        _ => shown,
-    }
+    with_more(hosts.join(","), rules.len(), 3)
 }
 
 /// kubectl's `ingressLoadBalancerStatusStringer`, as a server prints it
@@ -402,11 +395,7 @@ fn endpoints_text(object: &Value) -> String {
             }
         }
     }
-    let shown = listed[..listed.len().min(3)].join(",");
-    match listed.len() {
-        n if n > 3 => format!("{shown} + {} more...", n - 3),
-        _ => shown,
-    }
+    with_more(listed[..listed.len().min(3)].join(","), listed.len(), 3)
 }
 
 /// kubectl's `listWithMoreString`: the first three, `+ N more...` for
@@ -416,9 +405,14 @@ fn first_three(items: impl Iterator<Item = String>) -> String {
     if items.is_empty() {
         return "<unset>".to_owned();
     }
-    let shown = items[..items.len().min(3)].join(",");
-    match items.len() {
-        n if n > 3 => format!("{shown} + {} more...", n - 3),
+    with_more(items[..items.len().min(3)].join(","), items.len(), 3)
+}
+
+/// `shown` (the first `limit` of `total` items) with `+ N more...` for
+/// the rest, as kubectl's printers cut their long cells.
+fn with_more(shown: String, total: usize, limit: usize) -> String {
+    match total.checked_sub(limit) {
+        Some(more) if more > 0 => format!("{shown} + {more} more..."),
         _ => shown,
     }
 }
