@@ -632,6 +632,59 @@ mod tests {
         assert!(cluster().objects().list(cronjobs).is_empty());
     }
 
+    /// Declared kinds are served at one version and stored as written, so
+    /// a drill's HPA is served only when written at that version
+    /// (`autoscaling/v2`); an `autoscaling/v1` one, which would read as v2
+    /// with v1's fields, is left out. Control: the v2 one is served.
+    #[test]
+    fn a_declared_object_is_served_only_at_its_served_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("hpa.yaml"),
+            "apiVersion: v1
+kind: Namespace
+metadata: {name: apps}
+---
+apiVersion: autoscaling/v1
+kind: HorizontalPodAutoscaler
+metadata: {name: old, namespace: apps}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+  targetCPUUtilizationPercentage: 80
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: new, namespace: apps}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+",
+        )
+        .expect("write");
+        let text = "apiVersion: drillbench.dev/v1alpha1
+kind: Drill
+metadata: {name: hpa}
+cluster:
+  pools: [{name: baseline, count: 1, serverType: cx43}]
+workloads:
+  - path: hpa.yaml
+assertions:
+  - name: quorum
+    quorum: {}
+";
+        let drill = Drill::from_source(drillbench_model::scenario::SourceFile::new(
+            dir.path().join("drill.yaml"),
+            text.to_owned(),
+        ))
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let sim = Simulation::new(&drill, 7).expect("the drill provisions");
+        let served = Cluster::new(&drill, sim, 100, 0);
+        let hpas = resources::by_kind("HorizontalPodAutoscaler").expect("served");
+        let listed = served.objects().list(hpas);
+        assert_eq!(crate::testing::names(&listed), ["apps/new"]);
+    }
+
     /// kubelet renews its node Lease every ten seconds while its server
     /// runs (`nodeLeaseRenewIntervalFraction` × 40 s): a Lease watcher sees
     /// each renewal on that grid; a crashed node's renewals stop at once
