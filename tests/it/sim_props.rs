@@ -632,7 +632,8 @@ enum ControlPlaneStep {
     Wait(u32),
 }
 
-fn control_plane_drill(plan: &[ControlPlaneStep]) -> String {
+/// A drill on the production topology that runs `plan`, then 30 minutes.
+fn control_plane_drill(plan: &[ControlPlaneStep]) -> Drill {
     let ksail = crate::common::root().join("harness/ksail/ksail.prod.yaml");
     let mut steps = String::new();
     for step in plan {
@@ -649,7 +650,7 @@ fn control_plane_drill(plan: &[ControlPlaneStep]) -> String {
             .as_str(),
         );
     }
-    format!(
+    let text = format!(
         "apiVersion: drillbench.dev/v1alpha1
 kind: Drill
 metadata: {{name: random-control-plane}}
@@ -662,7 +663,12 @@ assertions:
     quorum: {{}}
 ",
         ksail.display()
-    )
+    );
+    Drill::from_source(SourceFile::new(
+        std::path::PathBuf::from("control-plane.yaml"),
+        text,
+    ))
+    .unwrap_or_else(|d| panic!("{}", d.render(false)))
 }
 
 /// etcd's rule, from the timeline alone: a learner is promoted only by a
@@ -725,9 +731,7 @@ proptest! {
         plan in prop::collection::vec(control_plane_step(), 1..6),
         seed in any::<u64>(),
     ) {
-        let text = control_plane_drill(&plan);
-        let drill = Drill::from_source(SourceFile::new(std::path::PathBuf::from("control-plane.yaml"), text))
-            .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        let drill = control_plane_drill(&plan);
         let run = run_drill(&drill, seed, &provision);
         prop_assume!(run.is_ok());
         let report = run.expect("assumed");
@@ -743,13 +747,7 @@ proptest! {
 #[test]
 fn a_recreate_promotes_unless_a_second_loss_costs_quorum() {
     let events = |plan: &[ControlPlaneStep]| {
-        let text = control_plane_drill(plan);
-        let drill = Drill::from_source(SourceFile::new(
-            std::path::PathBuf::from("control-plane.yaml"),
-            text,
-        ))
-        .unwrap_or_else(|d| panic!("{}", d.render(false)));
-        let report = run_drill(&drill, 1, &provision).expect("runs");
+        let report = run_drill(&control_plane_drill(plan), 1, &provision).expect("runs");
         check_control_plane(&report);
         report
             .timeline
