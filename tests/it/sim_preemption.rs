@@ -355,3 +355,96 @@ fn preemptors_count_each_others_nominations() {
         .collect();
     assert_eq!(waiting.len(), 1, "control: the third waits");
 }
+
+/// The first FailedScheduling message of the `vip-` pods.
+fn vip_waits_because(sim: &Simulation) -> String {
+    sim.observation()
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::PodUnschedulable && e.object.name.starts_with("vip-"))
+        .map(|e| e.message.clone())
+        .expect("the vip waited")
+}
+
+// default_preemption.go `PodEligibleToPreemptOthers` ("not eligible due to
+// preemptionPolicy=Never.") and preemption.go `Evaluator.Preempt`: with no
+// candidate, a second FitError over the dry run, nodes it did not try "not
+// helpful", nodes with no lower-priority pod "No preemption victims found
+// for incoming pod" (`SelectVictimsOnNode`); both after "preemption: ", as
+// `DefaultPreemption.PostFilter` words it and `FitError.Error` appends it.
+#[test]
+fn a_waiting_pod_says_why_preemption_did_not_help() {
+    let filters = "0/5 nodes are available: 2 Insufficient memory, 3 node(s) had untolerated \
+                   taint {node-role.kubernetes.io/control-plane: }.";
+    let (sim, _) = vips_after_two_minutes("high-never", 1);
+    assert_eq!(
+        vip_waits_because(&sim),
+        format!("{filters} preemption: not eligible due to preemptionPolicy=Never.")
+    );
+    // The fillers' own priority: eligible, but the dry run finds no victim
+    // on the baseline nodes and does not try the control planes.
+    let (sim, _) = vips_after_two_minutes("low", 1);
+    assert_eq!(
+        vip_waits_because(&sim),
+        format!(
+            "{filters} preemption: 0/5 nodes are available: 2 No preemption victims found \
+             for incoming pod, 3 Preemption is not helpful for scheduling."
+        )
+    );
+    // Control: a `high` vip preempts, and the PostFilter leaves no message.
+    let (sim, _) = vips_after_two_minutes("high", 1);
+    assert_eq!(vip_waits_because(&sim), filters);
+}
+
+/// Two 1 GiB `low` fillers on the baseline and a 1 GiB `high` vip whose
+/// required `kind` term (`podAffinity` or `podAntiAffinity`, by hostname)
+/// selects `app: {selects}`; the vip scaled up and two minutes passed.
+fn vip_with_pod_term(kind: &str, selects: &str) -> Simulation {
+    let term = format!(
+        "      affinity:
+        {kind}:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {{matchLabels: {{app: {selects}}}}}
+              topologyKey: kubernetes.io/hostname
+"
+    );
+    let manifests = format!(
+        "{CLASSES}{}{}",
+        deployment("filler", 2, "1Gi", &spec("low", None)),
+        deployment("vip", 0, "1Gi", &format!("{}{term}", spec("high", None)))
+    );
+    let mut sim = cluster(&manifests, "never", 0);
+    sim.advance_to(MIN);
+    let at = sim.now();
+    scale(&mut sim, "vip", 1);
+    sim.advance_to(at + 2 * MIN);
+    sim
+}
+
+// interpodaffinity/filtering.go `Filter`: an unmet required pod affinity is
+// `UnschedulableAndUnresolvable` (removing pods cannot bring a matching
+// one), so `nodesWherePreemptionMightHelp` leaves the node out and the dry
+// run calls it "not helpful"; the pod's own anti-affinity is
+// `Unschedulable`, and removing the pods it repels makes room. Control:
+// the anti-affinity vip preempts a filler.
+#[test]
+fn an_unmet_pod_affinity_is_not_preempted_for() {
+    let sim = vip_with_pod_term("podAffinity", "nobody");
+    assert!(preemptions(&sim).is_empty());
+    assert_eq!(
+        vip_waits_because(&sim),
+        "0/5 nodes are available: 2 node(s) didn't match pod affinity rules, 3 node(s) had \
+         untolerated taint {node-role.kubernetes.io/control-plane: }. preemption: 0/5 nodes \
+         are available: 5 Preemption is not helpful for scheduling."
+    );
+    let sim = vip_with_pod_term("podAntiAffinity", "filler");
+    let preempted = preemptions(&sim);
+    assert_eq!(preempted.len(), 1, "{preempted:?}");
+    assert!(
+        vip_waits_because(&sim).starts_with(
+            "0/5 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 3"
+        ),
+        "{}",
+        vip_waits_because(&sim)
+    );
+}

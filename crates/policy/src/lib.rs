@@ -20,6 +20,7 @@ pub mod drain;
 pub mod expander;
 #[cfg(test)]
 mod fake;
+pub mod fit_error;
 pub mod interpod;
 pub mod kyverno_admission;
 pub mod preemption;

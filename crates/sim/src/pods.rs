@@ -103,35 +103,44 @@ impl Simulation {
     }
 
     /// A pod that fits nowhere preempts if it may, and says why it waits
-    /// once per wait, as the cluster was when it was found to fit nowhere
-    /// (before it preempts). A preemption changes the cluster, so the pod
-    /// after it is picked afresh.
+    /// once per wait: the filters' reasons as the cluster was when it was
+    /// found to fit nowhere (before it preempts), then why preemption did
+    /// nothing, if it did not. A preemption changes the cluster, so the
+    /// pod after it is picked afresh; an alike pod after a declined one
+    /// meets the same cluster, and the same message.
     fn wait_unschedulable(&mut self, pod: PodId, fits_nowhere: &mut Option<FitsNowhere>) {
-        let reason =
-            (!self.world.pod(pod).unschedulable_reported).then(|| match fits_nowhere.as_mut() {
-                Some(FitsNowhere {
-                    reason: Some(known),
-                    ..
-                }) => known.clone(),
-                alike => {
-                    let reason: Rc<str> = self
-                        .scheduler
-                        .unschedulable_reason(&self.world, &self.volumes, pod)
-                        .into();
-                    if let Some(alike) = alike {
-                        alike.reason = Some(reason.clone());
-                    }
-                    reason
-                }
-            });
-        if self.preempt(pod) {
+        let report = !self.world.pod(pod).unschedulable_reported;
+        let known = fits_nowhere.as_ref().and_then(|f| f.reason.clone());
+        // One pass over the nodes serves the message and the preemption.
+        let diagnosis = (report && known.is_none())
+            .then(|| self.scheduler.diagnose(&self.world, &self.volumes, pod));
+        let filtered = diagnosis.as_ref().map(|d| d.fit_error(&self.world));
+        let declined = self.preempt(pod, diagnosis.as_ref()).err();
+        if declined.is_none() {
             *fits_nowhere = None;
         }
-        if let Some(reason) = reason {
-            self.world.pod_mut(pod).unschedulable_reported = true;
-            let r = self.world.pod_ref(pod);
-            self.record(EventKind::PodUnschedulable, r, None, &reason);
+        if !report {
+            return;
         }
+        let reason = match (known, filtered, diagnosis) {
+            (Some(known), ..) => known,
+            (None, Some(mut fit), Some(diagnosis)) => {
+                if let Some(declined) = declined {
+                    let failure = self.preemption_failure(pod, declined, &diagnosis);
+                    fit = fit.with_post_filter(failure.to_string());
+                }
+                let reason: Rc<str> = fit.to_string().into();
+                if let Some(alike) = fits_nowhere.as_mut() {
+                    alike.reason = Some(reason.clone());
+                }
+                reason
+            }
+            // Not reached: a report with no known reason diagnosed the pod.
+            (None, ..) => return,
+        };
+        self.world.pod_mut(pod).unschedulable_reported = true;
+        let r = self.world.pod_ref(pod);
+        self.record(EventKind::PodUnschedulable, r, None, &reason);
     }
 
     /// Forgets that pods were reported unschedulable, after the cluster

@@ -7,12 +7,15 @@
 use std::collections::BTreeSet;
 
 use super::Simulation;
+use super::scheduler::Diagnosis;
 use super::state::World;
 use super::world::{NodeId, PodId, PodPhase};
 use drillbench_observe::EventKind;
+use drillbench_policy::fit_error::PreemptionFailure;
 use drillbench_policy::preemption::{
     Resident, Victims, candidates_to_find, pick_candidate, select_victims,
 };
+use drillbench_policy::priority::PreemptionPolicy;
 
 impl Simulation {
     /// Nominates a pending pod to a node, or clears its nomination: the
@@ -22,14 +25,23 @@ impl Simulation {
         self.scheduler.renominate(pod, from, node);
     }
 
-    /// Preempts for a pod that fits nowhere; true when it did (victims
-    /// deleted, the pod nominated). Call after a failed pick in a pass.
-    pub(super) fn preempt(&mut self, pod: PodId) -> bool {
+    /// Preempts for a pod that fits nowhere (victims deleted, the pod
+    /// nominated), or says why it did not. Call after a failed pick in a
+    /// pass, with the pod's [`Diagnosis`] if one was taken since.
+    pub(super) fn preempt(
+        &mut self,
+        pod: PodId,
+        diagnosis: Option<&Diagnosis>,
+    ) -> Result<(), Declined> {
         let priority = self.world.pod(pod).template.priority;
+        // `PodEligibleToPreemptOthers`: never for a `Never` pod, and not
+        // while the victims of its last preemption are still leaving its
+        // nominated node.
+        if priority.policy == PreemptionPolicy::Never {
+            return Err(Declined::PolicyNever);
+        }
         let lower =
             |world: &World, p: PodId| priority.may_preempt(world.pod(p).template.priority.value);
-        // `PodEligibleToPreemptOthers`: not while the victims of its last
-        // preemption are still leaving its nominated node.
         if let Some(node) = self.world.pod(pod).nominated
             && self
                 .world
@@ -38,12 +50,12 @@ impl Simulation {
                 .iter()
                 .any(|&p| self.world.pod(p).phase == PodPhase::Terminating && lower(&self.world, p))
         {
-            return false;
+            return Err(Declined::TerminatingOnNominatedNode);
         }
         // Most clusters give every pod one priority: then no node has a
         // victim, and nothing else need be looked at.
         if !self.world.holds_priority_below(priority.value) {
-            return false;
+            return Err(Declined::NoCandidate);
         }
         self.refresh_pdb_status();
         let allowed: Vec<i32> = self
@@ -61,11 +73,17 @@ impl Simulation {
         // `DryRunPreemption`: from a random offset among the nodes where
         // preemption might help, until enough candidates are found, one
         // of them breaking no budget. Those breaking none come first.
-        let potential = self
-            .scheduler
-            .preemption_candidates(&self.world, &self.volumes, pod);
+        let taken;
+        let diagnosis = match diagnosis {
+            Some(d) => d,
+            None => {
+                taken = self.scheduler.diagnose(&self.world, &self.volumes, pod);
+                &taken
+            }
+        };
+        let potential = diagnosis.preemption_candidates(&self.world, pod);
         if potential.is_empty() {
-            return false;
+            return Err(Declined::NoCandidate);
         }
         let wanted = candidates_to_find(potential.len());
         let offset = self.engine.rng().index(potential.len());
@@ -117,7 +135,7 @@ impl Simulation {
         found.append(&mut violating);
         let summaries: Vec<Victims<PodId>> = found.iter().map(|(_, v)| v.clone()).collect();
         let Some(chosen) = pick_candidate(&summaries) else {
-            return false;
+            return Err(Declined::NoCandidate);
         };
         let (node, victims) = found.swap_remove(chosen);
         self.nominate(pod, Some(node));
@@ -149,6 +167,43 @@ impl Simulation {
             // Deleted with its own grace period (`DeleteOptions{}`).
             self.delete_pod(victim);
         }
-        true
+        Ok(())
     }
+
+    /// `DefaultPreemption.PostFilter`'s message for a pod it `declined`
+    /// to preempt for, with the cluster as `diagnosis` saw it (declining
+    /// changes nothing).
+    pub(super) fn preemption_failure(
+        &self,
+        pod: PodId,
+        declined: Declined,
+        diagnosis: &Diagnosis,
+    ) -> PreemptionFailure {
+        match declined {
+            Declined::PolicyNever => PreemptionFailure::PolicyNever,
+            Declined::TerminatingOnNominatedNode => PreemptionFailure::TerminatingOnNominatedNode,
+            Declined::NoCandidate => {
+                let priority = self.world.pod(pod).template.priority;
+                let world = &self.world;
+                PreemptionFailure::NoCandidate(self.scheduler.preemption_fit_error(
+                    world,
+                    &self.volumes,
+                    pod,
+                    diagnosis,
+                    |p| priority.may_preempt(world.pod(p).template.priority.value),
+                ))
+            }
+        }
+    }
+}
+
+/// Why [`Simulation::preempt`] preempted nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Declined {
+    /// The pod's `preemptionPolicy` is `Never`.
+    PolicyNever,
+    /// Victims of its last preemption are still leaving its nominated node.
+    TerminatingOnNominatedNode,
+    /// No node where removing lower-priority pods would let it in.
+    NoCandidate,
 }

@@ -1,8 +1,11 @@
 //! The scheduler: kube-scheduler's filters and scores, over the simulator's
 //! nodes.
 //!
-//! Filters: the node is Ready and not being deleted; cordon (unless
-//! tolerated); taints with NoSchedule/NoExecute; `nodeSelector` and required
+//! Filters, in upstream's plugin order: cordon (unless tolerated); taints
+//! with NoSchedule/NoExecute; the node is Ready and its server up (a
+//! Booting node stands for the node controller's `not-ready` taint; a node
+//! whose server went down is refused before the node controller marks it,
+//! where kube-scheduler would still bind to it); `nodeSelector` and required
 //! node affinity; requests against allocatable (CPU, memory, pod count);
 //! the node affinity of the pod's bound volumes (VolumeBinding); required
 //! pod affinity and anti-affinity by topology key, the running pods'
@@ -11,6 +14,10 @@
 //! preferred terms normalised to 0–100 (2), TaintToleration
 //! PreferNoSchedule (3), NodeResourcesBalancedAllocation (1). Ties are
 //! broken by the seeded generator.
+//!
+//! A pod that fits no node says why as kube-scheduler's FailedScheduling
+//! event does (`drillbench_policy::fit_error`): each node's first failing
+//! filter, its reasons counted, then what preemption made of it.
 //!
 //! Like kube-scheduler, it stops filtering once it has found enough
 //! feasible nodes (`percentageOfNodesToScore`, adaptive: 50 % minus one
@@ -56,11 +63,14 @@ use super::pod_groups::PodGroup;
 use super::spread_counts::{SpreadCensus, pod_by_pod, spread_pod};
 use super::state::World;
 use super::volumes::Volumes;
-use super::world::{NodeId, PodId, PodPhase, Resources, SimNode, Template};
+use super::world::{NodeId, NodePhase, PodId, PodPhase, Resources, SimNode, Template};
 use drillbench_model::k8s::taints::{
-    cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker,
+    TAINT_NODE_NOT_READY, cordon_blocks, intolerable_prefer_no_schedule, scheduling_blocker,
 };
 use drillbench_model::rng::SeededRng;
+use drillbench_policy::fit_error::{
+    FitError, NO_PREEMPTION_VICTIMS, PREEMPTION_NOT_HELPFUL, Shortfall, untolerated_taint,
+};
 use drillbench_policy::interpod::{InterPodMisfit, InterPodState, PodTerms};
 use drillbench_policy::priority::queue_key;
 use drillbench_policy::spread::{SpreadMisfit, SpreadState};
@@ -77,16 +87,28 @@ pub fn feasible_nodes_to_find(all: usize) -> usize {
     (all * percentage / 100).max(MIN_FEASIBLE)
 }
 
-/// Why a pod did not fit a node, for the unschedulable message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// Why a pod did not fit a node: the first filter that refused it, in
+/// upstream's plugin order (NodeUnschedulable, TaintToleration,
+/// NodeAffinity, NodeResourcesFit, VolumeBinding, PodTopologySpread,
+/// InterPodAffinity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Misfit {
+    /// The node cannot run pods yet or any more, and no taint says so: it
+    /// is Booting (upstream: the node lifecycle controller's `not-ready`
+    /// taint), or its server is down before the node controller marks it
+    /// (kube-scheduler has no such filter; the simulator keeps pods off a
+    /// node whose kubelet cannot start them).
     NotReady,
     Unschedulable,
-    Taint,
+    /// The first of the node's taints the pod does not tolerate, by index.
+    Taint(usize),
     Affinity,
-    Resources,
+    Resources(Shortfall),
     VolumeAffinity,
+    /// The pod's own required affinity finds no matching pod there.
     PodAffinity,
+    /// The pod's own required anti-affinity finds a matching pod there.
+    PodAntiAffinity,
     /// A running pod's required anti-affinity selects the pod.
     ExistingAntiAffinity,
     /// The node lacks a topology spread constraint's key.
@@ -96,19 +118,90 @@ enum Misfit {
 }
 
 impl Misfit {
-    fn describe(self) -> &'static str {
+    /// Adds the reasons kube-scheduler's filter gives for this misfit on
+    /// `n` to `fit` (NodeResourcesFit may give several).
+    fn count_in(self, n: &SimNode, fit: &mut FitError) {
         match self {
-            Misfit::NotReady => "node(s) not ready",
-            Misfit::Unschedulable => "node(s) were unschedulable",
-            Misfit::Taint => "node(s) had untolerated taint(s)",
-            Misfit::Affinity => "node(s) didn't match Pod's node affinity/selector",
-            Misfit::Resources => "Insufficient cpu, memory or pods",
-            Misfit::VolumeAffinity => "node(s) had volume node affinity conflict",
-            Misfit::PodAffinity => "node(s) didn't satisfy pod (anti-)affinity rules",
-            Misfit::ExistingAntiAffinity => InterPodMisfit::ExistingAntiAffinity.describe(),
-            Misfit::SpreadLabel => SpreadMisfit::MissingLabel.describe(),
-            Misfit::Spread => SpreadMisfit::Skew.describe(),
+            Misfit::NotReady if n.phase == NodePhase::Booting => {
+                fit.add(&untolerated_taint(TAINT_NODE_NOT_READY, ""));
+            }
+            Misfit::NotReady => fit.add("node(s) were not ready"),
+            Misfit::Unschedulable => fit.add("node(s) were unschedulable"),
+            Misfit::Taint(i) => {
+                let taint = &n.taints()[i];
+                fit.add(&untolerated_taint(
+                    &taint.key,
+                    taint.value.as_deref().unwrap_or(""),
+                ));
+            }
+            Misfit::Affinity => fit.add("node(s) didn't match Pod's node affinity/selector"),
+            Misfit::Resources(short) => short.reasons().for_each(|r| fit.add(r)),
+            Misfit::VolumeAffinity => fit.add("node(s) had volume node affinity conflict"),
+            Misfit::PodAffinity => fit.add(InterPodMisfit::Affinity.describe()),
+            Misfit::PodAntiAffinity => fit.add(InterPodMisfit::AntiAffinity.describe()),
+            Misfit::ExistingAntiAffinity => {
+                fit.add(InterPodMisfit::ExistingAntiAffinity.describe())
+            }
+            Misfit::SpreadLabel => fit.add(SpreadMisfit::MissingLabel.describe()),
+            Misfit::Spread => fit.add(SpreadMisfit::Skew.describe()),
         }
+    }
+}
+
+/// Each node's first failing filter for one pod, in the world's order
+/// (`None` where it fits), as the cluster stood when it was taken
+/// ([`Scheduler::diagnose`]).
+#[derive(Debug)]
+pub(crate) struct Diagnosis {
+    misfits: Vec<Option<Misfit>>,
+}
+
+impl Diagnosis {
+    /// Why the pod fits no node, as kube-scheduler's FailedScheduling
+    /// event says it before its PostFilter runs: every Node's first
+    /// failing filter, its reasons counted.
+    pub(crate) fn fit_error(&self, world: &World) -> FitError {
+        let mut fit = FitError::new(world.live_nodes());
+        for (node, misfit) in self.misfits.iter().enumerate() {
+            let n = world.node(node);
+            if let Some(misfit) = misfit
+                && n.phase != NodePhase::Gone
+            {
+                misfit.count_in(n, &mut fit);
+            }
+        }
+        fit
+    }
+
+    /// The nodes preemption may make room on for a pod that fits nowhere:
+    /// those whose only failing filter is one a victim's removal can
+    /// resolve (resources, topology spread skew, inter-pod
+    /// anti-affinity), in the world's order. Upstream leaves out a node
+    /// whose status is `UnschedulableAndUnresolvable` (not ready,
+    /// cordoned, tainted, node affinity, volume topology, a missing
+    /// spread label, the pod's own required pod affinity unmet), and
+    /// NodeResourcesFit says so of a node whose
+    /// allocatable CPU or memory is below the pod's request
+    /// (`fitsRequest`'s `Unresolvable`): no victim frees more than the
+    /// node has.
+    pub(crate) fn preemption_candidates(&self, world: &World, pod: PodId) -> Vec<NodeId> {
+        let requests = world.pod(pod).template.requests;
+        self.misfits
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|&(node, misfit)| match misfit {
+                Some(Misfit::Resources(_)) => {
+                    let allocatable = world.node(node).allocatable;
+                    requests.cpu <= allocatable.cpu && requests.memory <= allocatable.memory
+                }
+                Some(Misfit::PodAntiAffinity | Misfit::ExistingAntiAffinity | Misfit::Spread) => {
+                    true
+                }
+                _ => false,
+            })
+            .map(|(node, _)| node)
+            .collect()
     }
 }
 
@@ -244,7 +337,7 @@ impl Scheduler {
     }
 
     /// The node kube-scheduler would pick for a pending pod, or [`NoFit`]
-    /// when none fits ([`Scheduler::unschedulable_reason`] says why). Call
+    /// when none fits ([`Scheduler::diagnose`] says why). Call
     /// [`Scheduler::refresh`] first.
     pub(crate) fn pick(
         &mut self,
@@ -332,46 +425,48 @@ impl Scheduler {
         Ok(best)
     }
 
-    /// Why a pod fits no node, as kube-scheduler's FailedScheduling event
-    /// says it: every node's first failing filter, counted. A pass over
-    /// every node through the full filters, so asked only when the
-    /// message is reported, not at each retry of a pod that still waits.
-    /// Call [`Scheduler::refresh`] first.
-    pub(crate) fn unschedulable_reason(
+    /// Each node's first failing filter for a pod that fits nowhere,
+    /// through the full filters: what its FailedScheduling message and
+    /// preemption's dry run both start from. A pass over every node, so
+    /// taken once per failed pick that needs it, not at each retry of a
+    /// pod that still waits. Call [`Scheduler::refresh`] first.
+    pub(crate) fn diagnose(&self, world: &World, volumes: &Volumes, pod: PodId) -> Diagnosis {
+        Diagnosis {
+            misfits: self.misfits(world, volumes, pod),
+        }
+    }
+
+    /// Why preemption found no node for a pod that fits nowhere, as
+    /// `Evaluator.Preempt` words its dry run: a node no victim can help
+    /// is "not helpful", one with no pod `lower` than the pod has "no
+    /// victims", and one the pod does not fit even with all of those gone
+    /// gives that filter's reasons. Call [`Scheduler::refresh`] first.
+    pub(crate) fn preemption_fit_error(
         &self,
         world: &World,
         volumes: &Volumes,
         pod: PodId,
-    ) -> String {
-        let mut misfits: [usize; 10] = [0; 10];
-        for m in self.misfits(world, volumes, pod).into_iter().flatten() {
-            misfits[m as usize] += 1;
+        diagnosis: &Diagnosis,
+        lower: impl Fn(PodId) -> bool,
+    ) -> FitError {
+        let mut fit = FitError::new(world.live_nodes());
+        let potential = diagnosis.preemption_candidates(world, pod);
+        for (node, n) in world.nodes().iter().enumerate() {
+            if n.phase == NodePhase::Gone {
+                continue;
+            }
+            if potential.binary_search(&node).is_err() {
+                fit.add(PREEMPTION_NOT_HELPFUL);
+                continue;
+            }
+            let victims: BTreeSet<PodId> = n.pods.iter().copied().filter(|&p| lower(p)).collect();
+            if victims.is_empty() {
+                fit.add(NO_PREEMPTION_VICTIMS);
+            } else if let Some(misfit) = self.misfit_without(world, volumes, pod, node, &victims) {
+                misfit.count_in(n, &mut fit);
+            }
         }
-        let reasons: Vec<String> = [
-            Misfit::NotReady,
-            Misfit::Unschedulable,
-            Misfit::Taint,
-            Misfit::Affinity,
-            Misfit::Resources,
-            Misfit::VolumeAffinity,
-            Misfit::PodAffinity,
-            Misfit::ExistingAntiAffinity,
-            Misfit::SpreadLabel,
-            Misfit::Spread,
-        ]
-        .iter()
-        .filter(|m| misfits[**m as usize] > 0)
-        .map(|m| format!("{} {}", misfits[*m as usize], m.describe()))
-        .collect();
-        format!(
-            "0/{} nodes are available: {}",
-            world
-                .nodes()
-                .iter()
-                .filter(|n| n.phase != super::world::NodePhase::Gone)
-                .count(),
-            reasons.join(", ")
-        )
+        fit
     }
 
     /// The highest-scoring feasible node; ties broken by the seeded generator.
@@ -433,38 +528,6 @@ impl Scheduler {
         picked
     }
 
-    /// The nodes preemption may make room on for a pod that fits nowhere:
-    /// those whose only failing filter is one a victim's removal can
-    /// resolve (resources, topology spread skew, inter-pod
-    /// anti-affinity), in the world's order. Upstream leaves out a node
-    /// whose status is `UnschedulableAndUnresolvable` (not ready,
-    /// cordoned, tainted, node affinity, volume topology, a missing
-    /// spread label), and NodeResourcesFit says so of a node whose
-    /// allocatable CPU or memory is below the pod's request
-    /// (`fitsRequest`'s `Unresolvable`): no victim frees more than the
-    /// node has. Call [`Scheduler::refresh`] first.
-    pub(crate) fn preemption_candidates(
-        &self,
-        world: &World,
-        volumes: &Volumes,
-        pod: PodId,
-    ) -> Vec<NodeId> {
-        let requests = world.pod(pod).template.requests;
-        self.misfits(world, volumes, pod)
-            .into_iter()
-            .enumerate()
-            .filter(|&(node, misfit)| match misfit {
-                Some(Misfit::Resources) => {
-                    let allocatable = world.node(node).allocatable;
-                    requests.cpu <= allocatable.cpu && requests.memory <= allocatable.memory
-                }
-                Some(Misfit::PodAffinity | Misfit::ExistingAntiAffinity | Misfit::Spread) => true,
-                _ => false,
-            })
-            .map(|(node, _)| node)
-            .collect()
-    }
-
     /// Each node's first failing filter for the pod, through the full
     /// filters (`None` where it fits), in the world's order.
     fn misfits(&self, world: &World, volumes: &Volumes, pod: PodId) -> Vec<Option<Misfit>> {
@@ -501,6 +564,20 @@ impl Scheduler {
         node: NodeId,
         removed: &BTreeSet<PodId>,
     ) -> bool {
+        self.misfit_without(world, volumes, pod, node, removed)
+            .is_none()
+    }
+
+    /// The first filter the pod fails on `node` once the `removed` pods
+    /// (on that node) are gone.
+    fn misfit_without(
+        &self,
+        world: &World,
+        volumes: &Volumes,
+        pod: PodId,
+        node: NodeId,
+        removed: &BTreeSet<PodId>,
+    ) -> Option<Misfit> {
         let s = Scan {
             world,
             volumes,
@@ -529,7 +606,6 @@ impl Scheduler {
             }
         }
         s.misfit_freed(&template, &views, pod, node, others, freed)
-            .is_none()
     }
 
     /// Whether, for every pod template in `templates` (with one of its
@@ -804,16 +880,21 @@ impl Scan<'_> {
         change: NodeChange,
     ) -> Option<Misfit> {
         let n = self.world.node(node);
-        if !n.is_ready() || !n.server_up || n.draining {
-            return Some(Misfit::NotReady);
-        }
         if n.unschedulable() && cordon_blocks(true, &template.tolerations) {
             return Some(Misfit::Unschedulable);
         }
         // Taints can differ within a class (a node tainted unreachable or
         // for deletion), so they are read from the node itself.
-        if scheduling_blocker(n.taints(), &template.tolerations).is_some() {
-            return Some(Misfit::Taint);
+        let taints = n.taints();
+        if let Some(blocker) = scheduling_blocker(taints, &template.tolerations) {
+            let index = taints
+                .iter()
+                .position(|t| std::ptr::eq(t, blocker))
+                .unwrap_or_default();
+            return Some(Misfit::Taint(index));
+        }
+        if !n.is_ready() || !n.server_up || n.draining {
+            return Some(Misfit::NotReady);
         }
         let fits = classes[n.class].is_some_and(|c| c.fits);
         if !fits || (template.per_node && !template.required.matches(&n.object)) {
@@ -825,8 +906,14 @@ impl Scan<'_> {
         }
         let pods =
             (n.pods.len() as u32).saturating_sub(change.freed_pods) + change.added.len() as u32;
-        if !requested.plus(template.requests).fits_in(n.allocatable) || pods >= n.max_pods {
-            return Some(Misfit::Resources);
+        let total = requested.plus(template.requests);
+        let short = Shortfall {
+            pods: pods >= n.max_pods,
+            cpu: total.cpu > n.allocatable.cpu,
+            memory: total.memory > n.allocatable.memory,
+        };
+        if short.any() {
+            return Some(Misfit::Resources(short));
         }
         if !self.volume_topology_ok(pod, n) {
             return Some(Misfit::VolumeAffinity);
@@ -909,9 +996,8 @@ impl Scan<'_> {
         match state.filter_at(&incoming, n.labels(), Some(node)) {
             Ok(()) => None,
             Err(InterPodMisfit::ExistingAntiAffinity) => Some(Misfit::ExistingAntiAffinity),
-            Err(InterPodMisfit::Affinity | InterPodMisfit::AntiAffinity) => {
-                Some(Misfit::PodAffinity)
-            }
+            Err(InterPodMisfit::Affinity) => Some(Misfit::PodAffinity),
+            Err(InterPodMisfit::AntiAffinity) => Some(Misfit::PodAntiAffinity),
         }
     }
 }
@@ -1010,6 +1096,7 @@ mod tests {
     use super::*;
     use crate::fixtures::{node, pod, template, template_with};
     use crate::world::{NodePhase, Owner};
+    use drillbench_model::k8s::taints::{TAINT_NODE_UNREACHABLE, TAINT_NODE_UNSCHEDULABLE};
 
     #[test]
     fn the_sample_size_follows_kube_scheduler() {
@@ -1046,7 +1133,12 @@ mod tests {
         let volumes = Volumes::new(Vec::new());
         scheduler
             .pick(world, &volumes, &mut SeededRng::new(seed), pod)
-            .map_err(|NoFit| scheduler.unschedulable_reason(world, &volumes, pod))
+            .map_err(|NoFit| {
+                scheduler
+                    .diagnose(world, &volumes, pod)
+                    .fit_error(world)
+                    .to_string()
+            })
     }
 
     #[test]
@@ -1103,15 +1195,47 @@ mod tests {
         assert_eq!(tie(5), tie(5));
     }
 
+    /// `FitError.Error` (framework/types.go) over each node's first
+    /// failing filter in upstream's plugin order: NodeUnschedulable,
+    /// TaintToleration (a NotReady node carries the node controller's
+    /// unreachable taint, a Booting one its not-ready taint), then
+    /// NodeAffinity.
     #[test]
     fn a_pod_that_fits_nowhere_says_why_per_node() {
-        let (mut world, mut scheduler) = cluster(3);
+        let (mut world, mut scheduler) = cluster(5);
         world.node_mut(1).phase = NodePhase::NotReady;
+        assert!(world.add_taint(1, TAINT_NODE_UNREACHABLE, "NoSchedule"));
+        world.node_mut(2).phase = NodePhase::Booting;
+        assert!(world.cordon(3));
         let t = template_with("fast", serde_json::json!({"nodeSelector": {"disk": "ssd"}}));
         let p = world.add_pod(pod("fast", Owner::None, t, Vec::new()));
         assert_eq!(
             pick(&world, &mut scheduler, p, 1),
-            Err("0/3 nodes are available: 1 node(s) not ready, 2 node(s) didn't match Pod's node affinity/selector".to_owned())
+            Err("0/5 nodes are available: 1 node(s) had untolerated taint \
+                 {node.kubernetes.io/not-ready: }, 1 node(s) had untolerated taint \
+                 {node.kubernetes.io/unreachable: }, 1 node(s) were unschedulable, \
+                 2 node(s) didn't match Pod's node affinity/selector."
+                .to_owned())
+        );
+        // Control: a pod with no selector that tolerates the cordon and the
+        // unreachable taint fits the Ready nodes; the Booting node still
+        // refuses it, and so does the NotReady one, past its taint.
+        let t = template_with(
+            "tolerant",
+            serde_json::json!({"tolerations": [
+                {"key": TAINT_NODE_UNREACHABLE, "operator": "Exists"},
+                {"key": TAINT_NODE_UNSCHEDULABLE, "operator": "Exists"},
+            ]}),
+        );
+        let tolerant = world.add_pod(pod("tolerant", Owner::None, t, Vec::new()));
+        scheduler.refresh(&world);
+        let fit = scheduler
+            .diagnose(&world, &Volumes::new(Vec::new()), tolerant)
+            .fit_error(&world);
+        assert_eq!(
+            fit.to_string(),
+            "0/5 nodes are available: 1 node(s) had untolerated taint \
+             {node.kubernetes.io/not-ready: }, 1 node(s) were not ready."
         );
     }
 
@@ -1190,7 +1314,7 @@ mod tests {
         let p = world.add_pod(pod("web", Owner::None, template("web"), Vec::new()));
         assert_eq!(
             pick(&world, &mut scheduler, p, 1),
-            Err("0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules".to_owned())
+            Err("0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules.".to_owned())
         );
         // Control: once db no longer holds the node, web goes there.
         world.release(d);
@@ -1232,7 +1356,9 @@ mod tests {
             world.bind(filler, 0);
             let vip = add_sized(&mut world, "vip", 1000, memory, serde_json::json!({}));
             scheduler.refresh(&world);
-            scheduler.preemption_candidates(&world, &Volumes::new(Vec::new()), vip)
+            scheduler
+                .diagnose(&world, &Volumes::new(Vec::new()), vip)
+                .preemption_candidates(&world, vip)
         };
         assert_eq!(candidates("5Gi"), Vec::<NodeId>::new(), "4Gi node");
         assert_eq!(candidates("2Gi"), [0], "control: fits once emptied");
@@ -1258,7 +1384,7 @@ mod tests {
             let web = add_sized(&mut world, "web", incoming, "2Gi", serde_json::json!({}));
             pick(&world, &mut scheduler, web, 1)
         };
-        let refused = Err("0/1 nodes are available: 1 Insufficient cpu, memory or pods".to_owned());
+        let refused = Err("0/1 nodes are available: 1 Insufficient memory.".to_owned());
         assert_eq!(verdict(0, true), refused, "lower priority");
         assert_eq!(verdict(100, true), refused, "equal priority");
         assert_eq!(verdict(1000, true), Ok(0), "control: higher priority");
@@ -1292,10 +1418,7 @@ mod tests {
         };
         assert_eq!(
             with_affinity(false),
-            Err(
-                "0/1 nodes are available: 1 node(s) didn't satisfy pod (anti-)affinity rules"
-                    .to_owned()
-            )
+            Err("0/1 nodes are available: 1 node(s) didn't match pod affinity rules.".to_owned())
         );
         assert_eq!(with_affinity(true), Ok(0), "control: bound there");
 
@@ -1313,7 +1436,7 @@ mod tests {
         assert_eq!(
             with_anti_affinity("web"),
             Err(format!(
-                "0/1 nodes are available: 1 {}",
+                "0/1 nodes are available: 1 {}.",
                 InterPodMisfit::ExistingAntiAffinity.describe()
             ))
         );

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Taint;
 use super::pod_groups::PodGroups;
 use super::pod_tally::{PodTallies, Tally};
 use super::world::{
-    ClaimId, NodeId, Owner, Pdb, PodId, PodPhase, SimNode, SimPod, Workload, WorkloadId,
+    ClaimId, NodeId, NodePhase, Owner, Pdb, PodId, PodPhase, SimNode, SimPod, Workload, WorkloadId,
     WorkloadKind,
 };
 use drillbench_model::labels::NAMESPACE_NAME_LABEL;
@@ -61,6 +61,15 @@ impl World {
     /// Every node, by index.
     pub(crate) fn nodes(&self) -> &[SimNode] {
         &self.nodes
+    }
+
+    /// How many Node objects exist (the scheduler's snapshot: every node
+    /// not deleted, whatever its condition).
+    pub(crate) fn live_nodes(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| n.phase != NodePhase::Gone)
+            .count()
     }
 
     /// One node.
