@@ -246,3 +246,25 @@ fn conditions_are_dated_by_their_last_change_in_simulated_time() {
         available
     );
 }
+
+/// The API server's defaults on what a client applied without them
+/// (`pkg/apis/apps/v1/defaults.go` `SetDefaults_Deployment`, core/v1
+/// `SetDefaults_PodSpec` and `SetDefaults_Container` over its template),
+/// so `kubectl get -o yaml` shows what a real server would; the control:
+/// a field the manifest set keeps its value.
+#[test]
+fn an_applied_deployment_reads_back_with_the_servers_defaults() {
+    let Some(s) = serve() else { return };
+    let file = deployment(&s, "defaulted", "tier: baseline");
+    s.ok(&["apply", "-f", &file]);
+    let fields = s.ok(&[
+        "get",
+        "deployment",
+        "defaulted",
+        "-n",
+        "apps",
+        "-o",
+        "jsonpath={.spec.revisionHistoryLimit} {.spec.progressDeadlineSeconds} {.spec.template.spec.terminationGracePeriodSeconds} {.spec.template.spec.dnsPolicy} {.spec.template.spec.containers[0].imagePullPolicy} {.spec.replicas}",
+    ]);
+    assert_eq!(fields, "10 600 30 ClusterFirst IfNotPresent 2");
+}

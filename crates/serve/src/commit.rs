@@ -12,6 +12,7 @@ use super::cluster::Cluster;
 use super::events_v1;
 use super::history::strip_rv_mut;
 use super::resources::Resource;
+use super::status;
 use super::written::{DECLARED_KINDS, RUN_DECLARED};
 use drillbench_model::workload_ref::WorkloadRef;
 
@@ -244,10 +245,15 @@ fn image_changes(current: &Value, wanted: &Value) -> Option<Vec<(String, String)
     // A template read back through a typed client comes with the empty
     // fields Go writes (`creationTimestamp: null`, `resources: {}`), as
     // `kubectl rollout undo` sends a ReplicaSet's: they say nothing.
+    // Both sides are compared as the server stores them, defaulted: a
+    // ReplicaSet's template sent back by `kubectl rollout undo` names no
+    // default it did not need to.
     let mut wanted = wanted.clone();
     if let Some(template) = wanted.pointer_mut("/spec/template") {
+        status::default_template_spec(template);
         prune_empty(template);
     }
+    status::default_template_spec(&mut patched);
     prune_empty(&mut patched);
     let wanted = &wanted;
     let mut changes = Vec::new();

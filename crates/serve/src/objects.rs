@@ -182,6 +182,7 @@ impl Objects<'_> {
             }
         }
         status::set_generation(kind, object, self.written.generation(&key));
+        status::default_workload(kind, object);
         match kind {
             "Deployment" => status::deployment_conditions(object),
             "Pod" => status::pod(object),

@@ -221,9 +221,20 @@ pub(super) fn pod(object: &mut Value) {
 }
 
 /// The fields the API server defaults in every pod's spec
-/// (`pkg/apis/core/v1/defaults.go`, `SetDefaults_PodSpec`), where the
-/// manifest left them out.
+/// (`pkg/apis/core/v1/defaults.go`: `SetDefaults_PodSpec`, and
+/// `SetDefaults_Container` for each container and init container), where
+/// the manifest left them out. `enableServiceLinks` is `SetDefaults_Pod`'s,
+/// so it appears on pods and not in workloads' templates.
 fn default_pod_spec(object: &mut Value) {
+    default_template_spec(object);
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.entry("enableServiceLinks").or_insert(json!(true));
+    }
+}
+
+/// `SetDefaults_PodSpec` and `SetDefaults_Container` over the `spec` of a
+/// pod or a pod template.
+pub(super) fn default_template_spec(object: &mut Value) {
     let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -232,8 +243,115 @@ fn default_pod_spec(object: &mut Value) {
         ("dnsPolicy", json!("ClusterFirst")),
         ("schedulerName", json!("default-scheduler")),
         ("terminationGracePeriodSeconds", json!(30)),
+        ("securityContext", json!({})),
     ] {
         spec.entry(field).or_insert(value);
+    }
+    for list in ["containers", "initContainers"] {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for container in containers.iter_mut().filter_map(Value::as_object_mut) {
+            let policy = image_pull_policy(
+                container
+                    .get("image")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            );
+            container.entry("imagePullPolicy").or_insert(json!(policy));
+            container
+                .entry("terminationMessagePath")
+                .or_insert(json!("/dev/termination-log"));
+            container
+                .entry("terminationMessagePolicy")
+                .or_insert(json!("File"));
+        }
+    }
+}
+
+/// `SetDefaults_Container`'s pull policy: `Always` for the `latest` tag,
+/// which an image with neither tag nor digest has (`parsers.ParseImageName`),
+/// `IfNotPresent` otherwise.
+fn image_pull_policy(image: &str) -> &'static str {
+    let (name, digested) = match image.split_once('@') {
+        Some((name, _)) => (name, true),
+        None => (image, false),
+    };
+    // A tag follows the last colon after the last slash; a colon before
+    // it belongs to a registry's port.
+    let last_part = name.rsplit('/').next().unwrap_or(name);
+    match last_part.split_once(':') {
+        Some((_, "latest")) => "Always",
+        Some(_) => "IfNotPresent",
+        None if digested => "IfNotPresent",
+        None => "Always",
+    }
+}
+
+/// The fields the API server defaults in a workload's spec, where the
+/// object left them out (`pkg/apis/apps/v1/defaults.go`:
+/// `SetDefaults_Deployment`, `SetDefaults_StatefulSet`,
+/// `SetDefaults_DaemonSet`, `SetDefaults_ReplicaSet` (nothing the
+/// simulator's view leaves out); `pkg/apis/batch/v1/defaults.go`:
+/// `SetDefaults_Job`), and in its pod template. The simulator's view
+/// carries what it models (replicas, strategy, pod management); the rest
+/// is what a real server would show for a manifest that did not set it.
+pub(super) fn default_workload(kind: &str, object: &mut Value) {
+    let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let defaults = match kind {
+        "Deployment" => vec![
+            ("revisionHistoryLimit", json!(10)),
+            ("progressDeadlineSeconds", json!(600)),
+        ],
+        "StatefulSet" => vec![
+            (
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            ),
+            // `StatefulSetAutoDeletePVC`, GA since 1.32.
+            (
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            ),
+            ("revisionHistoryLimit", json!(10)),
+        ],
+        "DaemonSet" => vec![
+            (
+                "updateStrategy",
+                json!({"type": "RollingUpdate",
+                       "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            ),
+            ("revisionHistoryLimit", json!(10)),
+        ],
+        "ReplicaSet" => Vec::new(),
+        "Job" => {
+            let backoff = if spec.contains_key("backoffLimitPerIndex") {
+                i32::MAX
+            } else {
+                6
+            };
+            // `JobPodReplacementPolicy`, GA since 1.34.
+            let replacement = if spec.contains_key("podFailurePolicy") {
+                "Failed"
+            } else {
+                "TerminatingOrFailed"
+            };
+            vec![
+                ("backoffLimit", json!(backoff)),
+                ("completionMode", json!("NonIndexed")),
+                ("suspend", json!(false)),
+                ("podReplacementPolicy", json!(replacement)),
+            ]
+        }
+        _ => return,
+    };
+    for (field, value) in defaults {
+        spec.entry(field).or_insert(value);
+    }
+    if let Some(template) = spec.get_mut("template") {
+        default_template_spec(template);
     }
 }
 
@@ -536,5 +654,83 @@ mod tests {
         let mut pod = json!({"metadata": {}, "status": {}});
         set_generation("Pod", &mut pod, 3);
         assert!(pod["metadata"].get("generation").is_none());
+    }
+
+    // pkg/apis/core/v1/defaults.go `SetDefaults_Container` with
+    // `parsers.ParseImageName`: no tag and no digest is `latest`.
+    #[test]
+    fn the_pull_policy_follows_the_images_tag() {
+        for (image, policy) in [
+            ("nginx", "Always"),
+            ("nginx:latest", "Always"),
+            ("registry.local:5000/team/nginx", "Always"),
+            ("nginx:1.27", "IfNotPresent"),
+            ("registry.local:5000/team/nginx:1.27", "IfNotPresent"),
+            ("nginx@sha256:0123", "IfNotPresent"),
+            ("nginx:latest@sha256:0123", "Always"),
+        ] {
+            assert_eq!(image_pull_policy(image), policy, "{image}");
+        }
+    }
+
+    // pkg/apis/apps/v1/defaults.go `SetDefaults_Deployment` and
+    // core/v1 `SetDefaults_PodSpec` over its template; control: what the
+    // manifest set is kept.
+    #[test]
+    fn a_workload_and_its_template_get_the_servers_defaults() {
+        let mut object = json!({"spec": {
+            "replicas": 2,
+            "revisionHistoryLimit": 3,
+            "template": {"spec": {
+                "terminationGracePeriodSeconds": 5,
+                "containers": [{"name": "c", "image": "nginx:1.27"}],
+            }},
+        }});
+        default_workload("Deployment", &mut object);
+        let spec = &object["spec"];
+        assert_eq!(spec["progressDeadlineSeconds"], 600);
+        assert_eq!(spec["revisionHistoryLimit"], 3, "kept");
+        let template = &spec["template"]["spec"];
+        assert_eq!(template["terminationGracePeriodSeconds"], 5, "kept");
+        assert_eq!(template["dnsPolicy"], "ClusterFirst");
+        assert_eq!(template["restartPolicy"], "Always");
+        assert_eq!(template["securityContext"], json!({}));
+        assert!(template.get("enableServiceLinks").is_none(), "pods only");
+        let container = &template["containers"][0];
+        assert_eq!(container["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(container["terminationMessagePath"], "/dev/termination-log");
+        assert_eq!(container["terminationMessagePolicy"], "File");
+    }
+
+    // apps/v1 `SetDefaults_StatefulSet`, `SetDefaults_DaemonSet`; batch/v1
+    // `SetDefaults_Job` (a per-index backoff limit raises the global one).
+    #[test]
+    fn each_workload_kind_gets_its_own_defaults() {
+        let defaulted = |kind: &str, spec: Value| {
+            let mut object = json!({ "spec": spec });
+            default_workload(kind, &mut object);
+            object["spec"].clone()
+        };
+        let sts = defaulted("StatefulSet", json!({}));
+        assert_eq!(sts["updateStrategy"]["rollingUpdate"]["partition"], 0);
+        assert_eq!(
+            sts["persistentVolumeClaimRetentionPolicy"]["whenScaled"],
+            "Retain"
+        );
+        let ds = defaulted("DaemonSet", json!({}));
+        assert_eq!(ds["updateStrategy"]["rollingUpdate"]["maxUnavailable"], 1);
+        assert_eq!(ds["updateStrategy"]["rollingUpdate"]["maxSurge"], 0);
+        let job = defaulted("Job", json!({}));
+        assert_eq!(job["backoffLimit"], 6);
+        assert_eq!(job["completionMode"], "NonIndexed");
+        assert_eq!(job["podReplacementPolicy"], "TerminatingOrFailed");
+        let per_index = defaulted(
+            "Job",
+            json!({"backoffLimitPerIndex": 1, "podFailurePolicy": {"rules": []}}),
+        );
+        assert_eq!(per_index["backoffLimit"], i32::MAX);
+        assert_eq!(per_index["podReplacementPolicy"], "Failed");
+        // Control: other kinds are left alone.
+        assert_eq!(defaulted("ConfigMap", json!({})), json!({}));
     }
 }
