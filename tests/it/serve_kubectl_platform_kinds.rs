@@ -314,23 +314,34 @@ fn priorities(s: &Served, app: &str) -> String {
 /// `plugin/pkg/admission/priority`): pods created after it resolve their
 /// priority by it, a global default gives pods without a class its value,
 /// its value is immutable (`ValidatePriorityClassUpdate`), and once it is
-/// deleted a pod naming it is refused again. Control: the same
-/// Deployment before the class exists is refused.
+/// deleted a pod naming it is refused again. The API server accepts a
+/// Deployment whose class does not exist yet and refuses its pods one by
+/// one (the ReplicaSet's `FailedCreate`), until the class is created;
+/// the control is the class created, after which they come.
 #[test]
 fn a_priority_class_created_through_the_api_sets_the_priority_of_later_pods() {
     let Some(s) = serve() else { return };
-    let early = s.run(&[
+    s.ok(&[
         "apply",
         "-f",
         &deployment(&s, "early", "priorityClassName: vip"),
     ]);
-    assert!(!early.ok, "no class yet: {}", early.stdout);
-    assert!(
-        early
-            .stderr
-            .contains("no PriorityClass with name vip was found"),
-        "{}",
-        early.stderr
+    s.advance("1m");
+    assert_eq!(priorities(&s, "early"), "", "no pod is admitted");
+    let refused = s.ok(&[
+        "get",
+        "events",
+        "-n",
+        "apps",
+        "--field-selector",
+        "involvedObject.name=early",
+        "-o",
+        "jsonpath={.items[*].reason}: {.items[*].message}",
+    ]);
+    assert_eq!(
+        refused,
+        "FailedCreate: Error creating: pods \"early-\" is forbidden: no PriorityClass with \
+         name vip was found"
     );
     s.ok(&["create", "priorityclass", "vip", "--value=1000"]);
     s.ok(&[
@@ -340,6 +351,7 @@ fn a_priority_class_created_through_the_api_sets_the_priority_of_later_pods() {
     ]);
     s.advance("1m");
     assert_eq!(priorities(&s, "vip-app"), "1000");
+    assert_eq!(priorities(&s, "early"), "1000", "the waiting pods come");
     let changed = s.run(&[
         "patch",
         "priorityclass",
@@ -376,17 +388,11 @@ fn a_priority_class_created_through_the_api_sets_the_priority_of_later_pods() {
         "the global default's value"
     );
     s.ok(&["delete", "priorityclass", "vip"]);
-    let late = s.run(&[
+    s.ok(&[
         "apply",
         "-f",
         &deployment(&s, "late", "priorityClassName: vip"),
     ]);
-    assert!(
-        !late.ok
-            && late
-                .stderr
-                .contains("no PriorityClass with name vip was found"),
-        "{}",
-        late.stderr
-    );
+    s.advance("1m");
+    assert_eq!(priorities(&s, "late"), "", "refused again");
 }

@@ -83,7 +83,8 @@ pub enum EventKind {
     /// A volume was detached from `node`.
     VolumeDetached,
     // Admission and disruption.
-    /// A guard refused an object.
+    /// A guard refused an object, or the API server's Priority admission
+    /// refused the pods a controller tried to create (`message` says so).
     AdmissionRefused,
     /// A guard in `Audit` mode recorded a violation.
     AdmissionAudited,

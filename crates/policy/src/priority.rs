@@ -160,6 +160,11 @@ impl PriorityClasses {
         classes
     }
 
+    /// Whether a class of this name exists.
+    pub fn knows(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
     /// What the Priority admission plugin computes for a pod spec, or its
     /// refusal.
     pub fn resolve(&self, spec: &PodSpec) -> Result<Priority, String> {

@@ -119,6 +119,32 @@ fn recorded(event: &Event) -> Option<Recorded> {
         EventKind::NodeUncordoned => {
             normal("NodeSchedulable", "kubelet", node_status("NodeSchedulable"))
         }
+        // A controller whose pod the API server refused (the Priority
+        // admission plugin, for a missing PriorityClass): `RealPodControl`
+        // records `Error creating: …` for ReplicaSets, DaemonSets and Jobs,
+        // the StatefulSet controller its own sentence. The simulator folds
+        // a Deployment's ReplicaSet into it, so the Deployment is named.
+        EventKind::AdmissionRefused if event.message.starts_with("pods \"") => {
+            match event.object.kind.as_str() {
+                "StatefulSet" => warning(
+                    "FailedCreate",
+                    "statefulset-controller",
+                    format!(
+                        "create Pod {name}-0 in StatefulSet {name} failed error: {}",
+                        event.message
+                    ),
+                ),
+                kind => warning(
+                    "FailedCreate",
+                    match kind {
+                        "DaemonSet" => "daemonset-controller",
+                        "Job" => "job-controller",
+                        _ => "replicaset-controller",
+                    },
+                    format!("Error creating: {}", event.message),
+                ),
+            }
+        }
         // cluster-autoscaler's scale-down actuator, on the node it drains.
         EventKind::ScaleDown => normal(
             "ScaleDown",

@@ -449,6 +449,13 @@ impl Simulation {
         )
         .map_err(|e| ApiOpError::Invalid(e.to_string()))?;
         self.priority_classes = loaded.priority_classes.clone();
+        // A class may be what a workload's pods were refused for: its
+        // controller tries again.
+        for w in 0..self.world.workloads().len() {
+            if self.world.workload(w).template.waits_for_class.is_some() {
+                self.controllers.mark_dirty(w);
+            }
+        }
         if let Some(not) = loaded.not_simulated.first() {
             if unmodelled == Unmodelled::Record {
                 self.obs.not_simulated.extend(loaded.not_simulated);

@@ -28,7 +28,7 @@ use drillbench_policy::admission::{admit, claim_classes};
 use drillbench_policy::admission_memo::{self, Digest};
 use drillbench_policy::interpod::AffinityTerm;
 use drillbench_policy::kyverno_admission::{ManifestCluster, controller_pod, reportable};
-use drillbench_policy::priority::PriorityClasses;
+use drillbench_policy::priority::{Priority, PriorityClasses};
 use drillbench_policy::scale_down;
 use drillbench_policy::spread::SpreadConstraint;
 
@@ -624,7 +624,16 @@ fn workload(
     );
     let (affinity, anti_affinity) = AffinityTerm::from_pod_spec(&spec)?;
     let spread = SpreadConstraint::from_pod_spec(&spec, &labels)?;
-    let priority = ctx.priority_classes.resolve(&spec)?;
+    // A controller's pods are refused one by one while their class is
+    // missing, not the controller: it is created, and waits.
+    let missing_class = spec
+        .priority_class_name
+        .clone()
+        .filter(|c| !c.is_empty() && !ctx.priority_classes.knows(c));
+    let (priority, waits_for_class) = match missing_class {
+        Some(class) if kind != WorkloadKind::Pod => (Priority::default(), Some(class)),
+        _ => (ctx.priority_classes.resolve(&spec)?, None),
+    };
     let start_delay = readiness_delay(&spec);
     let safe_to_evict = scale_down::safe_to_evict(&annotations);
     let local_storage = scale_down::blocking_local_storage(&spec, &annotations);
@@ -669,6 +678,7 @@ fn workload(
             refused_by,
             writes_every,
             priority,
+            waits_for_class,
             class_views: Default::default(),
             shared_labels: Default::default(),
         }),

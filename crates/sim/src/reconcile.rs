@@ -16,6 +16,7 @@ use super::world::{
 };
 use super::{Action, Simulation, backup_ref};
 use drillbench_model::scenario::spec::BackupPhase;
+use drillbench_model::workload_ref::WorkloadRef;
 use drillbench_observe::{DataLoss, EventKind};
 use drillbench_policy::replica_deletion::{self, Candidate, POD_DELETION_COST, PhaseRank};
 
@@ -116,7 +117,8 @@ impl Simulation {
         let dirty: Vec<WorkloadId> = self.controllers.take_dirty();
         let mut changed = false;
         for w in dirty {
-            if self.world.workload(w).template.refused_by.is_some() {
+            if self.world.workload(w).template.refused_by.is_some() || !self.admit_waiting_class(w)
+            {
                 continue;
             }
             changed |= match self.world.workload(w).kind.clone() {
@@ -128,6 +130,47 @@ impl Simulation {
             };
         }
         changed
+    }
+
+    /// Whether the workload's pods may be created as far as their
+    /// PriorityClass goes. A template waiting for its class takes the
+    /// class's priority once it exists; until then the controller's
+    /// attempt is refused, as the Priority admission plugin refuses each
+    /// pod it tries ("pods \"web-\" is forbidden: no PriorityClass with
+    /// name … was found").
+    fn admit_waiting_class(&mut self, w: WorkloadId) -> bool {
+        let template = self.world.workload(w).template.clone();
+        if template.waits_for_class.is_none() {
+            return true;
+        }
+        match self.priority_classes.resolve(&template.spec) {
+            Ok(priority) => {
+                let mut admitted = template.with_spec(template.spec.clone());
+                admitted.priority = priority;
+                admitted.waits_for_class = None;
+                self.world.replace_template(w, &template, Rc::new(admitted));
+                true
+            }
+            Err(refusal) => {
+                let workload = self.world.workload(w);
+                let object = drillbench_observe::ObjectRef {
+                    kind: WorkloadRef::parse(&workload.key)
+                        .map(|r| r.kind)
+                        .unwrap_or_default(),
+                    namespace: workload.namespace.clone(),
+                    name: workload.name.clone(),
+                };
+                // The name the controller asked for: a StatefulSet's first
+                // ordinal, or the others' `generateName`.
+                let pod = match workload.kind {
+                    WorkloadKind::StatefulSet { .. } => format!("{}-0", workload.name),
+                    _ => format!("{}-", workload.name),
+                };
+                let message = format!("pods \"{pod}\" is forbidden: {refusal}");
+                self.record(EventKind::AdmissionRefused, object, None, &message);
+                false
+            }
+        }
     }
 
     pub(super) fn reconcile_replicas(&mut self, w: WorkloadId) -> bool {

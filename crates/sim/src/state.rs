@@ -15,8 +15,8 @@ use k8s_openapi::api::core::v1::Taint;
 use super::pod_groups::PodGroups;
 use super::pod_tally::{PodTallies, Tally};
 use super::world::{
-    ClaimId, NodeId, NodePhase, Owner, Pdb, PodId, PodPhase, SimNode, SimPod, Workload, WorkloadId,
-    WorkloadKind,
+    ClaimId, NodeId, NodePhase, Owner, Pdb, PodId, PodPhase, SimNode, SimPod, Template, Workload,
+    WorkloadId, WorkloadKind,
 };
 use drillbench_model::labels::NAMESPACE_NAME_LABEL;
 use drillbench_observe::ObjectRef;
@@ -377,6 +377,25 @@ impl World {
 
     /// One workload, to change its spec or state (not its key or its
     /// pods: [`World::add_pod`] adds them).
+    /// Puts `new` wherever the workload holds `old` (its template and the
+    /// revision made from it): the same template, admitted differently.
+    pub(crate) fn replace_template(
+        &mut self,
+        w: WorkloadId,
+        old: &Rc<Template>,
+        new: Rc<Template>,
+    ) {
+        let workload = &mut self.workloads[w];
+        for revision in &mut workload.revisions {
+            if Rc::ptr_eq(&revision.template, old) {
+                revision.template = new.clone();
+            }
+        }
+        if Rc::ptr_eq(&workload.template, old) {
+            workload.template = new;
+        }
+    }
+
     pub(crate) fn workload_mut(&mut self, w: WorkloadId) -> &mut Workload {
         self.tallies.touch_workload(w);
         &mut self.workloads[w]

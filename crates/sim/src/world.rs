@@ -232,6 +232,11 @@ pub struct Template {
     /// What the Priority admission plugin resolved from its
     /// `priorityClassName`.
     pub priority: Priority,
+    /// The PriorityClass its pods name while no class of that name exists:
+    /// the API server accepts the workload and the Priority admission
+    /// plugin refuses each of its pods, so its controller creates none
+    /// until the class is created (`plugin/pkg/admission/priority`).
+    pub waits_for_class: Option<String>,
     /// `labels`, shared by the placements of the pods made from it.
     pub(crate) shared_labels: std::cell::OnceCell<Rc<BTreeMap<String, String>>>,
     /// Per node class: what the class's labels and taints make of this
@@ -280,6 +285,7 @@ impl Template {
             refused_by: self.refused_by.clone(),
             writes_every: self.writes_every,
             priority: self.priority,
+            waits_for_class: self.waits_for_class.clone(),
             shared_labels: Default::default(),
             class_views: Default::default(),
         }
