@@ -330,3 +330,47 @@ fn kubectl_reads_the_protobuf_answer_as_the_json_one() {
         json_first.stderr
     );
 }
+
+/// `kubectl events --watch` watches through kubectl's typed client, which
+/// asks for protobuf first: the stream comes as the API server's protobuf
+/// watch writes it (`…protobuf;stream=watch`, length-delimited
+/// `WatchEvent` frames) and kubectl's own decoder reads each event as it
+/// arrives. Control: `kubectl get events -w`, which asks for a Table,
+/// streams JSON.
+#[test]
+fn kubectl_events_watch_reads_protobuf_frames() {
+    let Some(s) = serve() else { return };
+    let (mut events, out, err) = s.spawn(&["events", "-n", "apps", "--watch", "-v=8"], "events");
+    let (mut table, _, table_err) = s.spawn(&["get", "events", "-n", "apps", "-w", "-v=8"], "table");
+    // Both watches are open once kubectl has listed; give them the time to.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    s.ok(&[
+        "create",
+        "deployment",
+        "framed",
+        "-n",
+        "apps",
+        "--image=registry.k8s.io/pause:3.10",
+    ]);
+    let start = std::time::Instant::now();
+    let seen = loop {
+        s.advance("10s");
+        let seen = read(&out);
+        if seen.contains("Pod/framed-") || start.elapsed() > DEADLINE {
+            break seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    for child in [&mut events, &mut table] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(seen.contains("Scheduled") && seen.contains("Pod/framed-"), "{seen}");
+    let media = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("Content-Type:") && l.contains("stream=watch"))
+            .count()
+    };
+    assert!(media(&read(&err)) > 0, "a protobuf watch: {}", read(&err));
+    assert_eq!(media(&read(&table_err)), 0, "the Table watch stays JSON");
+}

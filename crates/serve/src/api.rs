@@ -53,6 +53,9 @@ pub(super) enum Reply {
         events: mpsc::UnboundedReceiver<Bytes>,
         /// When the server ends the watch (`timeoutSeconds`).
         timeout: Option<std::time::Duration>,
+        /// Whether the client gets the events as protobuf frames
+        /// ([`super::protobuf_reply::watch_frame`]).
+        protobuf: bool,
     },
     /// A body already serialised, with its media type: a list spliced
     /// from the cache's bytes ([`super::cache`]) or a protobuf document.

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::api::{ApiError, ApiResult, Reply, Request};
 use super::partial;
+use super::protobuf_reply;
 use super::resources::{self, RESOURCES, Resource, SNAPSHOT_ONLY};
 use super::select::{self, FieldTerm};
 use super::table;
@@ -317,6 +318,7 @@ impl Frozen {
         Ok(Reply::Watch {
             events: rx,
             timeout,
+            protobuf: protobuf_reply::watch_in_protobuf(&request.accept, resource),
         })
     }
 }

@@ -682,13 +682,26 @@ async fn answer(
             media_type,
             body,
         } => bytes_response(status, media_type, body),
-        Reply::Watch { events, timeout } => {
+        Reply::Watch {
+            events,
+            timeout,
+            protobuf,
+        } => {
             let (tx, rx) = mpsc::channel(gate.limits.watch_queue.max(1));
-            tokio::spawn(forward(events, tx, timeout, gate.limits.slow_watcher_grace));
+            let watch = Forwarded {
+                timeout,
+                grace: gate.limits.slow_watcher_grace,
+                protobuf,
+            };
+            tokio::spawn(forward(events, tx, watch));
             let mut response = hyper::Response::new(ApiBody::Stream(rx));
             response.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("application/json"),
+                hyper::header::HeaderValue::from_static(if protobuf {
+                    protobuf_reply::WATCH_MEDIA_TYPE
+                } else {
+                    "application/json"
+                }),
             );
             response
         }
@@ -735,12 +748,24 @@ fn as_protobuf(reply: Reply) -> Reply {
 async fn forward(
     mut events: mpsc::UnboundedReceiver<Bytes>,
     tx: mpsc::Sender<Bytes>,
-    timeout: Option<std::time::Duration>,
-    grace: std::time::Duration,
+    watch: Forwarded,
 ) {
+    let Forwarded {
+        timeout,
+        grace,
+        protobuf,
+    } = watch;
+    // Framed here, off the simulator's thread.
+    let framed = |line: Bytes| {
+        if protobuf {
+            protobuf_reply::watch_frame(&line)
+        } else {
+            line
+        }
+    };
     if timeout == Some(std::time::Duration::ZERO) {
         while let Ok(line) = events.try_recv() {
-            match tokio::time::timeout(grace, tx.send(line)).await {
+            match tokio::time::timeout(grace, tx.send(framed(line))).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) | Err(_) => return,
             }
@@ -761,7 +786,7 @@ async fn forward(
         tokio::select! {
             line = next => match line {
                 Some(line) => {
-                    match tokio::time::timeout(grace, tx.send(line)).await {
+                    match tokio::time::timeout(grace, tx.send(framed(line))).await {
                         Ok(Ok(())) => {}
                         // Gone, or too slow: either way the watch ends.
                         Ok(Err(_)) | Err(_) => return,
@@ -772,6 +797,16 @@ async fn forward(
             _ = tx.closed() => return,
         }
     }
+}
+
+/// How [`forward`] ends and writes one watch.
+struct Forwarded {
+    /// When the server ends the watch (`timeoutSeconds`).
+    timeout: Option<std::time::Duration>,
+    /// How long the client may leave its queue full.
+    grace: std::time::Duration,
+    /// Whether its events go out as protobuf frames.
+    protobuf: bool,
 }
 
 /// Writes a kubeconfig whose only context points at the server (plain

@@ -19,9 +19,16 @@
 //!
 //! What has no message (a custom resource, a Table, discovery documents)
 //! stays JSON, which the client accepts too (`*/*`, or `application/json`
-//! after protobuf), as the API server answers a CRD's objects. Watches
-//! stay JSON as well: their media type is the response's, which client-go
-//! reads before it picks a decoder.
+//! after protobuf), as the API server answers a CRD's objects.
+//!
+//! A watch a protobuf client opens on a kind with a message streams as
+//! the API server's protobuf watch does (`serveWatch` with the protobuf
+//! `StreamSerializer`): media type `…protobuf;stream=watch`, each event a
+//! frame of `LengthDelimitedFramer` (a four-byte big-endian length) around
+//! a `metav1.WatchEvent` written raw, whose `object.raw` is the object as
+//! [`encode`] writes it, prefix and envelope included. client-go picks its
+//! decoder from the response's media type, so a watch of a kind without a
+//! message (a custom resource, a Table) stays JSON lines.
 
 use base64::Engine;
 use bytes::Bytes;
@@ -30,6 +37,8 @@ use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::Value;
 
 use super::protobuf::{INLINE_FIELDS, MAGIC, PROTOBUF, message_for, pool};
+use super::resources::Resource;
+use super::table::wants_table;
 
 /// Whether the client asks for protobuf before any other type: the first
 /// media type its `Accept` lists.
@@ -39,6 +48,46 @@ pub(super) fn preferred(accept: &str) -> bool {
         .next()
         .and_then(|choice| choice.split(';').next())
         .is_some_and(|media| media.trim().eq_ignore_ascii_case(PROTOBUF))
+}
+
+/// The media type of a protobuf watch.
+pub(super) const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// Whether a watch of `resource` for a client whose `Accept` is `accept`
+/// streams protobuf frames: it asks for protobuf first, not for a Table,
+/// and the resource's kind is a built-in one with a message.
+pub(super) fn watch_in_protobuf(accept: &str, resource: &Resource) -> bool {
+    preferred(accept)
+        && !wants_table(accept)
+        && !resource.is_custom()
+        && pool()
+            .is_some_and(|pool| message_for(pool, &resource.api_version(), resource.kind).is_some())
+}
+
+/// One JSON watch line (`{"type": …, "object": …}`) as a protobuf watch
+/// frame. An object [`encode`] cannot write (never one of the watched
+/// kind) travels as its JSON bytes, which client-go's universal
+/// deserializer reads as well.
+pub(super) fn watch_frame(line: &[u8]) -> Bytes {
+    let event: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
+    let kind = event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let object = event.get("object").cloned().unwrap_or(Value::Null);
+    let raw = encode(&object)
+        .map(|b| b.to_vec())
+        .unwrap_or_else(|| serde_json::to_vec(&object).unwrap_or_default());
+    // `metav1.WatchEvent`: type 1, object 2 (a `runtime.RawExtension`,
+    // whose raw is 1).
+    let mut extension = Vec::new();
+    bytes_field(&mut extension, 1, &raw);
+    let mut message = Vec::new();
+    string_field(&mut message, 1, kind);
+    bytes_field(&mut message, 2, &extension);
+    let mut frame = (message.len() as u32).to_be_bytes().to_vec();
+    frame.extend(message);
+    Bytes::from(frame)
 }
 
 /// `object` as a protobuf body, or `None` when its kind has no message
@@ -318,6 +367,64 @@ mod tests {
         assert_eq!(decoded["code"], 404);
         assert_eq!(decoded["reason"], "NotFound");
         assert_eq!(decoded["details"]["name"], "b");
+    }
+
+    /// The frame read back as client-go reads it: `LengthDelimitedFramer`
+    /// (a big-endian length), a raw `metav1.WatchEvent`, and its object's
+    /// raw bytes through the universal deserializer (here, the request
+    /// side's decoder, which reads the prefixed envelope).
+    fn read_frame(frame: &[u8]) -> (String, Vec<u8>) {
+        let length = u32::from_be_bytes(frame[..4].try_into().expect("a length")) as usize;
+        assert_eq!(length, frame.len() - 4, "one frame, whole");
+        let descriptor = pool()
+            .and_then(|p| p.get_message_by_name("apimachinery.pkg.apis.meta.v1.WatchEvent"))
+            .expect("WatchEvent is vendored");
+        let event =
+            prost_reflect::DynamicMessage::decode(descriptor, &frame[4..]).expect("decodes");
+        let kind = event
+            .get_field_by_name("type")
+            .and_then(|t| t.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let object = event.get_field_by_name("object").expect("an object");
+        let raw = object
+            .as_message()
+            .and_then(|m| m.get_field_by_name("raw"))
+            .and_then(|r| r.as_bytes().map(|b| b.to_vec()))
+            .unwrap_or_default();
+        (kind, raw)
+    }
+
+    // apiserver `serveWatch` with the protobuf StreamSerializer
+    // (`protobuf.NewRawSerializer`, `LengthDelimitedFramer`), as
+    // apimachinery's `expectPartialObjectMetaEventsProtobuf` reads it.
+    #[test]
+    fn a_watch_event_is_one_length_delimited_frame() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "web-0", "namespace": "apps",
+                                      "resourceVersion": "9"}});
+        let line = serde_json::to_vec(&json!({"type": "MODIFIED", "object": pod})).expect("json");
+        let (kind, raw) = read_frame(&watch_frame(&line));
+        assert_eq!(kind, "MODIFIED");
+        assert!(raw.starts_with(MAGIC), "the object's own envelope");
+        assert_eq!(super::super::protobuf::to_json(&raw).expect("decodes"), pod);
+        // Control: an object with no message travels as its JSON.
+        let custom = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                            "metadata": {"name": "w"}});
+        let line = serde_json::to_vec(&json!({"type": "ADDED", "object": custom})).expect("json");
+        let (_, raw) = read_frame(&watch_frame(&line));
+        assert_eq!(serde_json::from_slice::<Value>(&raw).expect("JSON"), custom);
+    }
+
+    #[test]
+    fn only_a_built_in_kind_watched_by_a_protobuf_client_streams_frames() {
+        let pods = crate::resources::by_kind("Pod").expect("pods");
+        let protobuf = "application/vnd.kubernetes.protobuf, */*";
+        assert!(watch_in_protobuf(protobuf, pods));
+        assert!(!watch_in_protobuf("application/json", pods));
+        assert!(!watch_in_protobuf(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+            pods
+        ));
     }
 
     #[test]

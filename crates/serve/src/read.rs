@@ -11,6 +11,7 @@ use super::cache::{self, Cached, ListCache};
 use super::cluster::Cluster;
 use super::history::{Key, key_of, text};
 use super::partial;
+use super::protobuf_reply;
 use super::resources::Resource;
 use super::select::{self, FieldTerm};
 use super::table;
@@ -441,6 +442,7 @@ pub(super) fn watch(
         .query
         .get("sendInitialEvents")
         .is_some_and(|s| s == "true");
+    let protobuf = protobuf_reply::watch_in_protobuf(&request.accept, resource);
     let now = cluster.sim.now();
     let history = cluster.history();
     match from {
@@ -464,6 +466,7 @@ pub(super) fn watch(
                 return Ok(Reply::Watch {
                     events: rx,
                     timeout: Some(std::time::Duration::ZERO),
+                    protobuf,
                 });
             } else {
                 for change in history.since(rv) {
@@ -481,6 +484,7 @@ pub(super) fn watch(
             return Ok(Reply::Watch {
                 events: rx,
                 timeout: Some(std::time::Duration::ZERO),
+                protobuf,
             });
         }
         _ => {
@@ -500,6 +504,7 @@ pub(super) fn watch(
     Ok(Reply::Watch {
         events: rx,
         timeout,
+        protobuf,
     })
 }
 

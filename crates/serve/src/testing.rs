@@ -89,7 +89,9 @@ pub(super) fn json(reply: Reply) -> (u16, Value) {
 /// A watch reply's stream and timeout.
 pub(super) fn watch(reply: Reply) -> (mpsc::UnboundedReceiver<Bytes>, Option<std::time::Duration>) {
     match reply {
-        Reply::Watch { events, timeout } => (events, timeout),
+        Reply::Watch {
+            events, timeout, ..
+        } => (events, timeout),
         Reply::Json(code, body) => panic!("expected a watch, got {code} {body}"),
         Reply::Raw { status, .. } => panic!("expected a watch, got {status} and bytes"),
     }
