@@ -341,7 +341,8 @@ fn kubectl_reads_the_protobuf_answer_as_the_json_one() {
 fn kubectl_events_watch_reads_protobuf_frames() {
     let Some(s) = serve() else { return };
     let (mut events, out, err) = s.spawn(&["events", "-n", "apps", "--watch", "-v=8"], "events");
-    let (mut table, _, table_err) = s.spawn(&["get", "events", "-n", "apps", "-w", "-v=8"], "table");
+    let (mut table, _, table_err) =
+        s.spawn(&["get", "events", "-n", "apps", "-w", "-v=8"], "table");
     // Both watches are open once kubectl has listed; give them the time to.
     std::thread::sleep(std::time::Duration::from_secs(2));
     s.ok(&[
@@ -365,7 +366,10 @@ fn kubectl_events_watch_reads_protobuf_frames() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    assert!(seen.contains("Scheduled") && seen.contains("Pod/framed-"), "{seen}");
+    assert!(
+        seen.contains("Scheduled") && seen.contains("Pod/framed-"),
+        "{seen}"
+    );
     let media = |log: &str| {
         log.lines()
             .filter(|l| l.contains("Content-Type:") && l.contains("stream=watch"))

@@ -65,7 +65,12 @@ struct Timeline {
 fn run(steps: &str) -> Timeline {
     let dir = tempfile::tempdir().unwrap();
     let path = drill(dir.path(), steps);
-    let out = dir.path().join("out");
+    run_in(dir.path(), &path)
+}
+
+/// Runs the drill at `path` (in `dir`) and reads its timeline.
+fn run_in(dir: &Path, path: &Path) -> Timeline {
+    let out = dir.join("out");
     let run = crate::common::bench(&[
         "run",
         path.to_str().unwrap(),
@@ -205,4 +210,32 @@ fn an_applied_pods_priority_class_must_exist_and_may_come_in_the_same_file() {
     .unwrap();
     let admitted = crate::common::bench(&["validate", path.to_str().unwrap()]);
     assert_eq!(admitted.code, 0, "{}", admitted.stderr);
+}
+
+// Flux's post-build substitution
+// (fluxcd.io/flux/components/kustomize/kustomizations/#post-build-variable-substitution)
+// applies to a file an `apply` step applies as to a workload file: the
+// step's `substitute:` fills `${extra_replicas}`. Control: without a
+// value the variable is refused before anything runs, at its `${`.
+#[test]
+fn an_applied_file_gets_the_steps_flux_values() {
+    let placeholder = EXTRA.replace("replicas: 2", "replicas: ${extra_replicas}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = drill(
+        dir.path(),
+        "  - apply: {path: manifests/extra.yaml, substitute: {extra_replicas: \"3\"}}\n",
+    );
+    std::fs::write(dir.path().join("manifests/extra.yaml"), &placeholder).unwrap();
+    assert_eq!(run_in(dir.path(), &path).count("PodScheduled"), 3);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = drill(dir.path(), "  - apply: {path: manifests/extra.yaml}\n");
+    std::fs::write(dir.path().join("manifests/extra.yaml"), &placeholder).unwrap();
+    let unset = crate::common::bench(&["validate", path.to_str().unwrap()]);
+    assert_eq!(unset.code, 2, "{}", unset.stderr);
+    assert!(
+        unset.stderr.contains("extra.yaml:5:") && unset.stderr.contains("extra_replicas"),
+        "{}",
+        unset.stderr
+    );
 }

@@ -503,8 +503,8 @@ fn load_apply_steps(
             what: "manifest file",
             path: &apply.path,
             at: apply.path.at,
-            substitute: &BTreeMap::new(),
-            substitute_from: &[],
+            substitute: &apply.substitute,
+            substitute_from: &apply.substitute_from,
         };
         let mut documents = Vec::new();
         files.extend(file.load(drill_dir, &mut documents, sources, checker));

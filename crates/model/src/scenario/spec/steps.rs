@@ -1,10 +1,10 @@
 //! What happens during a drill: the steps, the faults they inject, and the
 //! conditions a wait holds out for.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-use std::collections::BTreeMap;
 
 use super::cluster::{DurationRange, TaintEffect};
 use crate::duration::Duration;
@@ -90,6 +90,16 @@ pub struct ApplyStep {
     /// A file of Kubernetes YAML (multi-document, as `kustomize build`
     /// prints it), relative to the drill file, as under `workloads:`.
     pub path: Located<std::path::PathBuf>,
+    /// Values for the file's Flux post-build variables (`${var}`,
+    /// `${var:=default}`, …), as under `workloads:`: what a Flux
+    /// Kustomization applying it would substitute.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub substitute: BTreeMap<String, String>,
+    /// ConfigMap and Secret files with more values, as
+    /// `spec.postBuild.substituteFrom` names them; `substitute:` wins over
+    /// them, and a later file over an earlier one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub substitute_from: Vec<super::SubstituteFrom>,
 }
 
 /// One object deleted mid-drill, named as `kubectl delete` names it.
