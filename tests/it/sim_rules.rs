@@ -540,9 +540,16 @@ fn first(sim: &Simulation, kind: EventKind) -> Option<u64> {
 /// `config/flags/flags.go`). The burst node is unneeded from minute 4 on
 /// (2 minutes of unneeded time), yet stays until 10 minutes after its
 /// scale-up; the control, with the delay at 0s, removes it before then.
+/// Both recheck a node found unremovable at once, so that this delay
+/// alone holds the node.
 #[test]
 fn no_scale_down_within_ten_minutes_of_a_scale_up_and_its_control_without_the_delay() {
-    for (settings, held) in [("", true), ("    scaleDownDelayAfterAdd: 0s\n", false)] {
+    let recheck = "    unremovableNodeRecheckTimeout: 0s\n";
+    for (settings, held) in [
+        (recheck.to_owned(), true),
+        (format!("    scaleDownDelayAfterAdd: 0s\n{recheck}"), false),
+    ] {
+        let settings = settings.as_str();
         let filler = deployment("filler", 2, "13Gi", ON_BASELINE);
         let mut sim = cluster_with(&(filler + &stayer("", "", "Deployment")), settings);
         sim.advance_to(4 * MIN);
@@ -563,6 +570,52 @@ fn no_scale_down_within_ten_minutes_of_a_scale_up_and_its_control_without_the_de
         }
         sim.advance_to(up + 13 * MIN);
         assert_eq!(sim.ready_nodes_of("burst"), 0, "{settings:?}");
+    }
+}
+
+/// cluster-autoscaler's `--unremovable-node-recheck-timeout` (5m, FAQ
+/// "What are the parameters to CA?"; `core/scaledown/planner`
+/// `categorizeNodes` adds a node `SimulateNodeRemoval` refuses with that
+/// timeout, and `FilterOutUnremovable` skips it as `RecentlyUnremovable`
+/// until then). The burst node's pod cannot move while the filler holds
+/// the baseline, so each look at it is a refusal, and the next look comes
+/// five minutes later (a node not looked at is not refused again); once
+/// the filler is gone, it waits for that look, then for its 2 minutes of
+/// unneeded time. The control looks at every scan (10 s) and removes it 2
+/// minutes after the filler's pods are gone (their 30 s grace period).
+#[test]
+fn a_node_found_unremovable_is_not_rechecked_for_five_minutes() {
+    let delay = "    scaleDownDelayAfterAdd: 0s\n";
+    for (recheck, held) in [
+        ("", true),
+        ("    unremovableNodeRecheckTimeout: 0s\n", false),
+    ] {
+        let filler = deployment("filler", 2, "13Gi", ON_BASELINE);
+        let mut sim = cluster_with(
+            &(filler + &stayer("", "", "Deployment")),
+            &format!("{delay}{recheck}"),
+        );
+        sim.advance_to(6 * MIN);
+        assert_eq!(sim.ready_nodes_of("burst"), 1);
+        assert!(first(&sim, EventKind::ScaleDown).is_none(), "{recheck:?}");
+        let freed = sim.now();
+        sim.scale_workload("apps/Deployment/filler", 0)
+            .expect("scale");
+        sim.advance_to(freed + 12 * MIN);
+        let down = first(&sim, EventKind::ScaleDown).expect("removed in the end");
+        let after = down - freed;
+        let prompt = 2 * MIN + 30_000..=2 * MIN + 40_000;
+        if held {
+            assert!(
+                after > *prompt.end() && after <= 7 * MIN + 40_000,
+                "down {after} ms after the filler left"
+            );
+        } else {
+            assert!(
+                prompt.contains(&after),
+                "down {after} ms after the filler left"
+            );
+        }
     }
 }
 

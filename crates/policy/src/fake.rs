@@ -55,6 +55,7 @@ pub(super) struct FakeNode {
     pub(super) allocatable: Room,
     pub(super) requested: Room,
     pub(super) unneeded_since: Option<u64>,
+    pub(super) unremovable_until: Option<u64>,
 }
 
 /// A Ready node of 4 CPUs, 16 GiB and 110 pods, nothing on it.
@@ -74,6 +75,7 @@ pub(super) fn node(pool: &str) -> FakeNode {
         },
         requested: Room::default(),
         unneeded_since: None,
+        unremovable_until: None,
     }
 }
 
@@ -281,6 +283,10 @@ impl AutoscalerView for Fake {
 
     fn unneeded_since(&self, node: usize) -> Option<u64> {
         self.nodes[node].unneeded_since
+    }
+
+    fn unremovable_until(&self, node: usize) -> Option<u64> {
+        self.nodes[node].unremovable_until
     }
 
     fn created_at(&self, _pod: usize) -> Option<u64> {

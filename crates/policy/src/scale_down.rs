@@ -356,6 +356,10 @@ pub struct Pass<N> {
     pub unneeded: Vec<(N, Option<u64>)>,
     /// The nodes to remove now, in order.
     pub remove: Vec<N>,
+    /// The nodes whose removal this scan's simulation refused (a pod that
+    /// may not or cannot move): left out of scale-down until
+    /// `unremovableNodeRecheckTimeout` has passed.
+    pub unremovable: Vec<N>,
     /// The delay that kept this scan from removing anything.
     pub held: Option<Hold>,
 }
@@ -429,6 +433,7 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
     let mut out = Pass {
         unneeded: Vec::new(),
         remove: Vec::new(),
+        unremovable: Vec::new(),
         held,
     };
     let mut empty = Vec::new();
@@ -436,13 +441,28 @@ pub fn pass<V: AutoscalerView>(view: &V, topology: &Topology, now: u64) -> Pass<
     let standing = OnceCell::new();
     for node in candidates {
         let facts = view.node(node);
+        // Found unremovable by a recent scan: not simulated again yet
+        // (`FilterOutUnremovable`'s `RecentlyUnremovable`).
+        if view
+            .unremovable_until(node)
+            .is_some_and(|until| now < until)
+        {
+            out.unneeded.push((node, None));
+            continue;
+        }
+        if node_utilisation(view, node, settings) >= threshold {
+            out.unneeded.push((node, None));
+            continue;
+        }
+        // `SimulateNodeRemoval`: a refusal holds the node out of the
+        // next scans (`categorizeNodes`' `AddTimeout`).
         let movable = view.movable_pods(node);
-        let unneeded = node_utilisation(view, node, settings) < threshold
-            && movable
-                .iter()
-                .all(|&p| blocker(view, p, settings).is_none())
+        let removable = movable
+            .iter()
+            .all(|&p| blocker(view, p, settings).is_none())
             && fits_elsewhere_among(view, &standing, node, &movable, &out.remove);
-        if !unneeded {
+        if !removable {
+            out.unremovable.push(node);
             out.unneeded.push((node, None));
             continue;
         }
@@ -1004,6 +1024,30 @@ mod tests {
             pass(&fake, &topology, UNNEEDED).remove.is_empty(),
             "control: global delays"
         );
+    }
+
+    /// `--unremovable-node-recheck-timeout` (`planner.categorizeNodes`:
+    /// a node `SimulateNodeRemoval` refuses is added with the timeout;
+    /// `FilterOutUnremovable` skips it as `RecentlyUnremovable` until
+    /// then). A pod with nowhere to go makes the node unremovable; while
+    /// the timeout runs, the node is neither simulated nor unneeded, even
+    /// with room back. Control: once it has passed, the node is removed.
+    #[test]
+    fn a_refused_node_is_left_out_until_its_recheck() {
+        let topology = topology(0, 3);
+        let (mut fake, p) = cluster();
+        fake.nodes[1].unneeded_since = Some(0);
+        fake.pods[p].controlled = false;
+        let refused = pass(&fake, &topology, UNNEEDED);
+        assert_eq!(refused.unremovable, [1], "a pod no controller recreates");
+        assert!(refused.remove.is_empty());
+        fake.pods[p].controlled = true;
+        fake.nodes[1].unremovable_until = Some(UNNEEDED + 1);
+        let skipped = pass(&fake, &topology, UNNEEDED);
+        assert!(skipped.remove.is_empty() && skipped.unremovable.is_empty());
+        assert!(skipped.unneeded.contains(&(1, None)), "not unneeded either");
+        let rechecked = pass(&fake, &topology, UNNEEDED + 1);
+        assert_eq!(rechecked.remove, [1], "control: rechecked once it ran out");
     }
 
     /// `skip-nodes-with-local-storage` and `skip-nodes-with-system-pods`

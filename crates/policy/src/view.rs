@@ -238,6 +238,9 @@ pub trait AutoscalerView: ClusterView {
     }
     /// Since when the autoscaler has seen the node unneeded.
     fn unneeded_since(&self, node: Self::Node) -> Option<u64>;
+    /// Until when the node is left out of scale-down, its removal having
+    /// been refused by a scan's simulation.
+    fn unremovable_until(&self, node: Self::Node) -> Option<u64>;
     /// When the pod was created, when the world knows it in its own time
     /// (`None`: old enough for any `newPodScaleUpDelay`).
     fn created_at(&self, _pod: Self::Pod) -> Option<u64> {

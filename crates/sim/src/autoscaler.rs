@@ -214,6 +214,10 @@ impl AutoscalerView for SimView<'_> {
         self.sim.world.node(node).unneeded_since
     }
 
+    fn unremovable_until(&self, node: NodeId) -> Option<u64> {
+        self.sim.world.node(node).unremovable_until
+    }
+
     fn created_at(&self, pod: PodId) -> Option<u64> {
         Some(self.sim.world.pod(pod).created_at)
     }
@@ -321,6 +325,14 @@ impl Simulation {
             self.world.node_mut(node).unneeded_since = since;
         }
         let now = self.now();
+        let recheck = self
+            .topology
+            .autoscaler
+            .unremovable_node_recheck_timeout
+            .as_millis();
+        for node in pass.unremovable {
+            self.world.node_mut(node).unremovable_until = Some(now + recheck);
+        }
         for &node in &pass.remove {
             let pool = self.world.node(node).pool.clone();
             self.controllers.cooldown.deleted(&pool, now);

@@ -109,6 +109,9 @@ pub struct SimNode {
     pub class: usize,
     /// Since when the autoscaler has seen it unneeded.
     pub unneeded_since: Option<Time>,
+    /// Until when the autoscaler leaves it out of scale-down, a scan
+    /// having found it unremovable.
+    pub unremovable_until: Option<Time>,
     /// When the Node object was deleted.
     pub gone_at: Option<Time>,
     /// Whether a drain or a scale-down is removing it.
@@ -154,6 +157,7 @@ impl SimNode {
             server_exists: true,
             class: 0,
             unneeded_since: None,
+            unremovable_until: None,
             gone_at: None,
             draining: false,
         }

@@ -245,6 +245,9 @@ pub struct Autoscaler {
     /// The delays hold only the pool that acted
     /// (`--scale-down-delay-type-local`).
     pub scale_down_delay_type_local: bool,
+    /// How long a node the scale-down simulation found unremovable is
+    /// left out of later scans (`--unremovable-node-recheck-timeout`).
+    pub unremovable_node_recheck_timeout: Duration,
     /// Most non-empty nodes drained and deleted at once.
     pub max_drain_parallelism: u32,
     /// Most nodes, empty or drained, deleted at once.
@@ -284,6 +287,7 @@ impl Default for Autoscaler {
             scale_down_delay_after_delete: Duration::from_secs(0),
             scale_down_delay_after_failure: Duration::from_mins(3),
             scale_down_delay_type_local: false,
+            unremovable_node_recheck_timeout: Duration::from_mins(5),
             max_drain_parallelism: 1,
             max_scale_down_parallelism: 10,
             skip_nodes_with_local_storage: true,
@@ -521,6 +525,9 @@ fn merge(cluster: &ClusterSpec, base: Option<Imported>, checker: &mut Checker<'_
         }
         if let Some(local) = spec.scale_down_delay_type_local {
             autoscaler.scale_down_delay_type_local = local;
+        }
+        if let Some(d) = spec.unremovable_node_recheck_timeout {
+            autoscaler.unremovable_node_recheck_timeout = d;
         }
         if let Some(n) = &spec.max_drain_parallelism {
             autoscaler.max_drain_parallelism = n.value;

@@ -399,6 +399,9 @@ fn parse_flags(words: &[&str]) -> AutoscalerFlags {
             "--scale-down-delay-after-failure" => duration()
                 .map(|d| settings.scale_down_delay_after_failure = d)
                 .is_some(),
+            "--unremovable-node-recheck-timeout" => duration()
+                .map(|d| settings.unremovable_node_recheck_timeout = d)
+                .is_some(),
             "--max-drain-parallelism" => value
                 .parse()
                 .map(|n| settings.max_drain_parallelism = n)

@@ -71,6 +71,9 @@ pub struct EmulatedAutoscaler {
     rng: SeededRng,
     next_scan: Time,
     unneeded_since: BTreeMap<String, Time>,
+    /// Nodes a scan found unremovable, and until when they are left out
+    /// of scale-down (`--unremovable-node-recheck-timeout`).
+    unremovable_until: BTreeMap<String, Time>,
     /// Standby nodes chosen and booting: when each takes pods.
     booting: BTreeMap<String, Time>,
     /// Nodes being drained for removal.
@@ -105,6 +108,7 @@ impl EmulatedAutoscaler {
             rng: SeededRng::new(seed),
             next_scan: now + topology.autoscaler.scan_interval.as_millis(),
             unneeded_since: BTreeMap::new(),
+            unremovable_until: BTreeMap::new(),
             booting: BTreeMap::new(),
             removing: BTreeSet::new(),
             drained: BTreeSet::new(),
@@ -185,8 +189,11 @@ impl EmulatedAutoscaler {
             empty: self.removing.len() as u32 - drained,
             drained,
         };
-        ObservedView::new(cluster, &self.booting, &self.removing, &self.unneeded_since)
-            .remembering(self.cooldown.clone(), in_progress)
+        ObservedView::new(cluster, &self.booting, &self.removing, &self.unneeded_since).remembering(
+            self.cooldown.clone(),
+            in_progress,
+            self.unremovable_until.clone(),
+        )
     }
 
     fn scale_up(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
@@ -213,9 +220,11 @@ impl EmulatedAutoscaler {
     }
 
     fn scale_down(&mut self, now: Time, cluster: &Observer, decisions: &mut Vec<Decision>) {
-        let (unneeded, remove) = {
+        let (unneeded, remove, unremovable) = {
             let view = self.view(cluster);
             let pass = scale_down::pass(&view, &self.topology, now);
+            let unremovable: Vec<String> =
+                pass.unremovable.iter().map(|n| (*n).to_owned()).collect();
             let unneeded: Vec<(String, Option<Time>)> = pass
                 .unneeded
                 .into_iter()
@@ -236,8 +245,19 @@ impl EmulatedAutoscaler {
                     )
                 })
                 .collect();
-            (unneeded, remove)
+            (unneeded, remove, unremovable)
         };
+        // Expired entries go, as upstream's `unremovable.Nodes.Update`
+        // drops them each scan.
+        self.unremovable_until.retain(|_, until| *until > now);
+        let recheck = self
+            .topology
+            .autoscaler
+            .unremovable_node_recheck_timeout
+            .as_millis();
+        for node in unremovable {
+            self.unremovable_until.insert(node, now + recheck);
+        }
         for (node, since) in unneeded {
             match since {
                 Some(since) => {

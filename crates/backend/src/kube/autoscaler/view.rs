@@ -26,6 +26,8 @@ pub(super) struct ObservedView<'a> {
     requested: BTreeMap<&'a str, Room>,
     cooldown: Cooldown,
     in_progress: InProgress,
+    /// Nodes a scan found unremovable, until when they are left out.
+    unremovable_until: BTreeMap<String, Time>,
 }
 
 fn requests(pod: &PodState) -> Resources {
@@ -61,14 +63,22 @@ impl<'a> ObservedView<'a> {
             requested,
             cooldown: Cooldown::default(),
             in_progress: InProgress::default(),
+            unremovable_until: BTreeMap::new(),
         }
     }
 
     /// The view with the autoscaler's memory of its own actions: when it
-    /// last scaled up, deleted, failed, and the removals in progress.
-    pub(super) fn remembering(mut self, cooldown: Cooldown, in_progress: InProgress) -> Self {
+    /// last scaled up, deleted, failed, the removals in progress, and the
+    /// nodes it found unremovable.
+    pub(super) fn remembering(
+        mut self,
+        cooldown: Cooldown,
+        in_progress: InProgress,
+        unremovable_until: BTreeMap<String, Time>,
+    ) -> Self {
         self.cooldown = cooldown;
         self.in_progress = in_progress;
+        self.unremovable_until = unremovable_until;
         self
     }
 
@@ -249,6 +259,10 @@ impl<'a> AutoscalerView for ObservedView<'a> {
 
     fn unneeded_since(&self, node: &'a str) -> Option<u64> {
         self.unneeded_since.get(node).copied()
+    }
+
+    fn unremovable_until(&self, node: &'a str) -> Option<u64> {
+        self.unremovable_until.get(node).copied()
     }
 }
 

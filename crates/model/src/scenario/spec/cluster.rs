@@ -225,6 +225,10 @@ pub struct AutoscalerSpec {
     /// deleted or failed, not every pool (false).
     #[serde(default)]
     pub scale_down_delay_type_local: Option<bool>,
+    /// A node whose removal the scale-down simulation refused is not
+    /// looked at again for this long (5m).
+    #[serde(default)]
+    pub unremovable_node_recheck_timeout: Option<Duration>,
     /// Most non-empty nodes drained and deleted at once (1).
     #[serde(default)]
     pub max_drain_parallelism: Option<Located<u32>>,
