@@ -343,6 +343,33 @@ fn a_priority_class_created_through_the_api_sets_the_priority_of_later_pods() {
         "FailedCreate: Error creating: pods \"early-\" is forbidden: no PriorityClass with \
          name vip was found"
     );
+    // The ReplicaSet's `ReplicaFailure`, copied to its Deployment.
+    let failure = |s: &Served| {
+        s.ok(&[
+            "get",
+            "deployment",
+            "early",
+            "-n",
+            "apps",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"ReplicaFailure\")].reason}",
+        ])
+    };
+    assert_eq!(failure(&s), "FailedCreate");
+    let replica_set = s.ok(&[
+        "get",
+        "replicasets",
+        "-n",
+        "apps",
+        "-l",
+        "app=early",
+        "-o",
+        "jsonpath={.items[*].status.conditions[*].message}",
+    ]);
+    assert_eq!(
+        replica_set,
+        "pods \"early-\" is forbidden: no PriorityClass with name vip was found"
+    );
     s.ok(&["create", "priorityclass", "vip", "--value=1000"]);
     s.ok(&[
         "apply",
@@ -352,6 +379,7 @@ fn a_priority_class_created_through_the_api_sets_the_priority_of_later_pods() {
     s.advance("1m");
     assert_eq!(priorities(&s, "vip-app"), "1000");
     assert_eq!(priorities(&s, "early"), "1000", "the waiting pods come");
+    assert_eq!(failure(&s), "", "and the failure is gone");
     let changed = s.run(&[
         "patch",
         "priorityclass",

@@ -79,10 +79,20 @@ pub(super) fn deployment_conditions(object: &mut Value) {
         )
     };
     if let Some(status) = object.get_mut("status").and_then(Value::as_object_mut) {
-        status.insert(
-            "conditions".to_owned(),
-            json!([available_condition, progressing_condition]),
-        );
+        // A `ReplicaFailure` the view carries (its ReplicaSet's pods
+        // refused) stays, after the two computed here.
+        let failure = status
+            .get("conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| c["type"] == "ReplicaFailure")
+            .cloned();
+        let conditions: Vec<Value> = [available_condition, progressing_condition]
+            .into_iter()
+            .chain(failure)
+            .collect();
+        status.insert("conditions".to_owned(), json!(conditions));
     }
 }
 

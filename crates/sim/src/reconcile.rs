@@ -135,42 +135,52 @@ impl Simulation {
     /// Whether the workload's pods may be created as far as their
     /// PriorityClass goes. A template waiting for its class takes the
     /// class's priority once it exists; until then the controller's
-    /// attempt is refused, as the Priority admission plugin refuses each
-    /// pod it tries ("pods \"web-\" is forbidden: no PriorityClass with
-    /// name … was found").
+    /// attempt is refused ([`Simulation::pod_refusal`]).
     fn admit_waiting_class(&mut self, w: WorkloadId) -> bool {
         let template = self.world.workload(w).template.clone();
         if template.waits_for_class.is_none() {
             return true;
         }
-        match self.priority_classes.resolve(&template.spec) {
-            Ok(priority) => {
-                let mut admitted = template.with_spec(template.spec.clone());
-                admitted.priority = priority;
-                admitted.waits_for_class = None;
-                self.world.replace_template(w, &template, Rc::new(admitted));
-                true
-            }
-            Err(refusal) => {
-                let workload = self.world.workload(w);
-                let object = drillbench_observe::ObjectRef {
-                    kind: WorkloadRef::parse(&workload.key)
-                        .map(|r| r.kind)
-                        .unwrap_or_default(),
-                    namespace: workload.namespace.clone(),
-                    name: workload.name.clone(),
-                };
-                // The name the controller asked for: a StatefulSet's first
-                // ordinal, or the others' `generateName`.
-                let pod = match workload.kind {
-                    WorkloadKind::StatefulSet { .. } => format!("{}-0", workload.name),
-                    _ => format!("{}-", workload.name),
-                };
-                let message = format!("pods \"{pod}\" is forbidden: {refusal}");
-                self.record(EventKind::AdmissionRefused, object, None, &message);
-                false
-            }
+        if let Some(message) = self.pod_refusal(w) {
+            let workload = self.world.workload(w);
+            let object = drillbench_observe::ObjectRef {
+                kind: WorkloadRef::parse(&workload.key)
+                    .map(|r| r.kind)
+                    .unwrap_or_default(),
+                namespace: workload.namespace.clone(),
+                name: workload.name.clone(),
+            };
+            self.record(EventKind::AdmissionRefused, object, None, &message);
+            return false;
         }
+        let mut admitted = template.with_spec(template.spec.clone());
+        admitted.priority = self
+            .priority_classes
+            .resolve(&template.spec)
+            .unwrap_or(template.priority);
+        admitted.waits_for_class = None;
+        self.world.replace_template(w, &template, Rc::new(admitted));
+        true
+    }
+
+    /// Why the API server refuses each pod the workload's controller
+    /// tries while the PriorityClass they name is missing, as the
+    /// Priority admission plugin words it for the name the controller
+    /// asks for (a StatefulSet's first ordinal, the others'
+    /// `generateName`): "pods \"web-\" is forbidden: no PriorityClass with
+    /// name … was found".
+    pub(super) fn pod_refusal(&self, w: WorkloadId) -> Option<String> {
+        let workload = self.world.workload(w);
+        workload.template.waits_for_class.as_ref()?;
+        let refusal = self
+            .priority_classes
+            .resolve(&workload.template.spec)
+            .err()?;
+        let pod = match workload.kind {
+            WorkloadKind::StatefulSet { .. } => format!("{}-0", workload.name),
+            _ => format!("{}-", workload.name),
+        };
+        Some(format!("pods \"{pod}\" is forbidden: {refusal}"))
     }
 
     pub(super) fn reconcile_replicas(&mut self, w: WorkloadId) -> bool {

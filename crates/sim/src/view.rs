@@ -8,8 +8,9 @@ use std::rc::Rc;
 
 use drillbench_policy::priority::PreemptionPolicy;
 use k8s_openapi::api::apps::v1::{
-    DaemonSet, DaemonSetSpec, DaemonSetStatus, Deployment, DeploymentSpec, DeploymentStatus,
-    ReplicaSet, ReplicaSetSpec, ReplicaSetStatus, StatefulSet, StatefulSetSpec, StatefulSetStatus,
+    DaemonSet, DaemonSetSpec, DaemonSetStatus, Deployment, DeploymentCondition, DeploymentSpec,
+    DeploymentStatus, ReplicaSet, ReplicaSetCondition, ReplicaSetSpec, ReplicaSetStatus,
+    StatefulSet, StatefulSetSpec, StatefulSetStatus,
 };
 use k8s_openapi::api::batch::v1::{Job, JobSpec, JobStatus};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -39,6 +40,12 @@ use super::{EPOCH_SECONDS, Simulation};
 use drillbench_model::labels::ATTACH_ANNOTATION;
 use drillbench_model::scenario::spec::{AttachModel, BindingMode};
 use drillbench_observe::EventKind;
+
+/// A controller condition: pods it could not create
+/// (`ReplicaSetReplicaFailure`, `DeploymentReplicaFailure`).
+const REPLICA_FAILURE: &str = "ReplicaFailure";
+/// Its reason when the API server refused a pod it created.
+const FAILED_CREATE: &str = "FailedCreate";
 
 /// The CSI driver (a StorageClass's provisioner, a PersistentVolume's
 /// `spec.csi.driver` and a VolumeAttachment's attacher) of single-attach
@@ -516,6 +523,20 @@ impl Simulation {
                         ready_replicas: Some(ready),
                         available_replicas: Some(ready),
                         observed_generation: Some(1),
+                        // The ReplicaSet controller's `ReplicaFailure`
+                        // for pods it could not create (`manageReplicas`).
+                        conditions: self
+                            .pod_refusal(w)
+                            .filter(|_| revision.number == newest)
+                            .map(|message| {
+                                vec![ReplicaSetCondition {
+                                    type_: REPLICA_FAILURE.to_owned(),
+                                    status: "True".to_owned(),
+                                    reason: Some(FAILED_CREATE.to_owned()),
+                                    message: Some(message),
+                                    ..Default::default()
+                                }]
+                            }),
                         ..Default::default()
                     }),
                 });
@@ -578,6 +599,17 @@ impl Simulation {
                 updated_replicas: Some(live),
                 unavailable_replicas: Some((replicas - ready).max(0)),
                 observed_generation: Some(1),
+                // The deployment controller copies its ReplicaSet's
+                // (`calculateStatus` in `sync.go`).
+                conditions: self.pod_refusal(w).map(|message| {
+                    vec![DeploymentCondition {
+                        type_: REPLICA_FAILURE.to_owned(),
+                        status: "True".to_owned(),
+                        reason: Some(FAILED_CREATE.to_owned()),
+                        message: Some(message),
+                        ..Default::default()
+                    }]
+                }),
                 ..Default::default()
             }),
         }
