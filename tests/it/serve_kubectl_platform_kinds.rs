@@ -334,14 +334,17 @@ fn a_priority_class_created_through_the_api_sets_the_priority_of_later_pods() {
         "-n",
         "apps",
         "--field-selector",
-        "involvedObject.name=early",
+        "involvedObject.kind=ReplicaSet",
         "-o",
-        "jsonpath={.items[*].reason}: {.items[*].message}",
+        "jsonpath={.items[*].involvedObject.name} {.items[*].reason}: {.items[*].message}",
     ]);
-    assert_eq!(
-        refused,
-        "FailedCreate: Error creating: pods \"early-\" is forbidden: no PriorityClass with \
-         name vip was found"
+    assert!(
+        refused.starts_with("early-")
+            && refused.ends_with(
+                " FailedCreate: Error creating: pods \"early-\" is forbidden: no \
+                 PriorityClass with name vip was found"
+            ),
+        "on the Deployment's ReplicaSet: {refused}"
     );
     // The ReplicaSet's `ReplicaFailure`, copied to its Deployment.
     let failure = |s: &Served| {

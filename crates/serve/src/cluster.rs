@@ -201,6 +201,34 @@ impl Cluster {
     }
 
     /// See [`Objects::view`].
+    /// The ReplicaSet a Deployment's controller creates pods through
+    /// now: its newest, as served.
+    fn newest_replicaset(&self, namespace: &str, deployment: &str) -> Option<Value> {
+        let newest = self
+            .sim
+            .replicaset_views()
+            .into_iter()
+            .filter(|rs| {
+                rs.metadata.namespace.as_deref() == Some(namespace)
+                    && rs
+                        .metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.kind == "Deployment" && o.name == deployment)
+            })
+            .max_by_key(|rs| {
+                rs.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(drillbench_sim::view::REVISION_ANNOTATION))
+                    .and_then(|r| r.parse::<u64>().ok())
+                    .unwrap_or_default()
+            })?;
+        let name = newest.metadata.name?;
+        self.view("ReplicaSet", namespace, &name, false)
+    }
+
     pub(super) fn view(
         &self,
         kind: &'static str,
@@ -317,7 +345,15 @@ impl Cluster {
             } else {
                 self.history.change_type(&key)
             };
-            let recorded = self.events.record(first + offset, &event, &object);
+            // A Deployment's pods are its ReplicaSet's, and so is the
+            // Event for one the API server refused.
+            let involved = match (event.kind, kind) {
+                (EventKind::AdmissionRefused, "Deployment") => self
+                    .newest_replicaset(&key.1, &key.2)
+                    .unwrap_or(object.clone()),
+                _ => object.clone(),
+            };
+            let recorded = self.events.record(first + offset, &event, &involved);
             self.push(key, kind_type, object);
             if let Some((key, record)) = recorded {
                 self.push(key, "ADDED", record);

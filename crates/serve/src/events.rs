@@ -122,8 +122,9 @@ fn recorded(event: &Event) -> Option<Recorded> {
         // A controller whose pod the API server refused (the Priority
         // admission plugin, for a missing PriorityClass): `RealPodControl`
         // records `Error creating: …` for ReplicaSets, DaemonSets and Jobs,
-        // the StatefulSet controller its own sentence. The simulator folds
-        // a Deployment's ReplicaSet into it, so the Deployment is named.
+        // the StatefulSet controller its own sentence. A Deployment's is
+        // recorded on its newest ReplicaSet, which `Cluster::sync_instant`
+        // passes as the involved object.
         EventKind::AdmissionRefused if event.message.starts_with("pods \"") => {
             match event.object.kind.as_str() {
                 "StatefulSet" => warning(
